@@ -1,0 +1,135 @@
+# strux — top-level build.  See README.md for the two commands that matter:
+#   make run    set up and run the main job
+#   make test   set up and pass the tests
+#
+# Sources are discovered by folder, so adding a file needs no edit here:
+#   common/ engine/ grammar/        -> $(BUILD)/libstrux.a
+#   tools/strux/*.c                 -> $(BUILD)/strux
+#   tests/unit/test_*.c             -> $(BUILD)/tests/test_*   (one cmocka binary each)
+#   tests/fuzz/fuzz_*.c             -> build-fuzz/fuzz_*         (clang libFuzzer)
+#   kernels/*.cu                    -> $(BUILD)/libstrux_cuda.a  (when nvcc is found; CUDA=0 skips)
+
+BUILD    ?= build
+SAN      ?= 0
+SHARED   ?= $(abspath ../shared)
+NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA     ?= $(if $(NVCC),1,0)
+CC       ?= cc
+
+CSTD     := -std=c11 -D_GNU_SOURCE
+WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
+OPT      ?= -O2
+CFLAGS   := $(CSTD) $(OPT) -g $(WARN) -MMD -MP -I. -pthread -fno-strict-aliasing
+LDLIBS   := -ljansson -lpcre2-8 -lutf8proc -lm -lpthread
+
+ifeq ($(SAN),1)
+  CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+MODULES   ?= common engine grammar kernels
+LIB_SRC   := $(wildcard $(addsuffix /*.c,$(MODULES)))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB       := $(BUILD)/libstrux.a
+
+TOOL_SRC  := $(wildcard tools/strux/*.c)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+
+TEST_SRC  := $(wildcard tests/unit/test_*.c)
+CLI_TESTS := $(wildcard tests/cli/test_*.sh)
+TOOLS     := $(BUILD)/strux
+TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_HELP := $(wildcard tests/unit/helpers/*.c)
+TEST_HOBJ := $(TEST_HELP:%.c=$(BUILD)/obj/%.o)
+
+CU_SRC    := $(wildcard kernels/*.cu)
+CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+CU_LIB    := $(BUILD)/libstrux_cuda.a
+GPU_TEST_SRC := $(wildcard tests/gpu/*.c)
+NVFLAGS   := -O2 -std=c++17 -I. -Werror all-warnings \
+             -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter \
+             -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+
+ALL := $(LIB) $(BUILD)/strux
+ifeq ($(CUDA),1)
+  ALL += $(CU_LIB) $(BUILD)/strux_gpu_tests
+endif
+
+.PHONY: all deps test asan fuzz fuzz-smoke run bench fixtures clean cuda help
+all: $(ALL)
+
+help:
+	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
+	@echo "targets: all deps test asan fuzz fuzz-smoke run bench fixtures cuda clean"
+
+deps:
+	@bash tools/install_deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/strux: $(TOOL_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_HOBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HOBJ) $(LIB) $(LDLIBS) -lcmocka
+
+test: $(TEST_BIN) $(TOOLS)
+	@STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) bash tests/run_tests.sh $(TEST_BIN) $(if $(TOOLS),$(CLI_TESTS))
+
+asan:
+	$(MAKE) SAN=1 BUILD=build-asan CUDA=0 test
+
+# --- CUDA ------------------------------------------------------------------
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
+
+$(CU_LIB): $(CU_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/strux_gpu_tests: $(GPU_TEST_SRC) $(CU_LIB) $(LIB)
+	$(CC) $(CSTD) $(OPT) $(WARN) -I. -I$(CUDA_HOME)/include -o $@ $(GPU_TEST_SRC) $(CU_LIB) $(LIB) \
+	  -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ $(LDLIBS)
+
+cuda:
+	$(MAKE) CUDA=1 $(CU_LIB) $(BUILD)/strux_gpu_tests
+
+# --- fuzzing (clang libFuzzer) -------------------------------------------------
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_CFLAGS := $(CSTD) -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -I. -pthread \
+               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(LDLIBS)
+fuzz: $(FUZZ_BIN)
+fuzz-smoke: $(FUZZ_BIN)
+	@STRUX_SHARED=$(SHARED) bash tests/fuzz/smoke.sh $(FUZZ_BIN)
+
+# --- jobs ----------------------------------------------------------------------
+run: deps all
+	@STRUX_SHARED=$(SHARED) bash tools/run_main.sh
+
+bench: all
+	@STRUX_SHARED=$(SHARED) bash bench/run.sh
+
+fixtures:
+	bash tests/fixtures/make_fixtures.sh
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD)/obj build-fuzz/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,14 @@
+/* The subcommands of the `strux` tool.  Each lives in cmd_<name>.c and
+ * returns the process exit status: 0 ok, 1 the work failed (bad input,
+ * rejected instance), 2 usage error. */
+#ifndef STRUX_COMMANDS_H
+#define STRUX_COMMANDS_H
+
+typedef struct strux_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+} strux_command;
+
+
+#endif

@@ -1,0 +1,45 @@
+/* strux: the command-line tool.  `strux help` lists the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/strux/commands.h"
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("strux 0.1.0\n");
+    return 0;
+}
+
+static const strux_command commands[] = {
+    {"version", "print the version", cmd_version},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: strux COMMAND [options]   (strux COMMAND --help for details)\n\n"
+               "strux turns documents and chats into JSON that is guaranteed to validate\n"
+               "against a JSON Schema, by masking Qwen3's logits with a schema automaton.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "strux: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
