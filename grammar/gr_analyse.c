@@ -1,0 +1,182 @@
+/* After compiling: which nodes admit at least one finite value (a least
+ * fixpoint, so recursive schemas that never bottom out are empty), then
+ * every impossible branch is cut so the run-time never enters a dead end. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_compile_internal.h"
+
+static int ok(const uint8_t *ne, const gr_node *nodes, int32_t id)
+{
+    return id >= 0 && nodes[id].kind != GK_EMPTY && ne[id];
+}
+
+/* Properties whose presence would force a property that cannot exist are
+ * themselves impossible; iterate to a fixpoint. */
+static uint64_t obj_forbidden(const gr_node *n, const uint8_t *ne, const gr_node *nodes)
+{
+    uint64_t bad = 0;
+    for (uint32_t i = 0; i < n->u.obj.n; i++)
+        if (!ok(ne, nodes, n->u.obj.props[i].node))
+            bad |= 1ull << n->u.obj.props[i].index;
+    for (int changed = 1; changed && n->u.obj.dep_req;) {
+        changed = 0;
+        for (uint32_t i = 0; i < n->u.obj.n; i++) {
+            uint64_t b = 1ull << n->u.obj.props[i].index;
+            if (!(bad & b) && (n->u.obj.dep_req[n->u.obj.props[i].index] & bad)) {
+                bad |= b;
+                changed = 1;
+            }
+        }
+    }
+    return bad;
+}
+
+static int obj_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *nodes)
+{
+    uint64_t bad = obj_forbidden(n, ne, nodes), req = n->u.obj.required;
+    for (int changed = 1; changed && n->u.obj.dep_req;) {
+        changed = 0;
+        for (uint32_t i = 0; i < n->u.obj.n; i++) {
+            int idx = n->u.obj.props[i].index;
+            if ((req >> idx & 1) && (n->u.obj.dep_req[idx] & ~req)) {
+                req |= n->u.obj.dep_req[idx];
+                changed = 1;
+            }
+        }
+    }
+    if (req & bad)
+        return 0;
+    int64_t nreq = __builtin_popcountll(req), avail = 0;
+    for (uint32_t i = 0; i < n->u.obj.n; i++)
+        if (!(bad >> n->u.obj.props[i].index & 1))
+            avail++;
+    int64_t mx = n->u.obj.max_props, mn = n->u.obj.min_props;
+    if (mx >= 0 && (nreq > mx || mn > mx))
+        return 0;
+    if (!ok(ne, nodes, n->u.obj.additional) && avail < mn)
+        return 0;
+    return 1;
+}
+
+static int arr_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *nodes)
+{
+    int64_t mn = n->u.arr.min_items, mx = n->u.arr.max_items;
+    if (mx >= 0 && mn > mx)
+        return 0;
+    for (int64_t i = 0; i < mn; i++) {
+        int32_t it = i < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[i] : n->u.arr.items;
+        if (!ok(ne, nodes, it))
+            return 0;
+        if (i >= (int64_t)n->u.arr.n_prefix)
+            break; /* the rest use the same node */
+    }
+    return 1;
+}
+
+static int num_nonempty(const gr_node *n)
+{
+    if (!n->u.num.integer || n->u.num.multiple <= 0)
+        return 1;
+    __int128 a = n->u.num.imin, b = n->u.num.imax, m = n->u.num.multiple;
+    __int128 q = a / m;
+    if (q * m < a)
+        q++;
+    return q * m <= b;
+}
+
+/* DFS over alternative edges only: a cycle there would expand forever. */
+static int alt_cycle(const gr_node *nodes, int32_t id, uint8_t *state)
+{
+    if (state[id] == 1)
+        return 1;
+    if (state[id] == 2 || nodes[id].kind != GK_ALT)
+        return 0;
+    state[id] = 1;
+    for (uint32_t i = 0; i < nodes[id].u.alt.n; i++)
+        if (alt_cycle(nodes, nodes[id].u.alt.alts[i], state))
+            return 1;
+    state[id] = 2;
+    return 0;
+}
+
+int gc_analyse(gc_ctx *c)
+{
+    gr_node *N = c->g->nodes;
+    int32_t n = c->g->n_nodes;
+    uint8_t *ne = calloc((size_t)n + 1, 1), *st = calloc((size_t)n + 1, 1);
+    int rc = SX_OK;
+    if (!ne || !st) {
+        rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (alt_cycle(N, i, st)) {
+            rc = sx_err_setp(c->err, SX_EUNSUPPORTED, "", -1,
+                             "circular $ref: a schema refers to itself without nesting a value");
+            goto out;
+        }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (ne[i])
+                continue;
+            int v = 0;
+            switch (N[i].kind) {
+            case GK_EMPTY: v = 0; break;
+            case GK_LITSET: v = N[i].u.lit.n > 0; break;
+            case GK_NUMBER: v = num_nonempty(&N[i]); break;
+            case GK_STRING: v = 1; break;
+            case GK_OBJECT: v = obj_nonempty(&N[i], ne, N); break;
+            case GK_ARRAY: v = arr_nonempty(&N[i], ne, N); break;
+            case GK_ALT:
+                for (uint32_t k = 0; k < N[i].u.alt.n; k++)
+                    v |= ok(ne, N, N[i].u.alt.alts[k]);
+                break;
+            }
+            if (v) {
+                ne[i] = 1;
+                changed = 1;
+            }
+        }
+    }
+    /* cut what can never be completed */
+    for (int32_t i = 0; i < n; i++) {
+        gr_node *x = &N[i];
+        if (!ne[i]) {
+            x->kind = GK_EMPTY;
+            continue;
+        }
+        if (x->kind == GK_ALT) {
+            uint32_t m = 0;
+            for (uint32_t k = 0; k < x->u.alt.n; k++)
+                if (ne[x->u.alt.alts[k]])
+                    x->u.alt.alts[m++] = x->u.alt.alts[k];
+            x->u.alt.n = m;
+        } else if (x->kind == GK_OBJECT) {
+            uint64_t bad = obj_forbidden(x, ne, N);
+            for (uint32_t k = 0; k < x->u.obj.n; k++)
+                if (bad >> x->u.obj.props[k].index & 1)
+                    x->u.obj.props[k].node = -1; /* the key may never appear */
+            if (!ok(ne, N, x->u.obj.additional))
+                x->u.obj.additional = -1;
+        } else if (x->kind == GK_ARRAY) {
+            for (uint32_t k = 0; k < x->u.arr.n_prefix; k++)
+                if (!ne[x->u.arr.prefix[k]]) {
+                    if (x->u.arr.max_items < 0 || x->u.arr.max_items > (int64_t)k)
+                        x->u.arr.max_items = k;
+                    break;
+                }
+            if (!ok(ne, N, x->u.arr.items))
+                x->u.arr.items = -1;
+        }
+    }
+    if (c->g->root < 0 || !ne[c->g->root])
+        rc = sx_err_setp(c->err, SX_EINVAL, "", -1, "the schema admits no value at all");
+    else
+        rc = gc_witness(c);
+out:
+    free(ne);
+    free(st);
+    return rc;
+}

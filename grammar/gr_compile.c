@@ -1,0 +1,241 @@
+/* JSON Schema -> grammar nodes.
+ *
+ * Each schema object compiles to a union over the JSON types it admits,
+ * each type carrying the keywords that apply to it.  allOf members are
+ * merged into their parent where the merge is exact; anyOf and disjoint
+ * oneOf become alternatives.  Anything not enforced exactly is an error
+ * naming the keyword and its JSON Pointer. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_compile_internal.h"
+
+void sx_gr_opts_default(sx_gr_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_ws = 4;
+    o->max_nodes = 100000;
+    o->max_depth = 256;
+    o->max_stack = 128;
+}
+
+/* ---- owned allocations ------------------------------------------------ */
+
+typedef struct pool_block {
+    struct pool_block *next;
+    _Alignas(16) unsigned char data[];
+} pool_block;
+
+void *gc_alloc(gc_ctx *c, size_t n)
+{
+    pool_block *b = malloc(sizeof *b + (n ? n : 1));
+    if (!b)
+        return NULL;
+    b->next = c->g->pool;
+    c->g->pool = b;
+    memset(b->data, 0, n ? n : 1);
+    return b->data;
+}
+
+static void pool_free(void *p)
+{
+    pool_block *b = p;
+    while (b) {
+        pool_block *n = b->next;
+        free(b);
+        b = n;
+    }
+}
+
+int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id)
+{
+    sx_grammar *g = c->g;
+    if (g->n_nodes >= c->opts.max_nodes)
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "schema needs more than %d grammar nodes", c->opts.max_nodes);
+    if (g->n_nodes == g->cap_nodes) {
+        int32_t cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
+        gr_node *nn = realloc(g->nodes, (size_t)cap * sizeof *nn);
+        if (!nn)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        g->nodes = nn;
+        g->cap_nodes = cap;
+    }
+    memset(&g->nodes[g->n_nodes], 0, sizeof g->nodes[0]);
+    g->nodes[g->n_nodes].kind = kind;
+    *id = g->n_nodes++;
+    return SX_OK;
+}
+
+/* ---- JSON pointer bookkeeping ------------------------------------------- */
+
+size_t gc_ptr_push(gc_ctx *c, const char *seg)
+{
+    size_t old = strlen(c->ptr), at = old;
+    if (at + 1 < sizeof c->ptr)
+        c->ptr[at++] = '/';
+    for (const char *s = seg; *s && at + 2 < sizeof c->ptr; s++) {
+        if (*s == '~' || *s == '/') {
+            c->ptr[at++] = '~';
+            c->ptr[at++] = *s == '~' ? '0' : '1';
+        } else {
+            c->ptr[at++] = *s;
+        }
+    }
+    c->ptr[at] = '\0';
+    return old;
+}
+
+size_t gc_ptr_pushi(gc_ctx *c, size_t i)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%zu", i);
+    return gc_ptr_push(c, buf);
+}
+
+void gc_ptr_pop(gc_ctx *c, size_t old)
+{
+    c->ptr[old] = '\0';
+}
+
+int gc_unsupported(gc_ctx *c, const char *kw, const char *why)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", c->ptr, kw);
+    return sx_err_setp(c->err, SX_EUNSUPPORTED, p, -1, "unsupported: '%s' at %s%s%s", kw, p,
+                       why ? ": " : "", why ? why : "");
+}
+
+int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
+{
+    char p[256], m[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    snprintf(p, sizeof p, "%s%s%s", c->ptr, kw ? "/" : "", kw ? kw : "");
+    return sx_err_setp(c->err, SX_EFORMAT, p, -1, "invalid schema at %s: %s", p, m);
+}
+
+/* ---- public entry points ------------------------------------------------- */
+
+static int finish(gc_ctx *c, int rc, sx_grammar **out)
+{
+    if (rc == SX_OK)
+        rc = gc_analyse(c);
+    if (rc != SX_OK) {
+        sx_gr_free(c->g);
+        return rc;
+    }
+    *out = c->g;
+    return SX_OK;
+}
+
+static int begin(gc_ctx *c, const sx_vocab *v, const sx_gr_opts *o, sx_error *err)
+{
+    memset(c, 0, sizeof *c);
+    if (o)
+        c->opts = *o;
+    else
+        sx_gr_opts_default(&c->opts);
+    if (c->opts.max_nodes <= 0)
+        c->opts.max_nodes = 100000;
+    if (c->opts.max_depth <= 0)
+        c->opts.max_depth = 256;
+    if (c->opts.max_stack <= 0)
+        c->opts.max_stack = 128;
+    if (c->opts.max_ws < 0 || c->opts.max_ws > 64)
+        return sx_err_set(err, SX_EINVAL, "max_ws must be within 0..64");
+    c->err = err;
+    c->g = calloc(1, sizeof *c->g);
+    if (!c->g)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    c->g->vocab = v;
+    c->g->opts = c->opts;
+    c->g->root = -1;
+    return SX_OK;
+}
+
+int sx_gr_compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts *o,
+                       sx_grammar **out, sx_error *err)
+{
+    gc_ctx c;
+    int rc = begin(&c, v, o, err);
+    if (rc)
+        return rc;
+    c.root_schema = schema;
+    if (json_is_object(schema)) {
+        const char *dialect = json_string_value(json_object_get(schema, "$schema"));
+        if (dialect && (strstr(dialect, "draft-07") || strstr(dialect, "draft-06") ||
+                        strstr(dialect, "draft-04")))
+            c.opts.draft7 = 1;
+    }
+    rc = gc_schema(&c, schema, &c.g->root);
+    return finish(&c, rc, out);
+}
+
+int sx_gr_compile_schema(const sx_vocab *v, const char *schema, size_t len, const sx_gr_opts *o,
+                         sx_grammar **out, sx_error *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(schema, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (!j)
+        return sx_err_setp(err, SX_EFORMAT, "", je.position,
+                           "schema is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                           je.column);
+    int rc = sx_gr_compile_json(v, j, o, out, err);
+    json_decref(j);
+    return rc;
+}
+
+int sx_gr_compile_json_object(const sx_vocab *v, const sx_gr_opts *o, sx_grammar **out,
+                              sx_error *err)
+{
+    json_t *j = json_pack("{s:s}", "type", "object");
+    if (!j)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    int rc = sx_gr_compile_json(v, j, o, out, err);
+    json_decref(j);
+    return rc;
+}
+
+int sx_gr_compile_choices(const sx_vocab *v, const char *const *labels, size_t n,
+                          const sx_gr_opts *o, sx_grammar **out, sx_error *err)
+{
+    if (n == 0)
+        return sx_err_set(err, SX_EINVAL, "choices: at least one label is needed");
+    json_t *arr = json_array(), *j = NULL;
+    if (!arr)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = json_string(labels[i]);
+        if (!s) {
+            json_decref(arr);
+            return sx_err_set(err, SX_EUTF8, "choices: label %zu is not valid UTF-8", i);
+        }
+        json_array_append_new(arr, s);
+    }
+    j = json_pack("{s:o}", "enum", arr);
+    if (!j)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    int rc = sx_gr_compile_json(v, j, o, out, err);
+    json_decref(j);
+    return rc;
+}
+
+void sx_gr_free(sx_grammar *g)
+{
+    if (!g)
+        return;
+    free(g->nodes);
+    pool_free(g->pool);
+    free(g);
+}
+
+int sx_gr_n_nodes(const sx_grammar *g)
+{
+    return g->n_nodes;
+}

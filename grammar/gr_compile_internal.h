@@ -1,0 +1,59 @@
+/* Shared state of the schema compiler (gr_compile.c, gr_schema.c,
+ * gr_merge.c, gr_literal.c, gr_analyse.c). */
+#ifndef SX_GR_COMPILE_INTERNAL_H
+#define SX_GR_COMPILE_INTERNAL_H
+
+#include <jansson.h>
+
+#include "grammar/gr_internal.h"
+
+typedef struct gc_ref {
+    struct gc_ref *next;
+    const json_t *target; /* the schema a $ref points at */
+    int32_t node;
+} gc_ref;
+
+typedef struct gc_ctx {
+    sx_grammar *g;
+    sx_gr_opts opts;
+    sx_error *err;
+    const json_t *root_schema;
+    char ptr[256];   /* JSON Pointer of the schema being compiled */
+    int depth;
+    gc_ref *refs;    /* compiled $ref targets (allows recursion) */
+    int32_t any_node;/* node for `true`, built on first use (0 = not yet) */
+    int any_built;
+} gc_ctx;
+
+void *gc_alloc(gc_ctx *c, size_t n); /* zeroed, freed with the grammar */
+int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id);
+size_t gc_ptr_push(gc_ctx *c, const char *seg);
+size_t gc_ptr_pushi(gc_ctx *c, size_t i);
+void gc_ptr_pop(gc_ctx *c, size_t old);
+int gc_unsupported(gc_ctx *c, const char *kw, const char *why);
+int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* gr_schema.c: compile one (sub)schema to a node. */
+int gc_schema(gc_ctx *c, const json_t *schema, int32_t *node);
+/* Resolves a $ref string against the root document; NULL if not found. */
+const json_t *gc_resolve_ref(gc_ctx *c, const char *ref);
+
+/* gr_merge.c: merges schema object src into dst (allOf) exactly, or fails
+ * naming the keyword that cannot be merged. */
+int gc_merge(gc_ctx *c, json_t *dst, const json_t *src);
+
+/* gr_literal.c: the JSON spellings a value may be written with, as the
+ * grammar accepts them (one canonical spelling for strings, the integer
+ * and float spellings for integral numbers).  Appends malloc'd texts. */
+int gc_spellings(const json_t *v, char **out, int *n, int cap);
+/* Canonical JSON string body (no quotes) of UTF-8 text; malloc'd. */
+char *gc_encode_string(const char *s, size_t len, size_t *out_len);
+
+/* gr_analyse.c: emptiness fixpoint, pruning of impossible branches, and
+ * the check that alternatives never loop without consuming input. */
+int gc_analyse(gc_ctx *c);
+/* gr_witness.c: a shortest value text for every node. */
+int gc_witness(gc_ctx *c);
+
+#endif

@@ -1,0 +1,890 @@
+/* The byte-level program of the matcher: feeding one byte to a stack of
+ * open values.  Every transition keeps the invariant that the document can
+ * still be completed validly (soundness); a byte that would break it kills
+ * that interpretation. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_internal.h"
+
+/* sentinel returned by feeds that finish the whole document */
+static const gr_frame gr_end_frame = {.node = -2};
+
+static int is_ws(int c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static gr_frame *clone(gr_ctx *cx, const gr_frame *f)
+{
+    gr_frame *n = gr_arena_alloc(cx->arena, sizeof *n);
+    if (n)
+        *n = *f;
+    return n;
+}
+
+static int frames_equal(const gr_frame *a, const gr_frame *b)
+{
+    while (a != b) {
+        if (!a || !b || a->node != b->node || a->phase != b->phase || a->ws != b->ws ||
+            a->flags != b->flags || a->aux != b->aux || a->u8lo != b->u8lo || a->u8hi != b->u8hi || a->lo != b->lo || a->hi != b->hi ||
+            a->pos != b->pos || a->count != b->count || a->val != b->val ||
+            a->seen != b->seen || a->ext != b->ext)
+            return 0;
+        a = a->up;
+        b = b->up;
+    }
+    return 1;
+}
+
+static void emit(gr_set *out, const gr_frame *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < out->n; i++)
+        if (frames_equal(out->f[i], f))
+            return;
+    if (out->n == GR_MAX_THREADS) {
+        out->overflow = 1;
+        return;
+    }
+    out->f[out->n++] = f;
+}
+
+static const gr_node *node_of(gr_ctx *cx, const gr_frame *f)
+{
+    return &cx->g->nodes[f->node];
+}
+
+static void feed(gr_ctx *cx, const gr_frame *f, int c, gr_set *out);
+
+/* Opens value `node` under parent p and feeds it its first byte c. */
+static void start_value(gr_ctx *cx, const gr_frame *p, int32_t node, int c, gr_set *out)
+{
+    const gr_node *n = &cx->g->nodes[node];
+    if (n->kind == GK_EMPTY || c == GR_EOF)
+        return;
+    if (n->kind == GK_ALT) {
+        for (uint32_t i = 0; i < n->u.alt.n; i++)
+            start_value(cx, p, n->u.alt.alts[i], c, out);
+        return;
+    }
+    if (p && p->depth + 1 >= cx->max_stack)
+        return;
+    gr_frame *f = gr_arena_alloc(cx->arena, sizeof *f);
+    if (!f)
+        return;
+    memset(f, 0, sizeof *f);
+    f->up = p;
+    f->node = node;
+    f->depth = (uint16_t)(p ? p->depth + 1 : 1);
+    if (n->kind == GK_LITSET) {
+        f->lo = 0;
+        f->hi = n->u.lit.n;
+    }
+    feed(cx, f, c, out);
+}
+
+/* The value on top of f finished; hand control to its parent, then feed
+ * the byte that ended it (numbers end on the next byte) if there is one. */
+static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_set *out)
+{
+    const gr_frame *p = child->up;
+    gr_frame *np = clone(cx, p);
+    if (!np)
+        return;
+    np->ws = 0;
+    if (p->node < 0) {
+        np->phase = R_DONE;
+    } else {
+        const gr_node *pn = node_of(cx, p);
+        if (pn->kind == GK_OBJECT) {
+            np->phase = O_AFTER;
+        } else { /* array */
+            np->phase = A_AFTER;
+            np->count++;
+        }
+    }
+    if (has_c)
+        feed(cx, np, c, out);
+    else
+        emit(out, np);
+}
+
+/* ---- literal sets ------------------------------------------------------- */
+
+static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    const gr_lit *L = n->u.lit.lits;
+    uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
+    /* literals equal to the bytes read so far sort first in the range */
+    int complete = pos > 0 && L[lo].len == pos;
+    if (c != GR_EOF) {
+        uint32_t a = lo + (uint32_t)complete, b;
+        while (a < hi && L[a].b[pos] < c)
+            a++;
+        b = a;
+        while (b < hi && L[b].b[pos] == c)
+            b++;
+        if (a < b) {
+            gr_frame *nf = clone(cx, f);
+            if (nf) {
+                nf->lo = a;
+                nf->hi = b;
+                nf->pos = pos + 1;
+                emit(out, nf);
+            }
+        }
+    }
+    if (complete)
+        child_done(cx, f, c, 1, out);
+}
+
+/* ---- numbers ------------------------------------------------------------ */
+
+/* Exact value of what was read (mantissa digits and fraction digits) as
+ * strtod would round the text. */
+static double num_value(const gr_frame *f)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%llue-%lld", (f->flags & F_NEG) ? "-" : "",
+             (unsigned long long)f->val, (long long)f->count);
+    return strtod(buf, NULL);
+}
+
+static int in_bounds(const gr_node *n, double x)
+{
+    if (n->u.num.has_min && (n->u.num.excl_min ? !(x > n->u.num.min) : !(x >= n->u.num.min)))
+        return 0;
+    if (n->u.num.has_max && (n->u.num.excl_max ? !(x < n->u.num.max) : !(x <= n->u.num.max)))
+        return 0;
+    return 1;
+}
+
+/* Integer nodes: some integer in [a, b] (a <= b) satisfies bounds and
+ * multipleOf. */
+static int int_range_ok(const gr_node *n, __int128 a, __int128 b)
+{
+    if (a < n->u.num.imin)
+        a = n->u.num.imin;
+    if (b > n->u.num.imax)
+        b = n->u.num.imax;
+    if (a > b)
+        return 0;
+    int64_t m = n->u.num.multiple;
+    if (m <= 0)
+        return 1;
+    __int128 q = a / m;
+    if (q * m < a)
+        q++;
+    return q * m <= b;
+}
+
+/* Can the number on f still be completed into a valid value?  `ending`
+ * asks instead whether the number may end right here. */
+static int num_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    int neg = (f->flags & F_NEG) != 0;
+    if (n->u.num.integer) {
+        __int128 v = (__int128)f->val * (neg ? -1 : 1);
+        int closed = f->phase == N_ZERO || f->phase == N_DOT || f->phase == N_FRAC;
+        if (ending || closed)
+            return int_range_ok(n, v, v);
+        /* N_INT: more digits may follow: v*10^k + [0, 10^k) */
+        __int128 scale = 1;
+        for (int k = 0; k <= 19; k++) {
+            __int128 lo = (__int128)f->val * scale, hi = lo + scale - 1;
+            if (lo > (__int128)INT64_MAX)
+                break;
+            if (hi > (__int128)INT64_MAX)
+                hi = INT64_MAX;
+            int ok = neg ? int_range_ok(n, -hi, -lo) : int_range_ok(n, lo, hi);
+            if (ok)
+                return 1;
+            scale *= 10;
+        }
+        return 0;
+    }
+    if (!n->u.num.has_min && !n->u.num.has_max)
+        return 1;
+    if (ending)
+        return in_bounds(n, num_value(f));
+    /* the value read so far is itself a completion (end here, or after
+     * "x." add a zero) */
+    if (f->phase != N_START && f->phase != N_SIGN && in_bounds(n, num_value(f)))
+        return 1;
+    /* Interval of every completion (a, b); a witness exists if the open
+     * intersection with the bounds has room beyond rounding error. */
+    double x = num_value(f), a, b;
+    double mag = fabs(x);
+    if (f->phase == N_INT) {
+        a = mag;
+        b = INFINITY;
+    } else if (f->phase == N_ZERO) {
+        a = 0;
+        b = 1;
+    } else { /* N_DOT / N_FRAC: completions add digits after the point */
+        a = mag;
+        b = mag + pow(10.0, -(double)f->count);
+    }
+    if (neg) {
+        double t = -b;
+        b = -a;
+        a = t;
+    }
+    double lo = n->u.num.has_min ? n->u.num.min : -INFINITY;
+    double hi = n->u.num.has_max ? n->u.num.max : INFINITY;
+    double L = a > lo ? a : lo, H = b < hi ? b : hi;
+    double tol = 1e-9 * (fabs(L) + fabs(H) + 1e-300);
+    if (isinf(L) || isinf(H))
+        return L < H;
+    return H - L > tol;
+}
+
+static void feed_num(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    int digit = c >= '0' && c <= '9';
+    int ph = f->phase, next = -1;
+    int endable = ph == N_ZERO || ph == N_INT || ph == N_FRAC || ph == N_EXP;
+    int bounded = n->u.num.has_min || n->u.num.has_max || n->u.num.integer;
+    switch (ph) {
+    case N_START:
+        if (c == '-')
+            next = N_SIGN;
+        /* fallthrough */
+    case N_SIGN:
+        if (c == '0')
+            next = N_ZERO;
+        else if (digit && c != '0')
+            next = N_INT;
+        break;
+    case N_ZERO:
+    case N_INT:
+        if (digit && ph == N_INT)
+            next = N_INT;
+        else if (c == '.')
+            next = N_DOT;
+        else if ((c == 'e' || c == 'E') && !bounded)
+            next = N_E;
+        break;
+    case N_DOT:
+    case N_FRAC:
+        if (digit && !(n->u.num.integer && c != '0'))
+            next = N_FRAC;
+        else if ((c == 'e' || c == 'E') && ph == N_FRAC && !bounded)
+            next = N_E;
+        break;
+    case N_E:
+        if (c == '+' || c == '-')
+            next = N_ESIGN;
+        else if (digit)
+            next = N_EXP;
+        break;
+    case N_ESIGN:
+    case N_EXP:
+        if (digit)
+            next = N_EXP;
+        break;
+    }
+    if (next >= 0) {
+        gr_frame *nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = (uint8_t)next;
+        if (c == '-' && ph == N_START)
+            nf->flags |= F_NEG;
+        if (digit && next == N_EXP) {
+            /* two exponent digits at most: the value stays finite for any
+             * parser (jansson refuses overflowing reals) */
+            if (++nf->count > 2)
+                goto skip;
+        } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
+            if (nf->val >= 100000000000000000LL) {
+                /* past 18 significant digits: integers leave the int64
+                 * range, bounded numbers lose exactness -- refuse both;
+                 * unbounded reals keep going as long as they are fractions */
+                if (bounded || next == N_INT)
+                    goto skip;
+                nf->flags |= F_INEXACT;
+            } else {
+                nf->val = nf->val * 10 + (c - '0');
+            }
+            if (next == N_FRAC)
+                nf->count++;
+        } else if (next == N_E) {
+            nf->count = 0; /* from here count holds exponent digits */
+        }
+        if (!num_ok(n, nf, 0))
+            goto skip;
+        emit(out, nf);
+    }
+skip:
+    if (endable && !digit) {
+        if (num_ok(n, f, 1))
+            child_done(cx, f, c, 1, out);
+    }
+}
+
+/* ---- strings -------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* One more code point in a string: allowed only while the maximum holds. */
+static int str_add_cp(const gr_node *n, gr_frame *nf)
+{
+    nf->count++;
+    return n->u.str.max_len < 0 || nf->count <= n->u.str.max_len;
+}
+
+/* Steps a UTF-8 validator kept in (aux = continuation bytes left,
+ * u8lo/u8hi = the range of the next byte).  Returns 0 on invalid input, 1 for
+ * a byte inside a character, 2 when a character starts. */
+static int utf8_step(gr_frame *nf, int c)
+{
+    if (nf->aux) {
+        if (c < nf->u8lo || c > nf->u8hi)
+            return 0;
+        nf->aux--;
+        nf->u8lo = 0x80;
+        nf->u8hi = 0xBF;
+        return 1;
+    }
+    if (c < 0x80)
+        return 2;
+    nf->u8lo = 0x80;
+    nf->u8hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+        nf->aux = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        nf->aux = 2;
+        if (c == 0xE0)
+            nf->u8lo = 0xA0;
+        if (c == 0xED)
+            nf->u8hi = 0x9F; /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        nf->aux = 3;
+        if (c == 0xF0)
+            nf->u8lo = 0x90;
+        if (c == 0xF4)
+            nf->u8hi = 0x8F;
+    } else {
+        return 0;
+    }
+    return 2;
+}
+
+static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    if (c == GR_EOF)
+        return;
+    gr_frame *nf;
+    switch (f->phase) {
+    case S_START:
+        if (c != '"')
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = S_IN;
+        emit(out, nf);
+        return;
+    case S_IN:
+        if (f->aux == 0 && c == '"') {
+            if (f->count >= n->u.str.min_len)
+                child_done(cx, f, 0, 0, out);
+            return;
+        }
+        if (f->aux == 0 && c < 0x20)
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        if (f->aux == 0 && c == '\\') {
+            /* an escape is one more code point */
+            if (n->u.str.max_len >= 0 && f->count >= n->u.str.max_len)
+                return;
+            nf->phase = S_ESC;
+            emit(out, nf);
+            return;
+        }
+        switch (utf8_step(nf, c)) {
+        case 0:
+            return;
+        case 2:
+            if (!str_add_cp(n, nf))
+                return;
+            break;
+        }
+        emit(out, nf);
+        return;
+    case S_ESC:
+        if (!strchr("\"\\/bfnrtu", c) || c == 0)
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        if (c == 'u') {
+            nf->phase = S_U;
+            nf->aux = 0;
+            nf->val = 0;
+        } else {
+            nf->phase = S_IN;
+            nf->count++;
+        }
+        emit(out, nf);
+        return;
+    case S_U: {
+        int h = hexval(c);
+        if (h < 0)
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->val = nf->val * 16 + h;
+        nf->aux++;
+        /* surrogate escapes are refused: a lone one is not a character, and
+         * pairs are never needed since any character can be written raw */
+        if (nf->aux == 1 && nf->val == 0xD)
+            nf->flags |= F_KESC;
+        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xD8)
+            return;
+        if (nf->aux == 4) {
+            nf->aux = 0;
+            nf->flags &= (uint8_t)~F_KESC;
+            nf->phase = S_IN;
+            nf->count++; /* room was checked at the backslash */
+        }
+        emit(out, nf);
+        return;
+    }
+    }
+}
+
+/* ---- objects -------------------------------------------------------------- */
+
+static int popcount64(uint64_t x)
+{
+    return __builtin_popcountll(x);
+}
+
+static uint64_t obj_required(const gr_node *n, uint64_t seen)
+{
+    uint64_t r = n->u.obj.required;
+    if (n->u.obj.dep_req)
+        for (uint32_t i = 0; i < n->u.obj.n; i++) {
+            int idx = n->u.obj.props[i].index;
+            if (seen >> idx & 1)
+                r |= n->u.obj.dep_req[idx];
+        }
+    return r;
+}
+
+/* After a key is added (seen, count): can the object still be closed? */
+static int obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
+{
+    uint64_t missing = obj_required(n, seen) & ~seen;
+    int64_t need = count + popcount64(missing);
+    if (n->u.obj.max_props >= 0 && need > n->u.obj.max_props)
+        return 0;
+    if (count < n->u.obj.min_props) {
+        /* enough optional keys left to reach the minimum? */
+        int64_t unseen = 0;
+        for (uint32_t i = 0; i < n->u.obj.n; i++)
+            if (!(seen >> n->u.obj.props[i].index & 1))
+                unseen++;
+        if (n->u.obj.additional < 0 && count + unseen < n->u.obj.min_props)
+            return 0;
+        if (n->u.obj.max_props >= 0 && n->u.obj.max_props < n->u.obj.min_props)
+            return 0;
+    }
+    return 1;
+}
+
+static int obj_can_close(const gr_node *n, const gr_frame *f)
+{
+    return (obj_required(n, f->seen) & ~f->seen) == 0 && f->count >= n->u.obj.min_props;
+}
+
+/* Is some key in props[lo, hi) still usable? */
+static int obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t i = lo; i < hi; i++) {
+        uint64_t bit = 1ull << n->u.obj.props[i].index;
+        if (n->u.obj.props[i].node >= 0 && !(f->seen & bit) &&
+            obj_feasible(n, f->seen | bit, f->count + 1))
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct key_hash {
+    const struct key_hash *next;
+    uint64_t h;
+} key_hash;
+
+static int key_hash_seen(const key_hash *k, uint64_t h)
+{
+    for (; k; k = k->next)
+        if (k->h == h)
+            return 1;
+    return 0;
+}
+
+static void obj_begin_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, gr_set *out)
+{
+    gr_frame *nf = clone(cx, f);
+    if (!nf)
+        return;
+    nf->phase = O_KEY;
+    nf->ws = 0;
+    nf->lo = 0;
+    nf->hi = n->u.obj.n;
+    nf->pos = 0;
+    nf->aux = 0;
+    nf->flags &= (uint8_t)~(F_KESC | F_KGEN);
+    if (n->u.obj.additional >= 0 && obj_feasible(n, f->seen, f->count + 1))
+        nf->flags |= F_KGEN;
+    nf->val = (int64_t)1469598103934665603ULL; /* FNV-1a offset basis */
+    if (!(nf->flags & F_KGEN) && !obj_range_live(n, nf, 0, nf->hi))
+        return;
+    emit(out, nf);
+}
+
+static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_prop *P = n->u.obj.props;
+    uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
+    if (c == '"' && !(f->flags & F_KESC) && f->aux == 0) {
+        /* end of the key: a known property if one matches exactly */
+        if (lo < hi && P[lo].key_len == pos) {
+            uint64_t bit = 1ull << P[lo].index;
+            if (P[lo].node < 0 || (f->seen & bit) || !obj_feasible(n, f->seen | bit, f->count + 1))
+                return;
+            gr_frame *nf = clone(cx, f);
+            if (!nf)
+                return;
+            nf->seen |= bit;
+            nf->count++;
+            nf->lo = (uint32_t)P[lo].node;
+            nf->phase = O_COLON;
+            emit(out, nf);
+            return;
+        }
+        if (!(f->flags & F_KGEN))
+            return;
+        uint64_t h = (uint64_t)f->val;
+        if (key_hash_seen(f->ext, h))
+            return;
+        key_hash *kh = gr_arena_alloc(cx->arena, sizeof *kh);
+        gr_frame *nf = clone(cx, f);
+        if (!kh || !nf)
+            return;
+        kh->next = f->ext;
+        kh->h = h;
+        nf->ext = kh;
+        nf->count++;
+        nf->lo = (uint32_t)n->u.obj.additional;
+        nf->phase = O_COLON;
+        emit(out, nf);
+        return;
+    }
+    gr_frame *nf = clone(cx, f);
+    if (!nf)
+        return;
+    /* known keys: narrow the sorted range on this byte */
+    uint32_t a = lo, b;
+    if (a < hi && P[a].key_len == pos)
+        a++;
+    while (a < hi && P[a].key[pos] < c)
+        a++;
+    b = a;
+    while (b < hi && P[b].key[pos] == c)
+        b++;
+    nf->lo = a;
+    nf->hi = b;
+    nf->pos = pos + 1;
+    int known = a < b && obj_range_live(n, f, a, b);
+    /* additional keys: short escapes only (no \u), so that every key has
+     * exactly one spelling and an escaped spelling can never alias a known
+     * property or an earlier key */
+    int gen = (f->flags & F_KGEN) != 0;
+    if (gen) {
+        if (f->flags & F_KESC) {
+            /* the byte after the backslash; \u is refused so that a
+             * key has one spelling only */
+            if (strchr("\"\\bfnrt", c) && c)
+                nf->flags &= (uint8_t)~F_KESC;
+            else
+                gen = 0;
+        } else if (nf->aux) {
+            int r = utf8_step(nf, c);
+            if (r != 1)
+                gen = 0;
+        } else if (c == '\\') {
+            nf->flags |= F_KESC;
+        } else if (c < 0x20 || c == GR_EOF) {
+            gen = 0;
+        } else if (utf8_step(nf, c) == 0) {
+            gen = 0;
+        }
+        nf->val = (int64_t)(((uint64_t)nf->val ^ (uint64_t)c) * 1099511628211ULL);
+    }
+    if (!gen)
+        nf->flags &= (uint8_t)~(F_KGEN | F_KESC);
+    /* the range stays lexical even when no key in it is usable, so that a
+     * generic key can never spell a known (seen or forbidden) property */
+    if (!known && !gen)
+        return;
+    emit(out, nf);
+}
+
+static void feed_obj(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    if (c == GR_EOF)
+        return;
+    if (f->phase == O_KEY) {
+        feed_key(cx, n, f, c, out);
+        return;
+    }
+    if (f->phase != O_START && f->phase != O_INVAL && is_ws(c)) {
+        if (f->ws < cx->max_ws) {
+            gr_frame *nf = clone(cx, f);
+            if (nf) {
+                nf->ws++;
+                emit(out, nf);
+            }
+        }
+        return;
+    }
+    gr_frame *nf;
+    switch (f->phase) {
+    case O_START:
+        if (c != '{')
+            return;
+        if (!obj_feasible(n, 0, 0))
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = O_OPEN;
+        emit(out, nf);
+        return;
+    case O_OPEN:
+    case O_AFTER:
+        if (c == '}') {
+            if (obj_can_close(n, f))
+                child_done(cx, f, 0, 0, out);
+            return;
+        }
+        if (f->phase == O_OPEN && c == '"') {
+            obj_begin_key(cx, n, f, out);
+            return;
+        }
+        if (f->phase == O_AFTER && c == ',') {
+            /* another key must be possible */
+            int gen = n->u.obj.additional >= 0 && obj_feasible(n, f->seen, f->count + 1);
+            if (!gen && !obj_range_live(n, f, 0, n->u.obj.n))
+                return;
+            nf = clone(cx, f);
+            if (!nf)
+                return;
+            nf->phase = O_COMMA;
+            nf->ws = 0;
+            emit(out, nf);
+        }
+        return;
+    case O_COMMA:
+        if (c == '"')
+            obj_begin_key(cx, n, f, out);
+        return;
+    case O_COLON:
+        if (c != ':')
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = O_VALUE;
+        nf->ws = 0;
+        emit(out, nf);
+        return;
+    case O_VALUE:
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = O_INVAL;
+        nf->ws = 0;
+        start_value(cx, nf, (int32_t)f->lo, c, out);
+        return;
+    }
+}
+
+/* ---- arrays --------------------------------------------------------------- */
+
+static int32_t arr_item(const gr_node *n, int64_t i)
+{
+    if (i < (int64_t)n->u.arr.n_prefix)
+        return n->u.arr.prefix[i];
+    return n->u.arr.items;
+}
+
+static void feed_arr(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    if (c == GR_EOF)
+        return;
+    if (f->phase != A_START && f->phase != A_INVAL && is_ws(c)) {
+        if (f->ws < cx->max_ws) {
+            gr_frame *nf = clone(cx, f);
+            if (nf) {
+                nf->ws++;
+                emit(out, nf);
+            }
+        }
+        return;
+    }
+    gr_frame *nf;
+    switch (f->phase) {
+    case A_START:
+        if (c != '[')
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = A_OPEN;
+        emit(out, nf);
+        return;
+    case A_OPEN:
+    case A_AFTER:
+        if (c == ']') {
+            if (f->count >= n->u.arr.min_items)
+                child_done(cx, f, 0, 0, out);
+            return;
+        }
+        if (f->phase == A_AFTER) {
+            if (c != ',')
+                return;
+            int32_t it = arr_item(n, f->count);
+            if (it < 0 || cx->g->nodes[it].kind == GK_EMPTY || (n->u.arr.max_items >= 0 && f->count >= n->u.arr.max_items))
+                return;
+            nf = clone(cx, f);
+            if (!nf)
+                return;
+            nf->phase = A_COMMA;
+            nf->ws = 0;
+            emit(out, nf);
+            return;
+        }
+        /* first item */
+        /* fallthrough */
+    case A_COMMA: {
+        int32_t it = arr_item(n, f->count);
+        if (it < 0 || (n->u.arr.max_items >= 0 && f->count >= n->u.arr.max_items))
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = A_INVAL;
+        nf->ws = 0;
+        start_value(cx, nf, it, c, out);
+        return;
+    }
+    }
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static void feed(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    if (f->node == -2)
+        return;
+    if (f->node < 0) { /* document root */
+        if (f->phase == R_DONE && c == GR_EOF)
+            emit(out, &gr_end_frame);
+        return;
+    }
+    switch (node_of(cx, f)->kind) {
+    case GK_LITSET:
+        feed_lit(cx, f, c, out);
+        return;
+    case GK_NUMBER:
+        feed_num(cx, f, c, out);
+        return;
+    case GK_STRING:
+        feed_str(cx, f, c, out);
+        return;
+    case GK_OBJECT:
+        feed_obj(cx, f, c, out);
+        return;
+    case GK_ARRAY:
+        feed_arr(cx, f, c, out);
+        return;
+    case GK_EMPTY:
+    case GK_ALT:
+        return; /* never on a stack */
+    }
+}
+
+void gr_feed_set(gr_ctx *cx, const gr_set *in, int c, gr_set *out)
+{
+    out->n = 0;
+    out->overflow = in->overflow;
+    for (int i = 0; i < in->n; i++) {
+        const gr_frame *f = in->f[i];
+        /* the root frame waiting for its first byte starts the value */
+        if (f->node < 0 && f->phase == R_WAIT && f->lo == 1) {
+            gr_frame *nf = clone(cx, f);
+            if (!nf)
+                continue;
+            nf->lo = 0;
+            start_value(cx, nf, cx->g->root, c, out);
+            continue;
+        }
+        feed(cx, f, c, out);
+    }
+    if (out->overflow)
+        out->n = 0;
+}
+
+void gr_start(gr_ctx *cx, gr_set *out)
+{
+    gr_frame *r = gr_arena_alloc(cx->arena, sizeof *r);
+    out->n = 0;
+    out->overflow = 0;
+    if (!r)
+        return;
+    memset(r, 0, sizeof *r);
+    r->node = -1;
+    r->phase = R_WAIT;
+    r->lo = 1; /* marks "value not started yet" */
+    out->f[out->n++] = r;
+}
+
+int gr_can_end(gr_ctx *cx, const gr_set *in)
+{
+    gr_set tmp;
+    gr_mark mk = gr_arena_mark(cx->arena);
+    gr_feed_set(cx, in, GR_EOF, &tmp);
+    int ok = tmp.n > 0;
+    gr_arena_reset(cx->arena, mk);
+    return ok;
+}
+
+int gr_is_done(const gr_frame *f)
+{
+    return f->node == -1 && f->phase == R_DONE;
+}

@@ -1,0 +1,168 @@
+/* Internal structures of the grammar engine: the node graph a schema
+ * compiles to, the run-time frames, and the arena they live in. */
+#ifndef SX_GR_INTERNAL_H
+#define SX_GR_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grammar/grammar.h"
+
+/* ---- nodes ------------------------------------------------------------ */
+
+typedef enum gr_kind {
+    GK_EMPTY,   /* no value satisfies it (false schema, contradictions) */
+    GK_LITSET,  /* one of a sorted set of literal JSON texts */
+    GK_NUMBER,
+    GK_STRING,
+    GK_OBJECT,
+    GK_ARRAY,
+    GK_ALT,     /* any of several nodes */
+} gr_kind;
+
+typedef struct gr_lit {
+    const uint8_t *b;
+    uint32_t len;
+} gr_lit;
+
+typedef struct gr_prop {
+    const uint8_t *key; /* JSON-encoded key without quotes */
+    uint32_t key_len;
+    int32_t node;       /* value node */
+    int32_t index;      /* position in `properties` (bit in the seen set) */
+} gr_prop;
+
+typedef struct gr_node {
+    gr_kind kind;
+    int32_t min_bytes;   /* length of the shortest value; -1 = none */
+    const uint8_t *wit;  /* a shortest value's text (for completions) */
+    union {
+        struct {
+            gr_lit *lits; /* sorted by bytes, unique */
+            uint32_t n;
+        } lit;
+        struct {
+            int integer;       /* only integral values */
+            int has_min, has_max, excl_min, excl_max;
+            double min, max;
+            int64_t imin, imax; /* integer bounds (integer nodes) */
+            int64_t multiple;   /* integer multipleOf, 0 = none */
+        } num;
+        struct {
+            int64_t min_len, max_len; /* code points; max -1 = unbounded */
+        } str;
+        struct {
+            gr_prop *props;   /* sorted by key bytes */
+            uint32_t n;
+            uint64_t required;   /* bits by gr_prop.index */
+            uint64_t *dep_req;   /* per index: bits required once that key is present, or NULL */
+            int32_t additional;  /* node for other keys, -1 = none allowed */
+            int64_t min_props, max_props; /* max -1 = unbounded */
+        } obj;
+        struct {
+            int32_t *prefix;
+            uint32_t n_prefix;
+            int32_t items;     /* node for items past the prefix, -1 = none allowed */
+            int64_t min_items, max_items;
+        } arr;
+        struct {
+            int32_t *alts;
+            uint32_t n;
+        } alt;
+    } u;
+} gr_node;
+
+struct sx_grammar {
+    const sx_vocab *vocab;
+    gr_node *nodes;
+    int32_t n_nodes, cap_nodes;
+    int32_t root;
+    sx_gr_opts opts;
+    void *pool; /* owned allocations, freed with the grammar (linked list) */
+};
+
+/* ---- arena ------------------------------------------------------------ */
+
+typedef struct gr_arena_chunk gr_arena_chunk;
+typedef struct gr_arena {
+    gr_arena_chunk *head;
+    size_t used; /* bytes used in head */
+} gr_arena;
+typedef struct gr_mark {
+    gr_arena_chunk *chunk;
+    size_t used;
+} gr_mark;
+
+void *gr_arena_alloc(gr_arena *a, size_t n);
+gr_mark gr_arena_mark(const gr_arena *a);
+void gr_arena_reset(gr_arena *a, gr_mark m);
+void gr_arena_free(gr_arena *a);
+
+/* ---- run-time frames -------------------------------------------------- */
+
+/* One open value.  Frames are immutable once built: a step copies the top
+ * frame and links it to the shared parent, so alternatives share tails. */
+typedef struct gr_frame gr_frame;
+struct gr_frame {
+    const gr_frame *up;
+    int32_t node;   /* -1 for the document root */
+    uint8_t phase;
+    uint8_t ws;     /* whitespace run so far */
+    uint8_t flags;
+    uint8_t aux;    /* utf-8 bytes pending in a string; hex digits in \u */
+    uint16_t depth; /* nesting of this value */
+    uint8_t u8lo, u8hi; /* range of the next UTF-8 continuation byte */
+    uint32_t lo, hi;/* literal range (LITSET, object keys) */
+    uint32_t pos;   /* bytes matched into the literals */
+    int64_t count;  /* code points, items, properties, digits */
+    int64_t val;    /* integer value read so far, or a key hash */
+    uint64_t seen;  /* properties seen (bit per gr_prop.index) */
+    const void *ext;/* per-kind extra state (seen additional keys) */
+};
+
+/* phases of each kind of frame */
+enum { R_WAIT, R_DONE };
+enum { N_START, N_SIGN, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
+enum { S_START, S_IN, S_ESC, S_U };
+enum { O_START, O_OPEN, O_KEY, O_COLON, O_VALUE, O_INVAL, O_AFTER, O_COMMA };
+enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
+
+/* frame flags */
+#define F_NEG 1u      /* number: leading minus */
+#define F_INEXACT 2u  /* number: more significant digits than tracked */
+#define F_KESC 4u     /* object key: inside an escape */
+#define F_KGEN 8u     /* object key: may still be an additional (unknown) key */
+#define F_NZFRAC 16u  /* number: a non-zero fraction digit was seen */
+
+#define GR_EOF 256
+#define GR_MAX_THREADS 64
+
+typedef struct gr_set {
+    const gr_frame *f[GR_MAX_THREADS];
+    int n;
+    int overflow; /* more interpretations than fit: treated as failure */
+} gr_set;
+
+typedef struct gr_ctx {
+    const sx_grammar *g;
+    gr_arena *arena;
+    int max_ws;
+    int max_stack;
+} gr_ctx;
+
+/* The set of stacks at the start of a document. */
+void gr_start(gr_ctx *cx, gr_set *out);
+/* Feeds byte c (0..255, or GR_EOF to end the document) to every stack in
+ * `in`; the surviving stacks go to `out` (deduplicated). */
+void gr_feed_set(gr_ctx *cx, const gr_set *in, int c, gr_set *out);
+/* 1 if feeding GR_EOF to some stack succeeds. */
+int gr_can_end(gr_ctx *cx, const gr_set *in);
+/* 1 if the stack is the finished root (nothing but the end may follow). */
+int gr_is_done(const gr_frame *f);
+
+/* gr_witness.c: a short text that finishes the document from stack f
+ * (not verified: callers feed it to check).  Returns its length, or -1 if
+ * none was found within cap bytes. */
+long gr_complete(const sx_grammar *g, const gr_frame *f, uint8_t *buf, size_t cap);
+
+#endif

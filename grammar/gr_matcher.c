@@ -1,0 +1,267 @@
+/* The per-sequence matcher: committed state, history for rollback, and the
+ * token mask computed by walking the vocabulary trie. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_internal.h"
+
+#define GR_MAX_DEPTH 256
+
+typedef struct gr_hist {
+    gr_set set;
+    gr_mark mark; /* committed arena before this step's frames */
+} gr_hist;
+
+struct sx_matcher {
+    const sx_grammar *g;
+    gr_arena committed; /* frames of accepted bytes */
+    gr_arena scratch;   /* frames of the mask walk, dropped after each mask */
+    gr_set cur;
+    gr_hist *hist;      /* hist[i] = state before step i */
+    size_t n_hist, cap_hist;
+    int finished;       /* an end-of-turn token was accepted */
+    gr_set *walk;       /* GR_MAX_DEPTH + 1 sets for the trie walk */
+    gr_mark *marks;
+};
+
+static gr_ctx ctx_for(const sx_matcher *m, gr_arena *a)
+{
+    gr_ctx cx = {.g = m->g, .arena = a, .max_ws = m->g->opts.max_ws,
+                 .max_stack = m->g->opts.max_stack};
+    return cx;
+}
+
+int sx_matcher_new(const sx_grammar *g, sx_matcher **out, sx_error *err)
+{
+    sx_matcher *m = calloc(1, sizeof *m);
+    if (!m)
+        goto fail;
+    m->g = g;
+    m->walk = malloc((GR_MAX_DEPTH + 1) * sizeof *m->walk);
+    m->marks = malloc((GR_MAX_DEPTH + 1) * sizeof *m->marks);
+    if (!m->walk || !m->marks)
+        goto fail;
+    sx_matcher_reset(m);
+    if (m->cur.n == 0)
+        goto fail;
+    *out = m;
+    return SX_OK;
+fail:
+    sx_matcher_free(m);
+    return sx_err_set(err, SX_ENOMEM, "matcher: out of memory");
+}
+
+void sx_matcher_free(sx_matcher *m)
+{
+    if (!m)
+        return;
+    gr_arena_free(&m->committed);
+    gr_arena_free(&m->scratch);
+    free(m->hist);
+    free(m->walk);
+    free(m->marks);
+    free(m);
+}
+
+void sx_matcher_reset(sx_matcher *m)
+{
+    gr_arena_free(&m->committed);
+    m->n_hist = 0;
+    m->finished = 0;
+    gr_ctx cx = ctx_for(m, &m->committed);
+    gr_start(&cx, &m->cur);
+}
+
+static int is_eos(const sx_vocab *v, int32_t t)
+{
+    for (int i = 0; i < v->n_eos; i++)
+        if (v->eos[i] == t)
+            return 1;
+    return 0;
+}
+
+int sx_matcher_can_end(const sx_matcher *m)
+{
+    if (m->finished || m->cur.n == 0)
+        return 0;
+    gr_arena tmp = {0};
+    gr_ctx cx = ctx_for(m, &tmp);
+    int ok = gr_can_end(&cx, &m->cur);
+    gr_arena_free(&tmp);
+    return ok;
+}
+
+int sx_matcher_is_complete(const sx_matcher *m)
+{
+    if (m->finished || m->cur.n == 0)
+        return 0;
+    for (int i = 0; i < m->cur.n; i++)
+        if (!gr_is_done(m->cur.f[i]))
+            return 0;
+    return 1;
+}
+
+int sx_matcher_fill_mask(sx_matcher *m, uint32_t *mask)
+{
+    const sx_vocab *v = m->g->vocab;
+    memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
+    if (m->finished || m->cur.n == 0)
+        return SX_OK;
+    gr_ctx cx = ctx_for(m, &m->scratch);
+    gr_mark base = gr_arena_mark(&m->scratch);
+    const sx_vocab_node *N = v->nodes;
+    m->walk[0] = m->cur;
+    m->marks[0] = base;
+    uint32_t i = 1, n = v->n_nodes;
+    while (i < n) {
+        const sx_vocab_node *nd = &N[i];
+        int d = nd->depth;
+        gr_arena_reset(&m->scratch, m->marks[d - 1]);
+        gr_feed_set(&cx, &m->walk[d - 1], nd->byte, &m->walk[d]);
+        if (m->walk[d].n == 0) {
+            i = nd->next;
+            continue;
+        }
+        if (nd->token >= 0)
+            mask[nd->token >> 5] |= 1u << (nd->token & 31);
+        m->marks[d] = gr_arena_mark(&m->scratch);
+        i++;
+    }
+    gr_arena_reset(&m->scratch, base);
+    if (gr_can_end(&cx, &m->cur))
+        for (int k = 0; k < v->n_eos; k++)
+            mask[v->eos[k] >> 5] |= 1u << (v->eos[k] & 31);
+    gr_arena_reset(&m->scratch, base);
+    return SX_OK;
+}
+
+static int push_hist(sx_matcher *m)
+{
+    if (m->n_hist == m->cap_hist) {
+        size_t cap = m->cap_hist ? m->cap_hist * 2 : 64;
+        gr_hist *h = realloc(m->hist, cap * sizeof *h);
+        if (!h)
+            return SX_ENOMEM;
+        m->hist = h;
+        m->cap_hist = cap;
+    }
+    m->hist[m->n_hist].set = m->cur;
+    m->hist[m->n_hist].mark = gr_arena_mark(&m->committed);
+    m->n_hist++;
+    return SX_OK;
+}
+
+int sx_matcher_accept_bytes(sx_matcher *m, const void *bytes, size_t n, sx_error *err)
+{
+    const uint8_t *b = bytes;
+    if (m->finished)
+        return sx_err_set(err, SX_EINVAL, "matcher: document already finished");
+    if (push_hist(m))
+        return sx_err_set(err, SX_ENOMEM, "matcher: out of memory");
+    gr_ctx cx = ctx_for(m, &m->committed);
+    gr_set a = m->cur, nb;
+    for (size_t i = 0; i < n; i++) {
+        gr_feed_set(&cx, &a, b[i], &nb);
+        if (nb.n == 0) {
+            m->n_hist--;
+            gr_arena_reset(&m->committed, m->hist[m->n_hist].mark);
+            return sx_err_setp(err, SX_EINVAL, NULL, (long)i,
+                               "matcher: byte %zu (0x%02x) is not allowed here", i, b[i]);
+        }
+        a = nb;
+    }
+    m->cur = a;
+    return SX_OK;
+}
+
+int sx_matcher_accept(sx_matcher *m, int32_t token, sx_error *err)
+{
+    const sx_vocab *v = m->g->vocab;
+    if (token < 0 || token >= v->n_tokens)
+        return sx_err_set(err, SX_EINVAL, "matcher: token %d out of range", token);
+    if (m->finished)
+        return sx_err_set(err, SX_EINVAL, "matcher: document already finished");
+    if (is_eos(v, token)) {
+        if (!sx_matcher_can_end(m))
+            return sx_err_set(err, SX_EINVAL, "matcher: end of turn before the document is complete");
+        if (push_hist(m))
+            return sx_err_set(err, SX_ENOMEM, "matcher: out of memory");
+        m->finished = 1;
+        return SX_OK;
+    }
+    if (v->is_special[token] || v->tok_len[token] == 0)
+        return sx_err_set(err, SX_EINVAL, "matcher: special token %d is not document text", token);
+    return sx_matcher_accept_bytes(m, v->tok_bytes[token], v->tok_len[token], err);
+}
+
+int sx_matcher_rollback(sx_matcher *m, size_t n)
+{
+    if (n > m->n_hist)
+        return SX_EINVAL;
+    if (n == 0)
+        return SX_OK;
+    m->n_hist -= n;
+    m->cur = m->hist[m->n_hist].set;
+    gr_arena_reset(&m->committed, m->hist[m->n_hist].mark);
+    m->finished = 0;
+    return SX_OK;
+}
+
+size_t sx_matcher_forced_bytes(const sx_matcher *m, uint8_t *buf, size_t cap)
+{
+    if (m->finished || m->cur.n == 0)
+        return 0;
+    gr_arena tmp = {0};
+    gr_ctx cx = ctx_for(m, &tmp);
+    gr_set a = m->cur, nb, only;
+    size_t k = 0;
+    while (k < cap) {
+        int count = 0, which = -1;
+        if (gr_can_end(&cx, &a))
+            break;
+        for (int c = 0; c < 256 && count < 2; c++) {
+            gr_feed_set(&cx, &a, c, &nb);
+            if (nb.n) {
+                count++;
+                which = c;
+                only = nb;
+            }
+        }
+        if (count != 1)
+            break;
+        buf[k++] = (uint8_t)which;
+        a = only;
+    }
+    gr_arena_free(&tmp);
+    return k;
+}
+
+/* Each interpretation proposes the text that closes its open values with
+ * the shortest witnesses; the shortest proposal that the matcher really
+ * accepts wins. */
+size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t cap)
+{
+    if (m->finished || m->cur.n == 0)
+        return (size_t)-1;
+    uint8_t *tmp = malloc(cap ? cap : 1);
+    size_t best = (size_t)-1;
+    gr_arena a = {0};
+    gr_ctx cx = ctx_for(m, &a);
+    for (int i = 0; tmp && i < m->cur.n; i++) {
+        long n = gr_complete(m->g, m->cur.f[i], tmp, cap);
+        if (n < 0 || (best != (size_t)-1 && (size_t)n >= best))
+            continue;
+        gr_set s = m->cur, nb;
+        for (long k = 0; k < n && s.n; k++) {
+            gr_feed_set(&cx, &s, tmp[k], &nb);
+            s = nb;
+        }
+        if (s.n && gr_can_end(&cx, &s)) {
+            memcpy(buf, tmp, (size_t)n);
+            best = (size_t)n;
+        }
+        gr_arena_free(&a);
+    }
+    free(tmp);
+    return best;
+}

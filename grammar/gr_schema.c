@@ -1,0 +1,1207 @@
+/* Compiling one schema object: references, combinators, then one node per
+ * admitted JSON type with the keywords that apply to it. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_compile_internal.h"
+
+enum {
+    T_NULL = 1, T_BOOL = 2, T_INT = 4, T_NUM = 8, T_STR = 16, T_OBJ = 32, T_ARR = 64,
+    T_ALL = 127
+};
+
+/* Keywords that never constrain a value. */
+static const char *const annotations[] = {
+    "title", "description", "default", "examples", "$comment", "$schema", "$id", "id",
+    "$anchor", "$dynamicAnchor", "$defs", "definitions", "deprecated", "readOnly",
+    "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary", NULL};
+
+/* Assertion keywords of the drafts strux reads; anything not here and not
+ * an annotation is an unknown keyword, which JSON Schema ignores. */
+static const char *const known[] = {
+    "type", "enum", "const", "minLength", "maxLength", "pattern", "format", "minimum",
+    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "properties", "required",
+    "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+    "unevaluatedProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+    "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems", "allOf",
+    "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
+    "$recursiveAnchor", NULL};
+
+/* Formats with a defined meaning; others are annotations. */
+static const char *const formats[] = {
+    "date", "time", "date-time", "duration", "email", "idn-email", "hostname",
+    "idn-hostname", "ipv4", "ipv6", "uuid", "uri", "uri-reference", "iri", "iri-reference",
+    "uri-template", "json-pointer", "relative-json-pointer", "regex", NULL};
+
+static int in_list(const char *const *l, const char *s)
+{
+    for (; *l; l++)
+        if (!strcmp(*l, s))
+            return 1;
+    return 0;
+}
+
+static int type_bit(const char *t)
+{
+    static const char *const names[] = {"null", "boolean", "integer", "number",
+                                        "string", "object", "array"};
+    for (int i = 0; i < 7; i++)
+        if (!strcmp(t, names[i]))
+            return 1 << i;
+    return 0;
+}
+
+/* ---- references --------------------------------------------------------- */
+
+static const json_t *find_anchor(const json_t *s, const char *name, int depth)
+{
+    if (depth > 64)
+        return NULL;
+    if (json_is_object(s)) {
+        const char *a = json_string_value(json_object_get(s, "$anchor"));
+        if (a && !strcmp(a, name))
+            return s;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)s, k, v) {
+            if (!strcmp(k, "enum") || !strcmp(k, "const"))
+                continue;
+            const json_t *r = find_anchor(v, name, depth + 1);
+            if (r)
+                return r;
+        }
+    } else if (json_is_array(s)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach((json_t *)s, i, v) {
+            const json_t *r = find_anchor(v, name, depth + 1);
+            if (r)
+                return r;
+        }
+    }
+    return NULL;
+}
+
+static int unescape_pct(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k + 1 >= cap)
+            return -1;
+        if (s[i] == '%' && i + 2 < n + 0 && i + 2 <= n - 1 + 0) {
+            char hx[3] = {s[i + 1], s[i + 2], 0};
+            char *end;
+            long v = strtol(hx, &end, 16);
+            if (*end)
+                return -1;
+            out[k++] = (char)v;
+            i += 2;
+        } else {
+            out[k++] = s[i];
+        }
+    }
+    out[k] = '\0';
+    return (int)k;
+}
+
+const json_t *gc_resolve_ref(gc_ctx *c, const char *ref)
+{
+    const json_t *root = c->root_schema;
+    if (ref[0] != '#') {
+        /* a ref naming the root's own $id is local */
+        const char *id = json_is_object(root) ? json_string_value(json_object_get(root, "$id")) : NULL;
+        size_t idl = id ? strlen(id) : 0;
+        if (id && !strncmp(ref, id, idl) && (ref[idl] == '#' || ref[idl] == '\0'))
+            ref += idl;
+        else
+            return NULL;
+        if (!*ref)
+            return root;
+    }
+    ref++;
+    if (*ref && *ref != '/')
+        return find_anchor(root, ref, 0);
+    const json_t *cur = root;
+    while (*ref == '/') {
+        ref++;
+        size_t n = strcspn(ref, "/");
+        char raw[256], seg[256];
+        if (unescape_pct(ref, n, raw, sizeof raw) < 0)
+            return NULL;
+        size_t k = 0;
+        for (size_t i = 0; raw[i] && k + 1 < sizeof seg; i++) {
+            if (raw[i] == '~' && raw[i + 1] == '0') {
+                seg[k++] = '~';
+                i++;
+            } else if (raw[i] == '~' && raw[i + 1] == '1') {
+                seg[k++] = '/';
+                i++;
+            } else {
+                seg[k++] = raw[i];
+            }
+        }
+        seg[k] = '\0';
+        if (json_is_object(cur)) {
+            cur = json_object_get(cur, seg);
+        } else if (json_is_array(cur)) {
+            char *end;
+            long idx = strtol(seg, &end, 10);
+            if (*end || idx < 0)
+                return NULL;
+            cur = json_array_get(cur, (size_t)idx);
+        } else {
+            return NULL;
+        }
+        if (!cur)
+            return NULL;
+        ref += n;
+    }
+    return cur;
+}
+
+static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
+{
+    for (gc_ref *r = c->refs; r; r = r->next)
+        if (r->target == target) {
+            *node = r->node;
+            return SX_OK;
+        }
+    /* reserve an indirection node first so recursive refs find it */
+    int32_t id, inner;
+    int rc = gc_new_node(c, GK_ALT, &id);
+    if (rc)
+        return rc;
+    gc_ref *r = gc_alloc(c, sizeof *r);
+    int32_t *alts = gc_alloc(c, sizeof *alts);
+    if (!r || !alts)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    r->target = target;
+    r->node = id;
+    r->next = c->refs;
+    c->refs = r;
+    if ((rc = gc_schema(c, target, &inner)))
+        return rc;
+    alts[0] = inner;
+    c->g->nodes[id].u.alt.alts = alts;
+    c->g->nodes[id].u.alt.n = 1;
+    *node = id;
+    return SX_OK;
+}
+
+/* ---- small node builders -------------------------------------------------- */
+
+static int any_node(gc_ctx *c, int32_t *node);
+
+static int cmp_lit(const void *a, const void *b)
+{
+    const gr_lit *x = a, *y = b;
+    int r = memcmp(x->b, y->b, x->len < y->len ? x->len : y->len);
+    if (r)
+        return r;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+/* A literal-set node from texts (takes ownership of the malloc'd texts). */
+static int lit_node(gc_ctx *c, char **texts, int n, int32_t *node)
+{
+    int32_t id;
+    int rc = gc_new_node(c, GK_LITSET, &id);
+    gr_lit *lits = rc ? NULL : gc_alloc(c, (size_t)(n ? n : 1) * sizeof *lits);
+    if (!rc && !lits)
+        rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        size_t len = strlen(texts[i]);
+        uint8_t *b = gc_alloc(c, len);
+        if (!b) {
+            rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            break;
+        }
+        memcpy(b, texts[i], len);
+        lits[i].b = b;
+        lits[i].len = (uint32_t)len;
+    }
+    for (int i = 0; i < n; i++)
+        free(texts[i]);
+    if (rc)
+        return rc;
+    qsort(lits, (size_t)n, sizeof *lits, cmp_lit);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || cmp_lit(&lits[m - 1], &lits[i]))
+            lits[m++] = lits[i];
+    gr_node *nd = &c->g->nodes[id];
+    nd->u.lit.lits = lits;
+    nd->u.lit.n = (uint32_t)m;
+    if (m == 0)
+        nd->kind = GK_EMPTY;
+    *node = id;
+    return SX_OK;
+}
+
+static int alt_node(gc_ctx *c, const int32_t *alts, int n, int32_t *node)
+{
+    if (n == 1) {
+        *node = alts[0];
+        return SX_OK;
+    }
+    int32_t id;
+    int rc = gc_new_node(c, n ? GK_ALT : GK_EMPTY, &id);
+    if (rc)
+        return rc;
+    if (n) {
+        int32_t *a = gc_alloc(c, (size_t)n * sizeof *a);
+        if (!a)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        memcpy(a, alts, (size_t)n * sizeof *a);
+        c->g->nodes[id].u.alt.alts = a;
+        c->g->nodes[id].u.alt.n = (uint32_t)n;
+    }
+    *node = id;
+    return SX_OK;
+}
+
+static int empty_node(gc_ctx *c, int32_t *node)
+{
+    return gc_new_node(c, GK_EMPTY, node);
+}
+
+/* ---- types ----------------------------------------------------------- */
+
+static int get_num(const json_t *s, const char *k, double *out)
+{
+    const json_t *v = json_object_get(s, k);
+    if (!v)
+        return 0;
+    if (!json_is_number(v))
+        return -1;
+    *out = json_number_value(v);
+    return 1;
+}
+
+static int get_count(gc_ctx *c, const json_t *s, const char *k, int64_t *out)
+{
+    const json_t *v = json_object_get(s, k);
+    if (!v)
+        return SX_OK;
+    double d = json_is_number(v) ? json_number_value(v) : -1;
+    if (d < 0 || d != floor(d))
+        return gc_invalid(c, k, "must be a non-negative integer");
+    *out = d > 1e15 ? (int64_t)1e15 : (int64_t)d;
+    return SX_OK;
+}
+
+static int number_node(gc_ctx *c, const json_t *s, int integer, int32_t *node)
+{
+    int32_t id;
+    int rc = gc_new_node(c, GK_NUMBER, &id);
+    if (rc)
+        return rc;
+    gr_node *n = &c->g->nodes[id];
+    double v, m = 0;
+    int r;
+    n->u.num.integer = integer;
+    n->u.num.imin = INT64_MIN + 1;
+    n->u.num.imax = INT64_MAX;
+    static const char *const bkw[] = {"minimum", "exclusiveMinimum", "maximum",
+                                      "exclusiveMaximum"};
+    for (int i = 0; i < 4; i++) {
+        const json_t *bv = json_object_get(s, bkw[i]);
+        if (bv && json_is_boolean(bv))
+            return gc_unsupported(c, bkw[i], "draft-04 boolean form");
+        if ((r = get_num(s, bkw[i], &v)) < 0)
+            return gc_invalid(c, bkw[i], "must be a number");
+        if (!r)
+            continue;
+        n = &c->g->nodes[id];
+        if (i < 2) { /* lower bounds: keep the tighter */
+            if (!n->u.num.has_min || v > n->u.num.min || (v == n->u.num.min && i == 1)) {
+                n->u.num.has_min = 1;
+                n->u.num.min = v;
+                n->u.num.excl_min = i == 1;
+            }
+        } else if (!n->u.num.has_max || v < n->u.num.max || (v == n->u.num.max && i == 3)) {
+            n->u.num.has_max = 1;
+            n->u.num.max = v;
+            n->u.num.excl_max = i == 3;
+        }
+    }
+    if ((r = get_num(s, "multipleOf", &m)) < 0 || (r && !(m > 0)))
+        return gc_invalid(c, "multipleOf", "must be a number greater than 0");
+    n = &c->g->nodes[id];
+    if (r) {
+        if (m != floor(m) || m > 1e15)
+            return gc_unsupported(c, "multipleOf", "only integer divisors are enforced");
+        n->u.num.integer = 1; /* multiples of an integer are integers */
+        n->u.num.multiple = (int64_t)m;
+    }
+    if (n->u.num.integer) {
+        if (n->u.num.has_min) {
+            double lo = n->u.num.excl_min ? floor(n->u.num.min) + 1 : ceil(n->u.num.min);
+            if (lo > 9e18)
+                n->kind = GK_EMPTY;
+            else if (lo > -9e18)
+                n->u.num.imin = (int64_t)lo;
+        }
+        if (n->u.num.has_max) {
+            double hi = n->u.num.excl_max ? ceil(n->u.num.max) - 1 : floor(n->u.num.max);
+            if (hi < -9e18)
+                n->kind = GK_EMPTY;
+            else if (hi < 9e18)
+                n->u.num.imax = (int64_t)hi;
+        }
+        if (n->u.num.imin > n->u.num.imax)
+            n->kind = GK_EMPTY;
+    } else if (n->u.num.has_min && n->u.num.has_max &&
+               (n->u.num.min > n->u.num.max ||
+                (n->u.num.min == n->u.num.max && (n->u.num.excl_min || n->u.num.excl_max)))) {
+        n->kind = GK_EMPTY;
+    }
+    *node = id;
+    return SX_OK;
+}
+
+static int string_node(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    int32_t id;
+    int64_t mn = 0, mx = -1;
+    int rc;
+    if (json_object_get(s, "pattern"))
+        return gc_unsupported(c, "pattern", "regular expressions are not enforced yet");
+    const char *fmt = json_string_value(json_object_get(s, "format"));
+    if (fmt && in_list(formats, fmt))
+        return gc_unsupported(c, "format", "this format is not enforced yet");
+    if ((rc = get_count(c, s, "minLength", &mn)) || (rc = get_count(c, s, "maxLength", &mx)))
+        return rc;
+    if ((rc = gc_new_node(c, GK_STRING, &id)))
+        return rc;
+    c->g->nodes[id].u.str.min_len = mn;
+    c->g->nodes[id].u.str.max_len = mx;
+    if (mx >= 0 && mn > mx)
+        c->g->nodes[id].kind = GK_EMPTY;
+    *node = id;
+    return SX_OK;
+}
+
+typedef struct prop_tmp {
+    const char *name;
+    const json_t *schema; /* NULL: present only through required/dependencies */
+} prop_tmp;
+
+static int cmp_prop(const void *a, const void *b)
+{
+    const gr_prop *x = a, *y = b;
+    int r = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
+    if (r)
+        return r;
+    return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+static int prop_index(prop_tmp *t, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(t[i].name, name))
+            return i;
+    return -1;
+}
+
+static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    enum { MAXP = 64 };
+    prop_tmp tmp[MAXP];
+    int np = 0, rc;
+    const json_t *props = json_object_get(s, "properties");
+    const json_t *req = json_object_get(s, "required");
+    const json_t *addl = json_object_get(s, "additionalProperties");
+    const json_t *pp = json_object_get(s, "patternProperties");
+    const json_t *pn = json_object_get(s, "propertyNames");
+    const json_t *dr = json_object_get(s, "dependentRequired");
+    const json_t *deps = json_object_get(s, "dependencies");
+    const json_t *uneval = json_object_get(s, "unevaluatedProperties");
+    if (pp && !(json_is_object(pp) && json_object_size(pp) == 0))
+        return gc_unsupported(c, "patternProperties", "regular expressions are not enforced yet");
+    if (pn && !json_is_true(pn) && !(json_is_object(pn) && json_object_size(pn) == 0))
+        return gc_unsupported(c, "propertyNames", NULL);
+    if (json_object_get(s, "dependentSchemas"))
+        return gc_unsupported(c, "dependentSchemas", NULL);
+    if (!addl && uneval)
+        addl = uneval;
+    if (props && !json_is_object(props))
+        return gc_invalid(c, "properties", "must be an object");
+    if (req && !json_is_array(req))
+        return gc_invalid(c, "required", "must be an array");
+    if (props) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)props, k, v) {
+            if (np == MAXP)
+                return gc_unsupported(c, "properties", "more than 64 properties");
+            tmp[np].name = k;
+            tmp[np++].schema = v;
+        }
+    }
+    /* names that must or may appear without their own schema get the
+     * additionalProperties schema, tracked like the others */
+    const json_t *lists[3] = {req, NULL, NULL};
+    json_t *dep_src = (json_t *)(dr ? dr : deps);
+    if (dep_src && !json_is_object(dep_src))
+        return gc_invalid(c, dr ? "dependentRequired" : "dependencies", "must be an object");
+    size_t i;
+    json_t *e;
+    json_array_foreach((json_t *)req, i, e) {
+        if (!json_is_string(e))
+            return gc_invalid(c, "required", "must hold strings");
+        if (prop_index(tmp, np, json_string_value(e)) < 0) {
+            if (np == MAXP)
+                return gc_unsupported(c, "required", "more than 64 properties");
+            tmp[np].name = json_string_value(e);
+            tmp[np++].schema = NULL;
+        }
+    }
+    (void)lists;
+    if (dep_src) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(dep_src, k, v) {
+            if (!json_is_array(v))
+                return gc_unsupported(c, dr ? "dependentRequired" : "dependencies",
+                                      "schema dependencies are not enforced yet");
+            const char *names[MAXP + 1];
+            int nn = 0;
+            names[nn++] = k;
+            json_array_foreach(v, i, e) {
+                if (!json_is_string(e))
+                    return gc_invalid(c, dr ? "dependentRequired" : "dependencies",
+                                      "must hold strings");
+                if (nn <= MAXP)
+                    names[nn++] = json_string_value(e);
+            }
+            for (int j = 0; j < nn; j++)
+                if (prop_index(tmp, np, names[j]) < 0) {
+                    if (np == MAXP)
+                        return gc_unsupported(c, "dependentRequired", "more than 64 properties");
+                    tmp[np].name = names[j];
+                    tmp[np++].schema = NULL;
+                }
+        }
+    }
+
+    int32_t id, addl_node = -1;
+    if (!addl || json_is_true(addl)) {
+        if ((rc = any_node(c, &addl_node)))
+            return rc;
+    } else if (!json_is_false(addl)) {
+        size_t old = gc_ptr_push(c, json_object_get(s, "additionalProperties")
+                                        ? "additionalProperties"
+                                        : "unevaluatedProperties");
+        rc = gc_schema(c, addl, &addl_node);
+        gc_ptr_pop(c, old);
+        if (rc)
+            return rc;
+    }
+    if ((rc = gc_new_node(c, GK_OBJECT, &id)))
+        return rc;
+    gr_prop *P = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *P);
+    uint64_t *dep = dep_src ? gc_alloc(c, MAXP * sizeof *dep) : NULL;
+    if (!P || (dep_src && !dep))
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int k = 0; k < np; k++) {
+        size_t klen;
+        char *enc = gc_encode_string(tmp[k].name, strlen(tmp[k].name), &klen);
+        uint8_t *kb = enc ? gc_alloc(c, klen) : NULL;
+        if (!kb) {
+            free(enc);
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        }
+        memcpy(kb, enc, klen);
+        free(enc);
+        P[k].key = kb;
+        P[k].key_len = (uint32_t)klen;
+        P[k].index = k;
+        if (tmp[k].schema) {
+            size_t o1 = gc_ptr_push(c, "properties");
+            size_t o2 = gc_ptr_push(c, tmp[k].name);
+            rc = gc_schema(c, tmp[k].schema, &P[k].node);
+            gc_ptr_pop(c, o2);
+            gc_ptr_pop(c, o1);
+            if (rc)
+                return rc;
+        } else if (addl_node >= 0) {
+            P[k].node = addl_node;
+        } else if ((rc = empty_node(c, &P[k].node))) {
+            return rc;
+        }
+    }
+    gr_node *n = &c->g->nodes[id];
+    uint64_t required = 0;
+    json_array_foreach((json_t *)req, i, e)
+        required |= 1ull << prop_index(tmp, np, json_string_value(e));
+    if (dep_src) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(dep_src, k, v) {
+            int at = prop_index(tmp, np, k);
+            json_array_foreach(v, i, e)
+                dep[at] |= 1ull << prop_index(tmp, np, json_string_value(e));
+        }
+    }
+    qsort(P, (size_t)np, sizeof *P, cmp_prop);
+    n->u.obj.props = P;
+    n->u.obj.n = (uint32_t)np;
+    n->u.obj.required = required;
+    n->u.obj.dep_req = dep;
+    n->u.obj.additional = addl_node;
+    n->u.obj.min_props = 0;
+    n->u.obj.max_props = -1;
+    if ((rc = get_count(c, s, "minProperties", &n->u.obj.min_props)) ||
+        (rc = get_count(c, s, "maxProperties", &n->u.obj.max_props)))
+        return rc;
+    *node = id;
+    return SX_OK;
+}
+
+static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    const json_t *items = json_object_get(s, "items");
+    const json_t *prefix = json_object_get(s, "prefixItems");
+    const json_t *more = NULL;
+    const char *more_kw = "items";
+    int rc;
+    if (json_is_true(json_object_get(s, "uniqueItems")))
+        return gc_unsupported(c, "uniqueItems", "not enforced yet");
+    if (json_object_get(s, "contains"))
+        return gc_unsupported(c, "contains", "not enforced yet");
+    if (json_is_array(items)) { /* draft-07 tuple form */
+        prefix = items;
+        more = json_object_get(s, "additionalItems");
+        more_kw = "additionalItems";
+    } else {
+        more = items;
+        if (prefix && !json_is_array(prefix))
+            return gc_invalid(c, "prefixItems", "must be an array");
+    }
+    if (!more && json_object_get(s, "unevaluatedItems")) {
+        more = json_object_get(s, "unevaluatedItems");
+        more_kw = "unevaluatedItems";
+    }
+    size_t np = prefix ? json_array_size(prefix) : 0;
+    int32_t id, items_node = -1;
+    int32_t *pre = gc_alloc(c, (np ? np : 1) * sizeof *pre);
+    if (!pre)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    size_t old = gc_ptr_push(c, json_is_array(items) ? "items" : "prefixItems");
+    for (size_t i = 0; i < np; i++) {
+        size_t o2 = gc_ptr_pushi(c, i);
+        rc = gc_schema(c, json_array_get(prefix, i), &pre[i]);
+        gc_ptr_pop(c, o2);
+        if (rc) {
+            gc_ptr_pop(c, old);
+            return rc;
+        }
+    }
+    gc_ptr_pop(c, old);
+    if (!more || json_is_true(more)) {
+        if ((rc = any_node(c, &items_node)))
+            return rc;
+    } else if (!json_is_false(more)) {
+        old = gc_ptr_push(c, more_kw);
+        rc = gc_schema(c, more, &items_node);
+        gc_ptr_pop(c, old);
+        if (rc)
+            return rc;
+    }
+    if ((rc = gc_new_node(c, GK_ARRAY, &id)))
+        return rc;
+    gr_node *n = &c->g->nodes[id];
+    n->u.arr.prefix = pre;
+    n->u.arr.n_prefix = (uint32_t)np;
+    n->u.arr.items = items_node;
+    n->u.arr.min_items = 0;
+    n->u.arr.max_items = -1;
+    if ((rc = get_count(c, s, "minItems", &n->u.arr.min_items)) ||
+        (rc = get_count(c, s, "maxItems", &n->u.arr.max_items)))
+        return rc;
+    *node = id;
+    return SX_OK;
+}
+
+static int any_node(gc_ctx *c, int32_t *node)
+{
+    if (c->any_built) {
+        *node = c->any_node;
+        return SX_OK;
+    }
+    /* the union of every type, with no constraints; built once */
+    json_t *t = json_object();
+    if (!t)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    int32_t id;
+    int rc = gc_new_node(c, GK_ALT, &id);
+    if (rc) {
+        json_decref(t);
+        return rc;
+    }
+    c->any_node = id;
+    c->any_built = 1;
+    int32_t alts[5];
+    char *lits[3] = {strdup("null"), strdup("true"), strdup("false")};
+    if (!lits[0] || !lits[1] || !lits[2])
+        rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (!rc)
+        rc = lit_node(c, lits, 3, &alts[0]);
+    else
+        for (int i = 0; i < 3; i++)
+            free(lits[i]);
+    if (!rc)
+        rc = number_node(c, t, 0, &alts[1]);
+    if (!rc)
+        rc = string_node(c, t, &alts[2]);
+    if (!rc)
+        rc = object_node(c, t, &alts[3]);
+    if (!rc)
+        rc = array_node(c, t, &alts[4]);
+    json_decref(t);
+    if (rc)
+        return rc;
+    int32_t *a = gc_alloc(c, sizeof alts);
+    if (!a)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    memcpy(a, alts, sizeof alts);
+    c->g->nodes[id].u.alt.alts = a;
+    c->g->nodes[id].u.alt.n = 5;
+    *node = id;
+    return SX_OK;
+}
+
+/* ---- enum / const ------------------------------------------------------ */
+
+static int value_type(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_NULL: return T_NULL;
+    case JSON_TRUE:
+    case JSON_FALSE: return T_BOOL;
+    case JSON_INTEGER: return T_INT | T_NUM;
+    case JSON_REAL: return json_real_value(v) == floor(json_real_value(v)) ? T_INT | T_NUM : T_NUM;
+    case JSON_STRING: return T_STR;
+    case JSON_OBJECT: return T_OBJ;
+    case JSON_ARRAY: return T_ARR;
+    }
+    return 0;
+}
+
+static int const_node(gc_ctx *c, const json_t *v, int32_t *node);
+
+static int const_container(gc_ctx *c, const json_t *v, int32_t *node)
+{
+    /* an exact object or array: every key required, nothing else */
+    json_t *s = json_object();
+    int rc = SX_OK;
+    if (!s)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (json_is_object(v)) {
+        json_t *props = json_object(), *req = json_array();
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) {
+            json_object_set_new(props, k, json_pack("{s:O}", "const", x));
+            json_array_append_new(req, json_string(k));
+        }
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "properties", props);
+        json_object_set_new(s, "required", req);
+        json_object_set_new(s, "additionalProperties", json_false());
+    } else {
+        json_t *pre = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach((json_t *)v, i, x)
+            json_array_append_new(pre, json_pack("{s:O}", "const", x));
+        json_object_set_new(s, "type", json_string("array"));
+        json_object_set_new(s, "prefixItems", pre);
+        json_object_set_new(s, "items", json_false());
+        json_object_set_new(s, "minItems", json_integer((json_int_t)json_array_size(v)));
+    }
+    rc = gc_schema(c, s, node);
+    json_decref(s);
+    return rc;
+}
+
+static int const_node(gc_ctx *c, const json_t *v, int32_t *node)
+{
+    if (json_is_object(v) || json_is_array(v))
+        return const_container(c, v, node);
+    char *texts[4];
+    int n = 0, rc = gc_spellings(v, texts, &n, 4);
+    if (rc) {
+        for (int i = 0; i < n; i++)
+            free(texts[i]);
+        return sx_err_set(c->err, rc, "cannot spell constant");
+    }
+    return lit_node(c, texts, n, node);
+}
+
+/* Keywords besides type/enum/const that would further restrict enum values;
+ * filtering by them needs the validator, so refuse rather than loosen. */
+static const char *enum_sibling(const json_t *s)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v) {
+        if (!strcmp(k, "type") || !strcmp(k, "enum") || !strcmp(k, "const"))
+            continue;
+        if (in_list(known, k))
+            return k;
+    }
+    return NULL;
+}
+
+static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
+{
+    const json_t *en = json_object_get(s, "enum");
+    const json_t *cn = json_object_get(s, "const");
+    const char *sib = enum_sibling(s);
+    int rc;
+    if (sib)
+        return gc_unsupported(c, sib, "combined with enum/const");
+    if (en && !json_is_array(en))
+        return gc_invalid(c, "enum", "must be an array");
+    json_t *vals = json_array();
+    if (!vals)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (cn) {
+        json_array_append(vals, (json_t *)cn);
+    } else {
+        size_t i;
+        json_t *v;
+        json_array_foreach((json_t *)en, i, v)
+            json_array_append(vals, v);
+    }
+    if (cn && en) {
+        /* both: the const value, only if the enum has it */
+        int found = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach((json_t *)en, i, v)
+            found |= json_equal(v, (json_t *)cn);
+        if (!found)
+            json_array_clear(vals);
+    }
+    size_t nv = json_array_size(vals);
+    char **texts = malloc((nv * 2 + 1) * sizeof *texts);
+    int32_t *alts = malloc((nv + 1) * sizeof *alts);
+    int nt = 0, na = 0;
+    rc = (!texts || !alts) ? sx_err_set(c->err, SX_ENOMEM, "out of memory") : SX_OK;
+    for (size_t i = 0; i < nv && !rc; i++) {
+        const json_t *v = json_array_get(vals, i);
+        int vt = value_type(v);
+        /* integer-valued reals satisfy "integer"; plain reals do not */
+        if (!(vt & types))
+            continue;
+        if (json_is_object(v) || json_is_array(v)) {
+            rc = const_node(c, v, &alts[na]);
+            if (!rc)
+                na++;
+            continue;
+        }
+        int k = 0;
+        char *sp[4];
+        rc = gc_spellings(v, sp, &k, 4);
+        if (rc) {
+            for (int j = 0; j < k; j++)
+                free(sp[j]);
+            rc = gc_invalid(c, "enum", "cannot spell value %zu", i);
+            break;
+        }
+        for (int j = 0; j < k; j++) {
+            /* with "integer" only, an integral real keeps both spellings */
+            texts[nt++] = sp[j];
+        }
+    }
+    if (!rc && nt)
+        rc = lit_node(c, texts, nt, &alts[na++]);
+    else
+        for (int i = 0; i < nt; i++)
+            free(texts[i]);
+    if (!rc)
+        rc = alt_node(c, alts, na, node);
+    free(texts);
+    free(alts);
+    json_decref(vals);
+    return rc;
+}
+
+/* ---- combinators -------------------------------------------------------- */
+
+/* Types a schema can possibly admit (for the oneOf disjointness test). */
+static int schema_types(gc_ctx *c, const json_t *s, int depth)
+{
+    if (depth > 32)
+        return T_ALL;
+    if (json_is_false(s))
+        return 0;
+    if (!json_is_object(s))
+        return T_ALL;
+    int t = T_ALL;
+    const json_t *ty = json_object_get(s, "type");
+    if (json_is_string(ty)) {
+        t = type_bit(json_string_value(ty));
+    } else if (json_is_array(ty)) {
+        t = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach((json_t *)ty, i, e)
+            if (json_is_string(e))
+                t |= type_bit(json_string_value(e));
+    }
+    if (t & T_NUM)
+        t |= T_INT;
+    const json_t *cn = json_object_get(s, "const"), *en = json_object_get(s, "enum");
+    if (cn)
+        t &= value_type(cn);
+    if (json_is_array(en)) {
+        int et = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach((json_t *)en, i, e)
+            et |= value_type(e);
+        t &= et;
+    }
+    const char *ref = json_string_value(json_object_get(s, "$ref"));
+    if (ref) {
+        const json_t *tg = gc_resolve_ref(c, ref);
+        if (tg)
+            t &= schema_types(c, tg, depth + 1);
+    }
+    return t;
+}
+
+/* The integer/number overlap counts: 1 is both. */
+static int types_overlap(int a, int b)
+{
+    int na = (a & T_NUM) ? (a | T_INT) : a, nb = (b & T_NUM) ? (b | T_INT) : b;
+    if ((na & T_INT) && (nb & T_INT))
+        return 1;
+    return (na & nb & ~(T_INT | T_NUM)) != 0 || ((na & T_NUM) && (nb & T_NUM));
+}
+
+/* Two schemas that require the same property with disjoint const values. */
+static int const_discriminated(gc_ctx *c, const json_t *a, const json_t *b)
+{
+    const json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
+    const json_t *ra = json_object_get(a, "required"), *rb = json_object_get(b, "required");
+    if (!json_is_object(pa) || !json_is_object(pb) || !json_is_array(ra) || !json_is_array(rb))
+        return 0;
+    const char *k;
+    json_t *va;
+    json_object_foreach((json_t *)pa, k, va) {
+        const json_t *vb = json_object_get(pb, k);
+        int in_a = 0, in_b = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach((json_t *)ra, i, e)
+            in_a |= json_is_string(e) && !strcmp(json_string_value(e), k);
+        json_array_foreach((json_t *)rb, i, e)
+            in_b |= json_is_string(e) && !strcmp(json_string_value(e), k);
+        if (!vb || !in_a || !in_b || !json_is_object(va) || !json_is_object(vb))
+            continue;
+        const json_t *ca = json_object_get(va, "const"), *cb = json_object_get(vb, "const");
+        const json_t *ea = json_object_get(va, "enum"), *eb = json_object_get(vb, "enum");
+        json_t *la = json_array(), *lb = json_array();
+        if (ca)
+            json_array_append(la, (json_t *)ca);
+        else if (json_is_array(ea))
+            json_array_extend(la, (json_t *)ea);
+        if (cb)
+            json_array_append(lb, (json_t *)cb);
+        else if (json_is_array(eb))
+            json_array_extend(lb, (json_t *)eb);
+        int disjoint = json_array_size(la) && json_array_size(lb);
+        size_t x, y;
+        json_t *u, *w;
+        json_array_foreach(la, x, u)
+            json_array_foreach(lb, y, w)
+                if (json_equal(u, w))
+                    disjoint = 0;
+        json_decref(la);
+        json_decref(lb);
+        if (disjoint)
+            return 1;
+    }
+    (void)c;
+    return 0;
+}
+
+/* Resolves a top-level $ref of an allOf/anyOf member into a fresh copy of
+ * its target (merged with the member's other keywords). */
+static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
+{
+    if (depth > 16)
+        return gc_unsupported(c, "$ref", "reference chain too deep to merge");
+    if (json_is_boolean(m)) {
+        *out = json_is_true(m) ? json_object() : json_pack("{s:[]}", "enum");
+        return *out ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    if (!json_is_object(m))
+        return gc_invalid(c, NULL, "subschema must be an object or a boolean");
+    const char *ref = json_string_value(json_object_get(m, "$ref"));
+    if (!ref) {
+        *out = json_deep_copy(m);
+        return *out ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    const json_t *t = gc_resolve_ref(c, ref);
+    if (!t)
+        return sx_err_setp(c->err, SX_ENOTFOUND, c->ptr, -1, "unresolvable $ref '%s' at %s", ref,
+                           c->ptr);
+    json_t *base;
+    int rc = inline_member(c, t, &base, depth + 1);
+    if (rc)
+        return rc;
+    json_t *rest = json_deep_copy(m);
+    json_object_del(rest, "$ref");
+    rc = gc_merge(c, base, rest);
+    json_decref(rest);
+    if (rc) {
+        json_decref(base);
+        return rc;
+    }
+    *out = base;
+    return SX_OK;
+}
+
+static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int32_t *node)
+{
+    const json_t *alts = json_object_get(s, kw);
+    if (!json_is_array(alts) || json_array_size(alts) == 0)
+        return gc_invalid(c, kw, "must be a non-empty array");
+    size_t n = json_array_size(alts);
+    if (!strcmp(kw, "oneOf")) {
+        /* oneOf is anyOf when no value can satisfy two branches */
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++) {
+                const json_t *a = json_array_get(alts, i), *b = json_array_get(alts, j);
+                json_t *ia = NULL, *ib = NULL;
+                int disjoint = 0;
+                if (!inline_member(c, a, &ia, 0) && !inline_member(c, b, &ib, 0))
+                    disjoint = !types_overlap(schema_types(c, ia, 0), schema_types(c, ib, 0)) ||
+                               const_discriminated(c, ia, ib);
+                json_decref(ia);
+                json_decref(ib);
+                sx_err_clear(c->err);
+                if (!disjoint) {
+                    char why[96];
+                    snprintf(why, sizeof why, "branches %zu and %zu may both match", i, j);
+                    return gc_unsupported(c, "oneOf", why);
+                }
+            }
+    }
+    json_t *base = json_deep_copy(s);
+    if (!base)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    json_object_del(base, kw);
+    int32_t *ids = malloc(n * sizeof *ids);
+    int rc = ids ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    size_t old = gc_ptr_push(c, kw);
+    for (size_t i = 0; i < n && !rc; i++) {
+        size_t o2 = gc_ptr_pushi(c, i);
+        json_t *m = NULL, *merged = json_deep_copy(base);
+        rc = merged ? inline_member(c, json_array_get(alts, i), &m, 0)
+                    : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        if (!rc)
+            rc = gc_merge(c, merged, m);
+        if (!rc)
+            rc = gc_schema(c, merged, &ids[i]);
+        json_decref(m);
+        json_decref(merged);
+        gc_ptr_pop(c, o2);
+    }
+    gc_ptr_pop(c, old);
+    if (!rc)
+        rc = alt_node(c, ids, (int)n, node);
+    free(ids);
+    json_decref(base);
+    return rc;
+}
+
+/* ---- the schema ----------------------------------------------------------- */
+
+static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    const char *k;
+    json_t *v;
+    int rc;
+    json_object_foreach((json_t *)s, k, v) {
+        if (!strcmp(k, "not") || !strcmp(k, "if") || !strcmp(k, "$dynamicRef") ||
+            !strcmp(k, "$recursiveRef"))
+            return gc_unsupported(c, k, NULL);
+        if ((!strcmp(k, "then") || !strcmp(k, "else")) && !json_object_get(s, "if"))
+            continue; /* then/else without if have no effect */
+        if (!strcmp(k, "minContains") || !strcmp(k, "maxContains"))
+            continue; /* without contains they have no effect; contains itself is refused */
+    }
+    int types = T_ALL;
+    const json_t *ty = json_object_get(s, "type");
+    if (ty) {
+        if (json_is_string(ty)) {
+            types = type_bit(json_string_value(ty));
+            if (!types)
+                return gc_invalid(c, "type", "unknown type '%s'", json_string_value(ty));
+        } else if (json_is_array(ty)) {
+            types = 0;
+            size_t i;
+            json_t *e;
+            json_array_foreach((json_t *)ty, i, e) {
+                int b = json_is_string(e) ? type_bit(json_string_value(e)) : 0;
+                if (!b)
+                    return gc_invalid(c, "type", "entry %zu is not a type name", i);
+                types |= b;
+            }
+        } else {
+            return gc_invalid(c, "type", "must be a string or an array");
+        }
+    }
+    if (types & T_NUM)
+        types &= ~T_INT; /* number covers integer */
+    if (json_object_get(s, "enum") || json_object_get(s, "const"))
+        return enum_node(c, s, (types & T_NUM) ? types | T_INT : types, node);
+
+    int32_t alts[7];
+    int na = 0;
+    rc = SX_OK;
+    if (types & T_NULL) {
+        char *t = strdup("null");
+        rc = t ? lit_node(c, &t, 1, &alts[na++]) : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    if (!rc && (types & T_BOOL)) {
+        char *t[2] = {strdup("true"), strdup("false")};
+        if (t[0] && t[1]) {
+            rc = lit_node(c, t, 2, &alts[na++]);
+        } else {
+            free(t[0]);
+            free(t[1]);
+            rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        }
+    }
+    if (!rc && (types & (T_INT | T_NUM)))
+        rc = number_node(c, s, !(types & T_NUM), &alts[na++]);
+    if (!rc && (types & T_STR))
+        rc = string_node(c, s, &alts[na++]);
+    if (!rc && (types & T_OBJ))
+        rc = object_node(c, s, &alts[na++]);
+    if (!rc && (types & T_ARR))
+        rc = array_node(c, s, &alts[na++]);
+    if (rc)
+        return rc;
+    return alt_node(c, alts, na, node);
+}
+
+/* Keywords other than the listed ones that assert something. */
+static int has_assertions_besides(const json_t *s, const char *const *except)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v) {
+        if (in_list(except, k) || in_list(annotations, k) || !in_list(known, k))
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
+int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    int rc;
+    if (json_is_true(s))
+        return any_node(c, node);
+    if (json_is_false(s))
+        return empty_node(c, node);
+    if (!json_is_object(s))
+        return gc_invalid(c, NULL, "a schema must be an object or a boolean");
+    if (++c->depth > c->opts.max_depth) {
+        c->depth--;
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "schema nesting deeper than %d at %s", c->opts.max_depth, c->ptr);
+    }
+    const json_t *ref = json_object_get(s, "$ref");
+    json_t *work = NULL;
+    if (ref) {
+        if (!json_is_string(ref)) {
+            rc = gc_invalid(c, "$ref", "must be a string");
+            goto out;
+        }
+        static const char *const only_ref[] = {"$ref", NULL};
+        if (c->opts.draft7 || !has_assertions_besides(s, only_ref)) {
+            const json_t *t = gc_resolve_ref(c, json_string_value(ref));
+            if (!t) {
+                char p[256];
+                snprintf(p, sizeof p, "%s/$ref", c->ptr);
+                rc = sx_err_setp(c->err, SX_ENOTFOUND, p, -1,
+                                 "unresolvable $ref '%s' at %s (only local references are supported)",
+                                 json_string_value(ref), p);
+                goto out;
+            }
+            rc = compile_ref(c, t, node);
+            goto out;
+        }
+        /* 2020-12: $ref applies together with its siblings */
+        if ((rc = inline_member(c, s, &work, 0)))
+            goto out;
+        s = work;
+    }
+    const json_t *all = json_object_get(s, "allOf");
+    if (all) {
+        if (!json_is_array(all) || json_array_size(all) == 0) {
+            rc = gc_invalid(c, "allOf", "must be a non-empty array");
+            goto out;
+        }
+        json_t *merged = json_deep_copy(s);
+        if (!merged) {
+            rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            goto out;
+        }
+        json_object_del(merged, "allOf");
+        size_t i;
+        json_t *m;
+        size_t old = gc_ptr_push(c, "allOf");
+        rc = SX_OK;
+        json_array_foreach((json_t *)all, i, m) {
+            json_t *im = NULL;
+            size_t o2 = gc_ptr_pushi(c, i);
+            rc = inline_member(c, m, &im, 0);
+            if (!rc)
+                rc = gc_merge(c, merged, im);
+            json_decref(im);
+            gc_ptr_pop(c, o2);
+            if (rc)
+                break;
+        }
+        gc_ptr_pop(c, old);
+        json_decref(work);
+        work = merged;
+        s = work;
+        if (rc)
+            goto out;
+        /* members may have brought their own allOf/$ref/combinators */
+        if (json_object_get(s, "allOf") || json_object_get(s, "$ref")) {
+            rc = gc_schema(c, s, node);
+            goto out;
+        }
+    }
+    int has_any = json_object_get(s, "anyOf") != NULL, has_one = json_object_get(s, "oneOf") != NULL;
+    if (has_any && has_one) {
+        rc = gc_unsupported(c, "oneOf", "together with anyOf");
+        goto out;
+    }
+    if (has_any || has_one) {
+        rc = compile_alternatives(c, s, has_any ? "anyOf" : "oneOf", node);
+        goto out;
+    }
+    rc = plain_schema(c, s, node);
+out:
+    json_decref(work);
+    c->depth--;
+    return rc;
+}

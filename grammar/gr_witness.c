@@ -1,0 +1,575 @@
+/* Short completions.  At compile time every node gets a shortest value
+ * text (its witness); at run time a document is finished by closing each
+ * open frame from the top down, using witnesses for the values still
+ * required.  The generator uses this to close a document before
+ * max_tokens runs out; callers verify the text by feeding it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_compile_internal.h"
+
+#define INF_LEN (1 << 28)
+
+typedef struct wbuf {
+    uint8_t *b;
+    size_t n, cap;
+    int oom;
+} wbuf;
+
+static void put(wbuf *w, const void *p, size_t n)
+{
+    if (w->oom || n == 0)
+        return;
+    if (w->n + n > w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 256;
+        while (cap < w->n + n)
+            cap *= 2;
+        uint8_t *nb = realloc(w->b, cap);
+        if (!nb) {
+            w->oom = 1;
+            return;
+        }
+        w->b = nb;
+        w->cap = cap;
+    }
+    memcpy(w->b + w->n, p, n);
+    w->n += n;
+}
+
+static void puts_(wbuf *w, const char *s)
+{
+    put(w, s, strlen(s));
+}
+
+/* ---- compile time --------------------------------------------------------- */
+
+static int num_in_bounds(const gr_node *n, double x)
+{
+    if (n->u.num.has_min && (n->u.num.excl_min ? !(x > n->u.num.min) : !(x >= n->u.num.min)))
+        return 0;
+    if (n->u.num.has_max && (n->u.num.excl_max ? !(x < n->u.num.max) : !(x <= n->u.num.max)))
+        return 0;
+    return 1;
+}
+
+static void number_witness(const gr_node *n, char *out, size_t cap)
+{
+    if (n->u.num.integer) {
+        __int128 lo = n->u.num.imin, hi = n->u.num.imax, m = n->u.num.multiple, v = 0;
+        if (m <= 0)
+            m = 1;
+        if (lo > 0) {
+            v = lo / m;
+            if (v * m < lo)
+                v++;
+            v *= m;
+        } else if (hi < 0) {
+            v = hi / m;
+            if (v * m > hi)
+                v--;
+            v *= m;
+        }
+        snprintf(out, cap, "%lld", (long long)v);
+        return;
+    }
+    double cands[8];
+    int nc = 0;
+    double lo = n->u.num.has_min ? n->u.num.min : -1e300, hi = n->u.num.has_max ? n->u.num.max : 1e300;
+    cands[nc++] = 0;
+    cands[nc++] = ceil(lo);
+    cands[nc++] = floor(hi);
+    cands[nc++] = ceil(lo) + 1;
+    cands[nc++] = lo;
+    cands[nc++] = (lo + hi) / 2;
+    cands[nc++] = lo + (hi - lo) / 1024;
+    for (int i = 0; i < nc; i++) {
+        double x = cands[i];
+        if (!isfinite(x) || fabs(x) > 1e17)
+            continue;
+        for (int prec = 0; prec <= 17; prec++) {
+            snprintf(out, cap, "%.*f", prec, x);
+            double y = strtod(out, NULL);
+            if (num_in_bounds(n, y)) {
+                /* "-0" would need care for bounds at zero; plain 0 is fine */
+                if (!strcmp(out, "-0"))
+                    snprintf(out, cap, "0");
+                return;
+            }
+        }
+    }
+    snprintf(out, cap, "0");
+}
+
+/* Length of the shortest text for node i given current estimates. */
+static int64_t node_len(const gr_node *N, int32_t i, const int64_t *len, char *numbuf, size_t nb)
+{
+    const gr_node *n = &N[i];
+    switch (n->kind) {
+    case GK_EMPTY:
+        return INF_LEN;
+    case GK_LITSET: {
+        int64_t m = INF_LEN;
+        for (uint32_t k = 0; k < n->u.lit.n; k++)
+            if (n->u.lit.lits[k].len < m)
+                m = n->u.lit.lits[k].len;
+        return m;
+    }
+    case GK_NUMBER:
+        number_witness(n, numbuf, nb);
+        return (int64_t)strlen(numbuf);
+    case GK_STRING:
+        return 2 + n->u.str.min_len;
+    case GK_OBJECT: {
+        int64_t t = 2, cnt = 0;
+        for (uint32_t k = 0; k < n->u.obj.n; k++)
+            if (n->u.obj.required >> n->u.obj.props[k].index & 1) {
+                if (n->u.obj.props[k].node < 0 || len[n->u.obj.props[k].node] >= INF_LEN)
+                    return INF_LEN;
+                t += n->u.obj.props[k].key_len + 3 + len[n->u.obj.props[k].node] + (cnt ? 1 : 0);
+                cnt++;
+            }
+        return t;
+    }
+    case GK_ARRAY: {
+        int64_t t = 2;
+        for (int64_t k = 0; k < n->u.arr.min_items; k++) {
+            int32_t it = k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[k] : n->u.arr.items;
+            if (it < 0 || len[it] >= INF_LEN)
+                return INF_LEN;
+            t += len[it] + (k ? 1 : 0);
+            if (t > INF_LEN)
+                return INF_LEN;
+        }
+        return t;
+    }
+    case GK_ALT: {
+        int64_t m = INF_LEN;
+        for (uint32_t k = 0; k < n->u.alt.n; k++)
+            if (len[n->u.alt.alts[k]] < m)
+                m = len[n->u.alt.alts[k]];
+        return m;
+    }
+    }
+    return INF_LEN;
+}
+
+static int wit(const gr_node *N, int32_t node, wbuf *w)
+{
+    if (node < 0 || !N[node].wit) {
+        w->oom = 1;
+        return 0;
+    }
+    put(w, N[node].wit, (size_t)N[node].min_bytes);
+    return 1;
+}
+
+static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf *w, int depth);
+
+/* The object's remaining members: required ones not yet seen, then
+ * optional ones until minProperties is met.  `first` says whether a comma
+ * is needed before the first member written. */
+static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, int64_t count,
+                           int need_comma, const int64_t *len, wbuf *w, int depth)
+{
+    uint64_t req = n->u.obj.required;
+    if (n->u.obj.dep_req)
+        for (uint32_t k = 0; k < n->u.obj.n; k++)
+            if (seen >> n->u.obj.props[k].index & 1)
+                req |= n->u.obj.dep_req[n->u.obj.props[k].index];
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t k = 0; k < n->u.obj.n; k++) {
+            const gr_prop *p = &n->u.obj.props[k];
+            uint64_t bit = 1ull << p->index;
+            int wanted = pass == 0 ? (req & bit) != 0 : count < n->u.obj.min_props;
+            if (!wanted || (seen & bit) || p->node < 0)
+                continue;
+            if (need_comma)
+                puts_(w, ",");
+            puts_(w, "\"");
+            put(w, p->key, p->key_len);
+            puts_(w, "\":");
+            if (len)
+                write_witness(N, p->node, len, w, depth + 1);
+            else
+                wit(N, p->node, w);
+            seen |= bit;
+            count++;
+            need_comma = 1;
+        }
+    /* still short of minProperties: invented additional keys */
+    for (int64_t k = 0; count < n->u.obj.min_props && n->u.obj.additional >= 0 && k < 1000; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s\"_%lld\":", need_comma ? "," : "", (long long)k);
+        puts_(w, key);
+        if (len)
+            write_witness(N, n->u.obj.additional, len, w, depth + 1);
+        else
+            wit(N, n->u.obj.additional, w);
+        count++;
+        need_comma = 1;
+    }
+}
+
+static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf *w, int depth)
+{
+    const gr_node *n = &N[i];
+    if (depth > 200) {
+        w->oom = 1;
+        return;
+    }
+    switch (n->kind) {
+    case GK_EMPTY:
+        w->oom = 1;
+        return;
+    case GK_LITSET: {
+        uint32_t best = 0;
+        for (uint32_t k = 1; k < n->u.lit.n; k++)
+            if (n->u.lit.lits[k].len < n->u.lit.lits[best].len)
+                best = k;
+        put(w, n->u.lit.lits[best].b, n->u.lit.lits[best].len);
+        return;
+    }
+    case GK_NUMBER: {
+        char buf[64];
+        number_witness(n, buf, sizeof buf);
+        puts_(w, buf);
+        return;
+    }
+    case GK_STRING:
+        puts_(w, "\"");
+        for (int64_t k = 0; k < n->u.str.min_len; k++)
+            puts_(w, "a");
+        puts_(w, "\"");
+        return;
+    case GK_OBJECT:
+        puts_(w, "{");
+        object_members(N, n, 0, 0, 0, len, w, depth);
+        puts_(w, "}");
+        return;
+    case GK_ARRAY:
+        puts_(w, "[");
+        for (int64_t k = 0; k < n->u.arr.min_items; k++) {
+            int32_t it = k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[k] : n->u.arr.items;
+            if (k)
+                puts_(w, ",");
+            write_witness(N, it, len, w, depth + 1);
+        }
+        puts_(w, "]");
+        return;
+    case GK_ALT: {
+        int32_t best = -1;
+        for (uint32_t k = 0; k < n->u.alt.n; k++)
+            if (best < 0 || len[n->u.alt.alts[k]] < len[best])
+                best = n->u.alt.alts[k];
+        if (best < 0) {
+            w->oom = 1;
+            return;
+        }
+        write_witness(N, best, len, w, depth + 1);
+        return;
+    }
+    }
+}
+
+int gc_witness(gc_ctx *c)
+{
+    gr_node *N = c->g->nodes;
+    int32_t n = c->g->n_nodes;
+    int64_t *len = malloc(((size_t)n + 1) * sizeof *len);
+    char numbuf[64];
+    if (!len)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int32_t i = 0; i < n; i++)
+        len[i] = INF_LEN;
+    for (int round = 0, changed = 1; changed && round < n + 2; round++) {
+        changed = 0;
+        for (int32_t i = 0; i < n; i++) {
+            int64_t l = node_len(N, i, len, numbuf, sizeof numbuf);
+            if (l < len[i]) {
+                len[i] = l;
+                changed = 1;
+            }
+        }
+    }
+    int rc = SX_OK;
+    for (int32_t i = 0; i < n && !rc; i++) {
+        N[i].min_bytes = len[i] >= INF_LEN ? -1 : (int32_t)(len[i] > INT32_MAX ? INT32_MAX : len[i]);
+        if (N[i].kind == GK_EMPTY || len[i] >= INF_LEN || len[i] > 65536)
+            continue;
+        wbuf w = {0};
+        write_witness(N, i, len, &w, 0);
+        if (!w.oom) {
+            uint8_t *t = gc_alloc(c, w.n + 1);
+            if (!t)
+                rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            else {
+                memcpy(t, w.b, w.n);
+                N[i].wit = t;
+                N[i].min_bytes = (int32_t)w.n;
+            }
+        }
+        free(w.b);
+    }
+    free(len);
+    return rc;
+}
+
+/* ---- run time ------------------------------------------------------------ */
+
+/* Numbers end on the next byte, and bounds decide which digits work: a
+ * small iterative-deepening search over digits, run on a copy of the frame
+ * under a fake root. */
+static void finish_number(const sx_grammar *g, const gr_frame *f, wbuf *w)
+{
+    static const char digits[] = "0123456789.";
+    gr_frame root, top = *f;
+    memset(&root, 0, sizeof root);
+    root.node = -1;
+    root.phase = R_WAIT;
+    top.up = &root;
+    gr_arena a = {0};
+    gr_ctx cx = {.g = g, .arena = &a, .max_ws = 0, .max_stack = g->opts.max_stack};
+    gr_set cur;
+    cur.n = 1;
+    cur.overflow = 0;
+    cur.f[0] = &top;
+    char path[24];
+    int found = -1;
+    for (int limit = 0; limit <= 20 && found < 0; limit++) {
+        /* depth-first, digits in order; stack of (set, next digit) */
+        gr_set stack[21];
+        int next[21];
+        int d = 0;
+        stack[0] = cur;
+        next[0] = 0;
+        long budget = 20000;
+        while (d >= 0 && budget-- > 0) {
+            if (d == limit) {
+                if (gr_can_end(&cx, &stack[d])) {
+                    found = d;
+                    break;
+                }
+                d--;
+                continue;
+            }
+            if (next[d] >= (int)sizeof digits - 1) {
+                d--;
+                continue;
+            }
+            int c = digits[next[d]++];
+            gr_feed_set(&cx, &stack[d], c, &stack[d + 1]);
+            if (stack[d + 1].n == 0)
+                continue;
+            path[d] = (char)c;
+            d++;
+            next[d] = 0;
+        }
+    }
+    gr_arena_free(&a);
+    if (found < 0)
+        w->oom = 1;
+    else
+        put(w, path, (size_t)found);
+}
+
+static void finish_string(const gr_node *n, const gr_frame *f, wbuf *w)
+{
+    int64_t count = f->count;
+    int phase = f->phase;
+    if (phase == S_START) {
+        puts_(w, "\"");
+        phase = S_IN;
+    }
+    if (phase == S_ESC) {
+        puts_(w, "n");
+        count++;
+        phase = S_IN;
+    } else if (phase == S_U) {
+        for (int k = f->aux; k < 4; k++)
+            puts_(w, "0");
+        count++;
+        phase = S_IN;
+    } else if (f->aux) {
+        uint8_t b = f->u8lo;
+        put(w, &b, 1);
+        for (int k = 1; k < f->aux; k++)
+            put(w, "\x80", 1);
+    }
+    for (; count < n->u.str.min_len; count++)
+        puts_(w, "a");
+    puts_(w, "\"");
+}
+
+/* Completes a key being typed with the shortest usable known key; returns
+ * its index in props, or -1 when no known key fits (the key is then an
+ * additional one). */
+static int finish_key(const gr_node *n, const gr_frame *f, wbuf *w)
+{
+    const gr_prop *P = n->u.obj.props;
+    int best = -1;
+    for (uint32_t i = f->lo; i < f->hi; i++) {
+        uint64_t bit = 1ull << P[i].index;
+        if (P[i].node >= 0 && !(f->seen & bit) && (best < 0 || P[i].key_len < P[best].key_len))
+            best = (int)i;
+    }
+    if (best >= 0) {
+        put(w, P[best].key + f->pos, P[best].key_len - f->pos);
+        puts_(w, "\":");
+    }
+    return best;
+}
+
+long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t cap)
+{
+    const gr_node *N = g->nodes;
+    wbuf w = {0};
+    const gr_frame *f = top;
+    gr_frame tmp;
+    int first = 1;
+    while (f && !w.oom) {
+        if (f->node == -2)
+            break;
+        if (f->node == -1) {
+            if (f->phase == R_WAIT && f->lo == 1)
+                wit(N, g->root, &w);
+            break;
+        }
+        const gr_node *n = &N[f->node];
+        if (!first) {
+            /* a parent whose child just finished */
+            tmp = *f;
+            if (n->kind == GK_OBJECT) {
+                tmp.phase = O_AFTER;
+            } else if (n->kind == GK_ARRAY) {
+                tmp.phase = A_AFTER;
+                tmp.count++;
+            }
+            f = &tmp;
+        }
+        first = 0;
+        switch (n->kind) {
+        case GK_LITSET: {
+            uint32_t best = f->lo;
+            for (uint32_t k = f->lo; k < f->hi; k++)
+                if (n->u.lit.lits[k].len < n->u.lit.lits[best].len)
+                    best = k;
+            if (f->hi > f->lo)
+                put(&w, n->u.lit.lits[best].b + f->pos, n->u.lit.lits[best].len - f->pos);
+            break;
+        }
+        case GK_NUMBER:
+            if (f->phase == N_START)
+                wit(N, f->node, &w);
+            else
+                finish_number(g, f, &w);
+            break;
+        case GK_STRING:
+            finish_string(n, f, &w);
+            break;
+        case GK_OBJECT: {
+            uint64_t seen = f->seen;
+            int64_t count = f->count;
+            int ph = f->phase;
+            if (ph == O_START) {
+                wit(N, f->node, &w);
+                break;
+            }
+            if (ph == O_KEY) {
+                int best = finish_key(n, f, &w);
+                if (best < 0) {
+                    /* a new additional key: close it; one more byte makes
+                     * sure it does not spell a known key */
+                    if (f->flags & 4u) /* inside an escape */
+                        puts_(&w, "n");
+                    if (f->aux) {
+                        uint8_t b = f->u8lo;
+                        put(&w, &b, 1);
+                        for (int k = 1; k < f->aux; k++)
+                            put(&w, "\x80", 1);
+                    }
+                    if (f->lo < f->hi)
+                        puts_(&w, "~");
+                    puts_(&w, "\":");
+                    wit(N, n->u.obj.additional, &w);
+                } else {
+                    wit(N, n->u.obj.props[best].node, &w);
+                    seen |= 1ull << n->u.obj.props[best].index;
+                }
+                count++;
+                ph = O_AFTER;
+            } else if (ph == O_COLON || ph == O_VALUE) {
+                if (ph == O_COLON)
+                    puts_(&w, ":");
+                wit(N, (int32_t)f->lo, &w);
+                ph = O_AFTER;
+            }
+            if (ph == O_COMMA) {
+                /* a member must follow the comma */
+                size_t before = w.n;
+                object_members(N, n, seen, count, 0, NULL, &w, 0);
+                if (w.n == before) {
+                    /* nothing required: any usable optional key, else an
+                     * invented additional one */
+                    int done = 0;
+                    for (uint32_t k = 0; k < n->u.obj.n && !done; k++) {
+                        const gr_prop *p = &n->u.obj.props[k];
+                        if (p->node >= 0 && !(seen >> p->index & 1)) {
+                            puts_(&w, "\"");
+                            put(&w, p->key, p->key_len);
+                            puts_(&w, "\":");
+                            wit(N, p->node, &w);
+                            done = 1;
+                        }
+                    }
+                    if (!done) {
+                        puts_(&w, "\"_\":");
+                        wit(N, n->u.obj.additional, &w);
+                    }
+                }
+            } else {
+                object_members(N, n, seen, count, ph != O_OPEN, NULL, &w, 0);
+            }
+            puts_(&w, "}");
+            break;
+        }
+        case GK_ARRAY: {
+            int64_t count = f->count;
+            if (f->phase == A_START) {
+                wit(N, f->node, &w);
+                break;
+            }
+            int need_comma = f->phase == A_AFTER;
+            if (f->phase == A_COMMA) {
+                int32_t it = count < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[count] : n->u.arr.items;
+                wit(N, it, &w);
+                count++;
+                need_comma = 1;
+            }
+            for (; count < n->u.arr.min_items; count++) {
+                int32_t it = count < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[count] : n->u.arr.items;
+                if (need_comma)
+                    puts_(&w, ",");
+                wit(N, it, &w);
+                need_comma = 1;
+            }
+            puts_(&w, "]");
+            break;
+        }
+        case GK_EMPTY:
+        case GK_ALT:
+            w.oom = 1;
+            break;
+        }
+        f = f->up;
+    }
+    long result = -1;
+    if (!w.oom && w.n <= cap) {
+        if (w.n)
+            memcpy(buf, w.b, w.n);
+        result = (long)w.n;
+    }
+    free(w.b);
+    return result;
+}

@@ -1,0 +1,92 @@
+/* sx_gr / sx_matcher: JSON Schema -> token-level automaton that masks logits.
+ *
+ * A schema compiles into an sx_grammar: a graph of typed nodes (object,
+ * array, string, number, literal set) that a matcher runs as a program
+ * over bytes, with its own small state per open value (properties seen,
+ * item count, code points in a string, the integer read so far).  The
+ * matcher keeps every live interpretation at once (anyOf, type unions), as
+ * persistent stacks that share their tails.
+ *
+ * Soundness: every node is checked for satisfiability when compiled, and a
+ * byte is accepted only if some valid completion exists after it; so a
+ * token is allowed only if the document can still be finished validly.
+ * What cannot be enforced exactly is a compile error (SX_EUNSUPPORTED) that
+ * names the keyword and its JSON Pointer -- never a looser grammar.
+ *
+ * Threads and ownership: an sx_vocab (grammar/vocab.h) is built once per
+ * tokenizer and must outlive the grammars compiled against it.  A compiled
+ * grammar is immutable and shared read-only by any number of matchers on
+ * any threads; it must outlive them.  A matcher belongs to one sequence and
+ * one thread at a time. */
+#ifndef SX_GRAMMAR_H
+#define SX_GRAMMAR_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sx_error.h"
+#include "grammar/vocab.h"
+
+typedef struct sx_grammar sx_grammar;
+typedef struct sx_matcher sx_matcher;
+
+typedef struct sx_gr_opts {
+    int max_ws;          /* longest whitespace run allowed between JSON tokens; 0 = compact */
+    int draft7;          /* 1: draft-07 array items/additionalItems; else per $schema, 2020-12 */
+    int max_nodes;       /* compile budget: grammar nodes (default 100000) */
+    int max_depth;       /* nesting of schema subschemas while compiling (default 256) */
+    int max_stack;       /* nesting of JSON values at run time (default 128) */
+} sx_gr_opts;
+
+void sx_gr_opts_default(sx_gr_opts *o);
+
+/* Compile a JSON Schema given as text or as a parsed jansson value. */
+int sx_gr_compile_schema(const sx_vocab *v, const char *schema, size_t len, const sx_gr_opts *o,
+                         sx_grammar **out, sx_error *err);
+int sx_gr_compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts *o,
+                       sx_grammar **out, sx_error *err);
+/* Any JSON value whose top level is an object (json_object mode). */
+int sx_gr_compile_json_object(const sx_vocab *v, const sx_gr_opts *o, sx_grammar **out,
+                              sx_error *err);
+/* One of n labels, emitted as a JSON string. */
+int sx_gr_compile_choices(const sx_vocab *v, const char *const *labels, size_t n,
+                          const sx_gr_opts *o, sx_grammar **out, sx_error *err);
+void sx_gr_free(sx_grammar *g);
+
+/* Number of grammar nodes (a size figure for `strux compile`). */
+int sx_gr_n_nodes(const sx_grammar *g);
+
+int sx_matcher_new(const sx_grammar *g, sx_matcher **out, sx_error *err);
+void sx_matcher_free(sx_matcher *m);
+/* Back to the start of the document. */
+void sx_matcher_reset(sx_matcher *m);
+
+/* Writes the next-token bitmask: v->mask_words uint32 words, bit t set =
+ * token t allowed.  End-of-turn tokens are allowed exactly when the
+ * document may end here; nothing is allowed after the matcher failed. */
+int sx_matcher_fill_mask(sx_matcher *m, uint32_t *mask);
+
+/* Advances by one token.  A token the mask would not allow is SX_EINVAL and
+ * leaves the matcher unchanged.  Accepting an end-of-turn token marks the
+ * matcher finished. */
+int sx_matcher_accept(sx_matcher *m, int32_t token, sx_error *err);
+/* Advances by raw bytes (for tests and forced text). */
+int sx_matcher_accept_bytes(sx_matcher *m, const void *bytes, size_t n, sx_error *err);
+/* Undoes the last n accepted tokens/byte-chunks. */
+int sx_matcher_rollback(sx_matcher *m, size_t n);
+
+/* 1 if the document may end here (end-of-turn would be allowed). */
+int sx_matcher_can_end(const sx_matcher *m);
+/* 1 if the document is complete and nothing but end-of-turn may follow. */
+int sx_matcher_is_complete(const sx_matcher *m);
+/* Bytes that every continuation must start with (forced text); writes up to
+ * cap bytes and returns how many. */
+size_t sx_matcher_forced_bytes(const sx_matcher *m, uint8_t *buf, size_t cap);
+/* A short byte string that completes the document from here, built from
+ * the shortest value of every node still required and verified by feeding
+ * it (at most cap bytes written); returns its length, or (size_t)-1 if none
+ * was found within cap. */
+size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t cap);
+
+#endif

@@ -1,0 +1,15 @@
+/* A synthetic vocabulary for grammar tests: every single byte, a set of
+ * multi-byte JSON-ish tokens, and an end-of-turn token. */
+#ifndef TEST_VOCAB_H
+#define TEST_VOCAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grammar/vocab.h"
+
+sx_vocab *tv_small_vocab(void);
+int32_t tv_byte_token(const sx_vocab *v, uint8_t b);
+const uint8_t *tv_token_bytes(const sx_vocab *v, int32_t t, size_t *len);
+
+#endif

@@ -1,0 +1,252 @@
+/* Grammar engine: data-driven accept/reject cases (tests/grammar/cases.json)
+ * over a synthetic vocabulary, compile errors pinned, and a soundness
+ * property test: random walks through the mask always stay alive and end
+ * in a document the validator accepts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/grammar.h"
+#include "grammar/vocab.h"
+#include "tests/unit/helpers/test_vocab.h"
+
+static sx_vocab *V;
+
+static int setup(void **state)
+{
+    (void)state;
+    V = tv_small_vocab();
+    return V ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sx_vocab_free(V);
+    return 0;
+}
+
+/* 1 if the matcher accepts text as a whole document. */
+static int accepts(const sx_grammar *g, const char *text)
+{
+    sx_matcher *m;
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    int ok = sx_matcher_accept_bytes(m, text, strlen(text), NULL) == 0 && sx_matcher_can_end(m);
+    sx_matcher_free(m);
+    return ok;
+}
+
+static void cases_from_file(void **state)
+{
+    (void)state;
+    json_error_t je;
+    json_t *all = json_load_file("tests/grammar/cases.json", 0, &je);
+    if (!all)
+        fail_msg("tests/grammar/cases.json: %s (line %d)", je.text, je.line);
+    size_t i, j;
+    json_t *c, *x;
+    int checked = 0;
+    json_array_foreach(all, i, c) {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        sx_grammar *g = NULL;
+        sx_error err;
+        sx_gr_opts o;
+        sx_gr_opts_default(&o);
+        json_t *ws = json_object_get(c, "max_ws");
+        if (ws)
+            o.max_ws = (int)json_integer_value(ws);
+        int rc = sx_gr_compile_json(V, json_object_get(c, "schema"), &o, &g, &err);
+        json_t *want_err = json_object_get(c, "error");
+        if (want_err) {
+            if (rc == 0)
+                fail_msg("case %s: expected compile error '%s', compiled", name,
+                         json_string_value(want_err));
+            if (!strstr(err.msg, json_string_value(want_err)))
+                fail_msg("case %s: error '%s' does not contain '%s'", name, err.msg,
+                         json_string_value(want_err));
+            json_t *ptr = json_object_get(c, "pointer");
+            if (ptr && strcmp(err.pointer, json_string_value(ptr)))
+                fail_msg("case %s: pointer '%s', expected '%s'", name, err.pointer,
+                         json_string_value(ptr));
+            checked++;
+            continue;
+        }
+        if (rc)
+            fail_msg("case %s: compile failed: %s", name, err.msg);
+        json_array_foreach(json_object_get(c, "valid"), j, x) {
+            if (!accepts(g, json_string_value(x)))
+                fail_msg("case %s: rejected valid %s", name, json_string_value(x));
+            checked++;
+        }
+        json_array_foreach(json_object_get(c, "invalid"), j, x) {
+            if (accepts(g, json_string_value(x)))
+                fail_msg("case %s: accepted invalid %s", name, json_string_value(x));
+            checked++;
+        }
+        sx_gr_free(g);
+    }
+    print_message("grammar cases: %d checks in %zu schemas\n", checked, json_array_size(all));
+    json_decref(all);
+}
+
+/* Random walks: every mask is non-empty until the end, every allowed token
+ * is accepted, and every finished document parses as JSON and satisfies the
+ * case's validity oracle (given as its valid list being a superset is not
+ * knowable, so structure is checked through jansson + the schema compiler's
+ * own acceptance of the text). */
+static void random_walks_stay_alive(void **state)
+{
+    (void)state;
+    json_error_t je;
+    json_t *all = json_load_file("tests/grammar/cases.json", 0, &je);
+    assert_non_null(all);
+    uint32_t *mask = malloc((size_t)V->mask_words * sizeof *mask);
+    int32_t *allowed = malloc((size_t)V->n_rows * sizeof *allowed);
+    unsigned seed = 7;
+    size_t i;
+    json_t *c;
+    int docs = 0;
+    json_array_foreach(all, i, c) {
+        if (json_object_get(c, "error"))
+            continue;
+        sx_grammar *g;
+        sx_error err;
+        assert_int_equal(sx_gr_compile_json(V, json_object_get(c, "schema"), NULL, &g, &err), 0);
+        for (int walk = 0; walk < 20; walk++) {
+            sx_matcher *m;
+            assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+            char doc[4096];
+            size_t len = 0;
+            int steps = 0, ended = 0;
+            while (steps++ < 400) {
+                assert_int_equal(sx_matcher_fill_mask(m, mask), 0);
+                int na = 0;
+                for (int32_t t = 0; t < V->n_rows; t++)
+                    if (mask[t >> 5] >> (t & 31) & 1)
+                        allowed[na++] = t;
+                if (na == 0)
+                    fail_msg("case %s: dead end after '%.*s'",
+                             json_string_value(json_object_get(c, "name")), (int)len, doc);
+                /* a completion must exist from every reachable state */
+                if (steps % 7 == 0) {
+                    uint8_t cb[2048];
+                    size_t cn = sx_matcher_shortest_completion(m, cb, sizeof cb);
+                    if (cn == (size_t)-1)
+                        fail_msg("case %s: no completion found after '%.*s'",
+                                 json_string_value(json_object_get(c, "name")), (int)len, doc);
+                }
+                /* steer towards the end after a while so documents finish */
+                int32_t pick = -1;
+                int eos_ok = (mask[V->eos[0] >> 5] >> (V->eos[0] & 31)) & 1;
+                if (eos_ok && (steps > 60 || rand_r(&seed) % 4 == 0))
+                    pick = V->eos[0];
+                if (pick < 0 && steps > 60) {
+                    uint8_t buf[512];
+                    size_t n = sx_matcher_shortest_completion(m, buf, sizeof buf);
+                    if (n != (size_t)-1 && n > 0)
+                        pick = tv_byte_token(V, buf[0]);
+                }
+                if (pick < 0)
+                    pick = allowed[rand_r(&seed) % (unsigned)na];
+                if (!(mask[pick >> 5] >> (pick & 31) & 1))
+                    fail_msg("shortest completion proposed a masked byte");
+                if (pick == V->eos[0]) {
+                    assert_int_equal(sx_matcher_accept(m, pick, NULL), 0);
+                    ended = 1;
+                    break;
+                }
+                if (sx_matcher_accept(m, pick, &err))
+                    fail_msg("allowed token %d rejected: %s", pick, err.msg);
+                size_t tl;
+                const uint8_t *tb = tv_token_bytes(V, pick, &tl);
+                if (len + tl < sizeof doc) {
+                    memcpy(doc + len, tb, tl);
+                    len += tl;
+                }
+            }
+            if (ended) {
+                json_t *parsed = json_loadb(doc, len, JSON_DECODE_ANY, &je);
+                if (!parsed)
+                    fail_msg("case %s: generated invalid JSON '%.*s': %s",
+                             json_string_value(json_object_get(c, "name")), (int)len, doc, je.text);
+                json_decref(parsed);
+                docs++;
+            }
+            sx_matcher_free(m);
+        }
+        sx_gr_free(g);
+    }
+    print_message("random walks: %d finished documents\n", docs);
+    free(mask);
+    free(allowed);
+    json_decref(all);
+}
+
+static void rollback_restores_state(void **state)
+{
+    (void)state;
+    sx_grammar *g;
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+                         "\"required\":[\"a\"],\"additionalProperties\":false}";
+    assert_int_equal(sx_gr_compile_schema(V, schema, strlen(schema), NULL, &g, NULL), 0);
+    sx_matcher *m;
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    assert_int_equal(sx_matcher_accept_bytes(m, "{\"a\":", 5, NULL), 0);
+    assert_int_equal(sx_matcher_accept_bytes(m, "12", 2, NULL), 0);
+    assert_false(sx_matcher_can_end(m));
+    assert_int_equal(sx_matcher_accept_bytes(m, "}", 1, NULL), 0);
+    assert_true(sx_matcher_can_end(m));
+    assert_true(sx_matcher_is_complete(m));
+    assert_int_equal(sx_matcher_rollback(m, 2), 0);
+    assert_false(sx_matcher_can_end(m));
+    assert_int_not_equal(sx_matcher_accept_bytes(m, "}", 1, NULL), 0); /* value missing */
+    assert_int_equal(sx_matcher_accept_bytes(m, "7}", 2, NULL), 0);
+    assert_true(sx_matcher_can_end(m));
+    assert_int_equal(sx_matcher_rollback(m, 99), SX_EINVAL);
+    sx_matcher_free(m);
+    sx_gr_free(g);
+}
+
+static void forced_bytes_and_completion(void **state)
+{
+    (void)state;
+    sx_grammar *g;
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                         "\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]}}},"
+                         "\"required\":[\"name\",\"tags\"],\"additionalProperties\":false}";
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    o.max_ws = 0;
+    assert_int_equal(sx_gr_compile_schema(V, schema, strlen(schema), &o, &g, NULL), 0);
+    sx_matcher *m;
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    uint8_t buf[256];
+    size_t n = sx_matcher_forced_bytes(m, buf, sizeof buf);
+    assert_int_equal(n, 2);
+    assert_memory_equal(buf, "{\"", 2);
+    assert_int_equal(sx_matcher_accept_bytes(m, "{\"name\":\"ab", 11, NULL), 0);
+    n = sx_matcher_shortest_completion(m, buf, sizeof buf);
+    assert_true(n != (size_t)-1);
+    buf[n] = 0;
+    assert_string_equal((char *)buf, "\",\"tags\":[]}");
+    assert_int_equal(sx_matcher_accept_bytes(m, buf, n, NULL), 0);
+    assert_true(sx_matcher_is_complete(m));
+    sx_matcher_free(m);
+    sx_gr_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cases_from_file),
+        cmocka_unit_test(rollback_restores_state),
+        cmocka_unit_test(forced_bytes_and_completion),
+        cmocka_unit_test(random_walks_stay_alive),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
