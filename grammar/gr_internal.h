@@ -160,6 +160,10 @@ int gr_can_end(gr_ctx *cx, const gr_set *in);
 /* 1 if the stack is the finished root (nothing but the end may follow). */
 int gr_is_done(const gr_frame *f);
 
+/* gr_matcher.c: the mask by a plain walk of the whole trie, with no fast
+ * path -- the reference that tests hold the fast paths to. */
+int gr_fill_mask_reference(sx_matcher *m, uint32_t *mask);
+
 /* gr_witness.c: a short text that finishes the document from stack f
  * (not verified: callers feed it to check).  Returns its length, or -1 if
  * none was found within cap bytes. */

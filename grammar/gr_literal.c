@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_pyjson.h"
 #include "grammar/gr_compile_internal.h"
 
 char *gc_encode_string(const char *s, size_t len, size_t *out_len)
@@ -32,65 +33,6 @@ char *gc_encode_string(const char *s, size_t len, size_t *out_len)
     o[k] = '\0';
     *out_len = k;
     return o;
-}
-
-/* Python's repr of a float, which is how MaskBench and most JSON writers
- * spell reals: shortest round-trip digits, exponent form outside
- * [1e-4, 1e16). */
-static void py_float_repr(double d, char *buf, size_t cap)
-{
-    char tmp[64];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
-        if (strtod(tmp, NULL) == d)
-            break;
-    }
-    /* tmp = d.ddde[+-]XX; split mantissa digits and exponent */
-    char digits[32];
-    int nd = 0, exp10;
-    const char *p = tmp;
-    int neg = *p == '-';
-    if (neg)
-        p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
-            digits[nd++] = *p;
-    digits[nd] = '\0';
-    exp10 = atoi(p + 1);
-    while (nd > 1 && digits[nd - 1] == '0')
-        digits[--nd] = '\0';
-    size_t k = 0;
-    if (neg)
-        buf[k++] = '-';
-    if (exp10 < -4 || exp10 >= 16) {
-        buf[k++] = digits[0];
-        if (nd > 1) {
-            buf[k++] = '.';
-            for (int i = 1; i < nd; i++)
-                buf[k++] = digits[i];
-        }
-        snprintf(buf + k, cap - k, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
-        return;
-    }
-    if (exp10 < 0) {
-        buf[k++] = '0';
-        buf[k++] = '.';
-        for (int i = 0; i < -exp10 - 1; i++)
-            buf[k++] = '0';
-        for (int i = 0; i < nd; i++)
-            buf[k++] = digits[i];
-    } else {
-        for (int i = 0; i <= exp10; i++)
-            buf[k++] = i < nd ? digits[i] : '0';
-        buf[k++] = '.';
-        if (nd > exp10 + 1)
-            for (int i = exp10 + 1; i < nd; i++)
-                buf[k++] = digits[i];
-        else
-            buf[k++] = '0';
-    }
-    buf[k] = '\0';
 }
 
 static int add(char **out, int *n, int cap, const char *s, size_t len)
@@ -129,7 +71,7 @@ int gc_spellings(const json_t *v, char **out, int *n, int cap)
         int rc;
         if (!isfinite(d))
             return SX_EINVAL;
-        py_float_repr(d, buf, sizeof buf);
+        sx_py_float_repr(d, buf, sizeof buf);
         if ((rc = add(out, n, cap, buf, strlen(buf))))
             return rc;
         if (d == floor(d) && fabs(d) < 9e15) {

@@ -101,23 +101,19 @@ int sx_matcher_is_complete(const sx_matcher *m)
     return 1;
 }
 
-int sx_matcher_fill_mask(sx_matcher *m, uint32_t *mask)
+/* Walks a vocabulary trie from the current state, setting the bit of every
+ * token whose bytes keep some interpretation alive. */
+static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, uint32_t *mask)
 {
-    const sx_vocab *v = m->g->vocab;
-    memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
-    if (m->finished || m->cur.n == 0)
-        return SX_OK;
-    gr_ctx cx = ctx_for(m, &m->scratch);
     gr_mark base = gr_arena_mark(&m->scratch);
-    const sx_vocab_node *N = v->nodes;
     m->walk[0] = m->cur;
     m->marks[0] = base;
-    uint32_t i = 1, n = v->n_nodes;
+    uint32_t i = 1;
     while (i < n) {
         const sx_vocab_node *nd = &N[i];
         int d = nd->depth;
         gr_arena_reset(&m->scratch, m->marks[d - 1]);
-        gr_feed_set(&cx, &m->walk[d - 1], nd->byte, &m->walk[d]);
+        gr_feed_set(cx, &m->walk[d - 1], nd->byte, &m->walk[d]);
         if (m->walk[d].n == 0) {
             i = nd->next;
             continue;
@@ -128,11 +124,71 @@ int sx_matcher_fill_mask(sx_matcher *m, uint32_t *mask)
         i++;
     }
     gr_arena_reset(&m->scratch, base);
+}
+
+/* Inside string content, a plain token (see vocab.h) only adds characters:
+ * if every interpretation is in the middle of a string (or of an additional
+ * object key, where any characters do), the plain tokens
+ * that fit the room left are allowed as a block and only the others need
+ * the walk.  Returns the room in code points (-1 unbounded) or -2 when the
+ * fast path does not apply. */
+static int64_t string_room(const sx_matcher *m)
+{
+    int64_t room = -2;
+    for (int i = 0; i < m->cur.n; i++) {
+        const gr_frame *f = m->cur.f[i];
+        if (f->node < 0)
+            return -2;
+        const gr_node *n = &m->g->nodes[f->node];
+        int64_t r;
+        if (n->kind == GK_OBJECT && f->phase == O_KEY && (f->flags & F_KGEN) &&
+            !(f->flags & F_KESC) && !f->aux) {
+            /* an additional key being typed: any characters will do */
+            r = -1;
+        } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {
+            r = n->u.str.max_len < 0 ? -1 : n->u.str.max_len - f->count;
+        } else {
+            return -2;
+        }
+        if (room == -2 || r == -1 || (room != -1 && r > room))
+            room = r;
+    }
+    return room;
+}
+
+static int fill(sx_matcher *m, uint32_t *mask, int fast)
+{
+    const sx_vocab *v = m->g->vocab;
+    memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
+    if (m->finished || m->cur.n == 0)
+        return SX_OK;
+    gr_ctx cx = ctx_for(m, &m->scratch);
+    int64_t room = fast ? string_room(m) : -2;
+    if (room >= -1) {
+        int64_t L = room < 0 || room > v->max_plain_cp ? v->max_plain_cp : room;
+        const uint32_t *pl = v->plain_le + (size_t)L * (size_t)v->mask_words;
+        for (int32_t w = 0; w < v->mask_words; w++)
+            mask[w] |= pl[w];
+        walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
+    } else {
+        walk(m, &cx, v->nodes, v->n_nodes, mask);
+    }
+    gr_mark base = gr_arena_mark(&m->scratch);
     if (gr_can_end(&cx, &m->cur))
         for (int k = 0; k < v->n_eos; k++)
             mask[v->eos[k] >> 5] |= 1u << (v->eos[k] & 31);
     gr_arena_reset(&m->scratch, base);
     return SX_OK;
+}
+
+int sx_matcher_fill_mask(sx_matcher *m, uint32_t *mask)
+{
+    return fill(m, mask, 1);
+}
+
+int gr_fill_mask_reference(sx_matcher *m, uint32_t *mask)
+{
+    return fill(m, mask, 0);
 }
 
 static int push_hist(sx_matcher *m)

@@ -22,6 +22,137 @@ static int cmp_tokens(const void *pa, const void *pb)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* Builds the preorder trie of the given tokens (sorted by bytes). */
+static int build_trie(const vocab_key *order, int32_t n_order, sx_vocab_node **out_nodes,
+                      uint32_t *out_n)
+{
+    size_t cap = 1;
+    for (int32_t k = 0; k < n_order; k++)
+        cap += order[k].len;
+    sx_vocab_node *nodes = malloc(cap * sizeof *nodes);
+    uint32_t stack_nodes[257];
+    if (!nodes)
+        return SX_ENOMEM;
+    nodes[0] = (sx_vocab_node){.next = 0, .token = -1, .byte = 0, .depth = 0};
+    uint32_t n = 1, depth = 0; /* stack_nodes[d] = open node at depth d */
+    stack_nodes[0] = 0;
+    const uint8_t *prev = NULL;
+    uint32_t prev_len = 0;
+    for (int32_t k = 0; k < n_order; k++) {
+        int32_t t = order[k].id;
+        const uint8_t *b = order[k].b;
+        uint32_t len = order[k].len;
+        uint32_t common = 0;
+        while (common < len && common < prev_len && b[common] == prev[common])
+            common++;
+        /* close the nodes deeper than the shared prefix */
+        while (depth > common) {
+            nodes[stack_nodes[depth]].next = n;
+            depth--;
+        }
+        if (common == len) {
+            /* same bytes as an earlier token: keep the first id at this node */
+            if (nodes[stack_nodes[depth]].token < 0)
+                nodes[stack_nodes[depth]].token = t;
+        } else {
+            for (uint32_t d = common; d < len; d++) {
+                nodes[n] = (sx_vocab_node){.next = 0, .token = -1, .byte = b[d],
+                                           .depth = (uint8_t)(d + 1)};
+                stack_nodes[++depth] = n++;
+            }
+            nodes[n - 1].token = t;
+        }
+        prev = b;
+        prev_len = len;
+    }
+    while (depth > 0) {
+        nodes[stack_nodes[depth]].next = n;
+        depth--;
+    }
+    nodes[0].next = n;
+    *out_nodes = nodes;
+    *out_n = n;
+    return SX_OK;
+}
+
+/* Code points of a plain token, or -1 if it is not plain (see vocab.h). */
+static int plain_cp(const uint8_t *b, uint32_t len)
+{
+    int cp = 0;
+    for (uint32_t i = 0; i < len;) {
+        uint8_t c = b[i];
+        uint32_t need;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            if (c < 0x20 || c == '"' || c == '\\')
+                return -1;
+            need = 0;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            if (c == 0xED)
+                hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            if (c == 0xF4)
+                hi = 0x8F;
+        } else {
+            return -1;
+        }
+        if (i + 1 + need > len)
+            return -1;
+        for (uint32_t k = 1; k <= need; k++) {
+            uint8_t d = b[i + k];
+            if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
+                return -1;
+        }
+        i += 1 + need;
+        cp++;
+    }
+    return cp;
+}
+
+/* Fills plain_le and leaves in order[] only the tokens that are not plain. */
+static int build_plain(sx_vocab *v, vocab_key *order, int32_t *n_order)
+{
+    int32_t m = 0, maxcp = 0;
+    int *cps = malloc((size_t)*n_order * sizeof *cps);
+    if (!cps)
+        return SX_ENOMEM;
+    for (int32_t k = 0; k < *n_order; k++) {
+        cps[k] = plain_cp(order[k].b, order[k].len);
+        if (cps[k] > maxcp)
+            maxcp = cps[k];
+    }
+    v->max_plain_cp = maxcp;
+    v->plain_le = calloc((size_t)(maxcp + 1) * (size_t)v->mask_words, sizeof *v->plain_le);
+    if (!v->plain_le) {
+        free(cps);
+        return SX_ENOMEM;
+    }
+    for (int32_t k = 0; k < *n_order; k++) {
+        if (cps[k] < 0) {
+            order[m++] = order[k];
+            continue;
+        }
+        int32_t t = order[k].id;
+        v->plain_le[(size_t)cps[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
+    }
+    /* cumulative: plain_le[L] |= plain_le[L-1] */
+    for (int32_t L = 1; L <= maxcp; L++)
+        for (int32_t w = 0; w < v->mask_words; w++)
+            v->plain_le[(size_t)L * (size_t)v->mask_words + (size_t)w] |=
+                v->plain_le[(size_t)(L - 1) * (size_t)v->mask_words + (size_t)w];
+    *n_order = m;
+    free(cps);
+    return SX_OK;
+}
+
 int sx_vocab_new(int32_t n_tokens, int32_t n_rows, const uint8_t *const *bytes,
                  const uint32_t *lens, const uint8_t *special, const int32_t *eos, int n_eos,
                  sx_vocab **out, sx_error *err)
@@ -29,7 +160,6 @@ int sx_vocab_new(int32_t n_tokens, int32_t n_rows, const uint8_t *const *bytes,
     sx_vocab *v = NULL;
     vocab_key *order = NULL;
     int32_t n_order = 0;
-    uint32_t *stack_nodes = NULL;
     size_t pool_len = 0;
     int rc = SX_ENOMEM;
 
@@ -77,62 +207,17 @@ int sx_vocab_new(int32_t n_tokens, int32_t n_rows, const uint8_t *const *bytes,
         goto fail;
     }
     qsort(order, (size_t)n_order, sizeof *order, cmp_tokens);
-
-    /* Upper bound on nodes: every byte of every token, plus the root. */
-    size_t cap = 1;
-    for (int32_t k = 0; k < n_order; k++)
-        cap += order[k].len;
-    v->nodes = malloc(cap * sizeof *v->nodes);
-    stack_nodes = malloc(257 * sizeof *stack_nodes);
-    if (!v->nodes || !stack_nodes)
+    if ((rc = build_trie(order, n_order, &v->nodes, &v->n_nodes)) ||
+        (rc = build_plain(v, order, &n_order)) ||
+        (rc = build_trie(order, n_order, &v->np_nodes, &v->n_np_nodes)))
         goto fail;
-    v->nodes[0] = (sx_vocab_node){.next = 0, .token = -1, .byte = 0, .depth = 0};
-    uint32_t n = 1, depth = 0; /* stack_nodes[d] = open node at depth d */
-    stack_nodes[0] = 0;
-    const uint8_t *prev = NULL;
-    uint32_t prev_len = 0;
-    for (int32_t k = 0; k < n_order; k++) {
-        int32_t t = order[k].id;
-        const uint8_t *b = order[k].b;
-        uint32_t len = order[k].len;
-        uint32_t common = 0;
-        while (common < len && common < prev_len && b[common] == prev[common])
-            common++;
-        /* close the nodes deeper than the shared prefix */
-        while (depth > common) {
-            v->nodes[stack_nodes[depth]].next = n;
-            depth--;
-        }
-        if (common == len) {
-            /* same bytes as an earlier token: keep the first id at this node */
-            if (v->nodes[stack_nodes[depth]].token < 0)
-                v->nodes[stack_nodes[depth]].token = t;
-        } else {
-            for (uint32_t d = common; d < len; d++) {
-                v->nodes[n] = (sx_vocab_node){.next = 0, .token = -1, .byte = b[d],
-                                              .depth = (uint8_t)(d + 1)};
-                stack_nodes[++depth] = n++;
-            }
-            v->nodes[n - 1].token = t;
-        }
-        prev = b;
-        prev_len = len;
-    }
-    while (depth > 0) {
-        v->nodes[stack_nodes[depth]].next = n;
-        depth--;
-    }
-    v->nodes[0].next = n;
-    v->n_nodes = n;
     free(order);
-    free(stack_nodes);
     *out = v;
     return SX_OK;
 fail:
     if (rc == SX_ENOMEM)
         sx_err_set(err, SX_ENOMEM, "vocab: out of memory");
     free(order);
-    free(stack_nodes);
     sx_vocab_free(v);
     return rc;
 }
@@ -142,6 +227,8 @@ void sx_vocab_free(sx_vocab *v)
     if (!v)
         return;
     free(v->nodes);
+    free(v->np_nodes);
+    free(v->plain_le);
     free(v->tok_bytes);
     free(v->tok_len);
     free(v->is_special);

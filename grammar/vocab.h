@@ -37,6 +37,17 @@ typedef struct sx_vocab {
     uint8_t *is_special;   /* per token: 1 = never produced by grammar text (added tokens) */
     uint8_t *pool;
     uint32_t max_token_len;
+
+    /* String-content fast path.  A "plain" token is one or more complete
+     * UTF-8 characters none of which is '"', '\\' or a control character:
+     * inside a JSON string it only adds characters, so whether it is allowed
+     * depends on nothing but the room left.  plain_le[L] (mask_words words
+     * each, L = 0..max_plain_cp) holds the plain tokens of at most L code
+     * points; the other tokens live in their own trie (np_nodes). */
+    uint32_t *plain_le;
+    int32_t max_plain_cp;
+    sx_vocab_node *np_nodes;
+    uint32_t n_np_nodes;
 } sx_vocab;
 
 /* bytes[i]/lens[i] for i < n_tokens are the raw bytes of token i;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/gr_internal.h"
 #include "grammar/grammar.h"
 #include "grammar/vocab.h"
 #include "tests/unit/helpers/test_vocab.h"
@@ -106,6 +107,7 @@ static void random_walks_stay_alive(void **state)
     json_t *all = json_load_file("tests/grammar/cases.json", 0, &je);
     assert_non_null(all);
     uint32_t *mask = malloc((size_t)V->mask_words * sizeof *mask);
+    uint32_t *ref = malloc((size_t)V->mask_words * sizeof *ref);
     int32_t *allowed = malloc((size_t)V->n_rows * sizeof *allowed);
     unsigned seed = 7;
     size_t i;
@@ -125,6 +127,11 @@ static void random_walks_stay_alive(void **state)
             int steps = 0, ended = 0;
             while (steps++ < 400) {
                 assert_int_equal(sx_matcher_fill_mask(m, mask), 0);
+                /* fast paths must give exactly the reference mask */
+                assert_int_equal(gr_fill_mask_reference(m, ref), 0);
+                if (memcmp(mask, ref, (size_t)V->mask_words * sizeof *ref))
+                    fail_msg("case %s: fast mask differs from the reference after '%.*s'",
+                             json_string_value(json_object_get(c, "name")), (int)len, doc);
                 int na = 0;
                 for (int32_t t = 0; t < V->n_rows; t++)
                     if (mask[t >> 5] >> (t & 31) & 1)
@@ -183,6 +190,7 @@ static void random_walks_stay_alive(void **state)
     }
     print_message("random walks: %d finished documents\n", docs);
     free(mask);
+    free(ref);
     free(allowed);
     json_decref(all);
 }

@@ -1,0 +1,137 @@
+/* strux check: one instance through the matcher and the validator. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sx_file.h"
+#include "grammar/grammar.h"
+#include "grammar/validator.h"
+#include "tools/strux/commands.h"
+#include "tools/strux/tool_common.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: strux check --schema FILE [--max-ws N] [--tokenizer PATH] INSTANCE.json\n\n"
+               "Tokenizes the instance text as it is and feeds it token by token to the\n"
+               "schema's matcher (a full mask before every token), then validates it with the\n"
+               "independent validator.  Says whether each accepts it and, if the matcher\n"
+               "refused, at which token and byte.\n"
+               "Exit status: 0 both accept, 1 either rejects or an error, 2 usage.\n");
+}
+
+int cmd_check(int argc, char **argv)
+{
+    const char *schema_path = NULL, *inst_path = NULL, *tok_path = NULL;
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--schema") && i + 1 < argc) {
+            schema_path = argv[++i];
+        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
+            tok_path = argv[++i];
+        } else if (!strcmp(argv[i], "--max-ws") && i + 1 < argc) {
+            o.max_ws = atoi(argv[++i]);
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "strux check: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!inst_path) {
+            inst_path = argv[i];
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!schema_path || !inst_path) {
+        usage(stderr);
+        return 2;
+    }
+    sx_error err;
+    sx_err_clear(&err);
+    char *text = NULL;
+    size_t len = 0;
+    json_error_t je;
+    json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
+    if (!schema) {
+        fprintf(stderr, "strux check: %s: line %d column %d: %s\n", schema_path, je.line,
+                je.column, je.text);
+        return 1;
+    }
+    if (sx_file_read(inst_path, &text, &len, &err)) {
+        fprintf(stderr, "strux check: %s\n", err.msg);
+        json_decref(schema);
+        return 1;
+    }
+    /* a trailing newline from an editor is not part of the document */
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        text[--len] = '\0';
+    sx_tokenizer *tok;
+    sx_vocab *v;
+    if (tool_load("check", tok_path, NULL, &tok, &v)) {
+        free(text);
+        json_decref(schema);
+        return 1;
+    }
+    int matcher_ok = 0, validator_ok = 0, rc;
+    sx_grammar *g = NULL;
+    sx_matcher *m = NULL;
+    sx_ids ids = {0};
+    uint32_t *mask = malloc((size_t)v->mask_words * sizeof *mask);
+    if ((rc = sx_gr_compile_json(v, schema, &o, &g, &err)) || (rc = sx_matcher_new(g, &m, &err))) {
+        printf("matcher:   schema not compiled: %s\n", err.msg);
+    } else if ((rc = sx_tok_encode(tok, text, len, 0, &ids, &err))) {
+        printf("matcher:   instance not tokenized: %s\n", err.msg);
+    } else {
+        size_t k, at = 0;
+        for (k = 0; k <= ids.n; k++) {
+            sx_matcher_fill_mask(m, mask);
+            int32_t want = k < ids.n ? ids.v[k] : v->eos[0];
+            if (!(mask[want >> 5] >> (want & 31) & 1))
+                break;
+            if (k < ids.n) {
+                sx_matcher_accept(m, want, NULL);
+                at += v->tok_len[want];
+            }
+        }
+        matcher_ok = k > ids.n;
+        if (matcher_ok) {
+            printf("matcher:   accepts (%zu tokens)\n", ids.n);
+        } else if (k == ids.n) {
+            printf("matcher:   rejects: the document is incomplete at the end (byte %zu)\n", at);
+        } else {
+            size_t tl;
+            const char *tb = sx_tok_bytes(tok, ids.v[k], &tl);
+            printf("matcher:   rejects token %zu of %zu (id %d, '%.*s') at byte %zu: ...%.*s<here>\n",
+                   k, ids.n, ids.v[k], (int)tl, tb ? tb : "", at, (int)(at < 40 ? at : 40),
+                   text + (at < 40 ? 0 : at - 40));
+        }
+    }
+    json_t *inst = json_loadb(text, len, JSON_DECODE_ANY, &je);
+    sx_validator *val = NULL;
+    if (!inst) {
+        printf("validator: not JSON: %s (line %d, column %d)\n", je.text, je.line, je.column);
+    } else if (sx_val_compile(schema, NULL, &val, &err)) {
+        printf("validator: schema not compiled: %s\n", err.msg);
+    } else if (sx_val_validate(val, inst, &validator_ok, &err)) {
+        printf("validator: error: %s\n", err.msg);
+    } else if (validator_ok) {
+        printf("validator: accepts\n");
+    } else {
+        printf("validator: rejects: %s%s%s\n", err.msg, err.pointer[0] ? " at " : "", err.pointer);
+    }
+    json_decref(inst);
+    sx_val_free(val);
+    free(mask);
+    sx_ids_free(&ids);
+    sx_matcher_free(m);
+    sx_gr_free(g);
+    sx_vocab_free(v);
+    sx_tok_free(tok);
+    free(text);
+    json_decref(schema);
+    return matcher_ok && validator_ok ? 0 : 1;
+}

@@ -1,0 +1,33 @@
+#include "tools/strux/tool_common.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#include "engine/tok_vocab.h"
+
+int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_tokenizer **tok,
+              sx_vocab **vocab)
+{
+    char path[4096];
+    sx_error err;
+    sx_err_clear(&err);
+    if (sx_tok_resolve_path(tok_path, model_dir, NULL, path, sizeof path, &err) ||
+        sx_tok_load(path, tok, &err)) {
+        fprintf(stderr, "strux %s: %s\n", cmd, err.msg);
+        return 1;
+    }
+    if (vocab && sx_tok_make_vocab(*tok, vocab, &err)) {
+        fprintf(stderr, "strux %s: %s\n", cmd, err.msg);
+        sx_tok_free(*tok);
+        *tok = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+double tool_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}

@@ -1,0 +1,17 @@
+/* Shared setup for the strux subcommands: finding and loading the
+ * tokenizer and the grammar vocabulary, timing. */
+#ifndef STRUX_TOOL_COMMON_H
+#define STRUX_TOOL_COMMON_H
+
+#include "engine/tokenizer.h"
+#include "grammar/vocab.h"
+
+/* Loads the tokenizer (explicit path, model dir, or ../shared) and, if vocab
+ * is non-NULL, the grammar vocabulary.  Prints "strux CMD: ..." on error. */
+int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_tokenizer **tok,
+              sx_vocab **vocab);
+
+/* Monotonic clock in microseconds. */
+double tool_now_us(void);
+
+#endif
