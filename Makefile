@@ -58,6 +58,8 @@ ifeq ($(CUDA),1)
 endif
 
 .PHONY: all deps test asan fuzz fuzz-smoke run bench fixtures clean cuda help
+# keep objects made through pattern chains (tests, fuzz) between runs
+.SECONDARY:
 all: $(ALL)
 
 help:
@@ -123,8 +125,11 @@ fuzz-smoke: $(FUZZ_BIN)
 run: deps all
 	@STRUX_SHARED=$(SHARED) bash tools/run_main.sh
 
-bench: all
-	@STRUX_SHARED=$(SHARED) bash bench/run.sh
+$(BUILD)/bench_%: bench/bench_%.c $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+bench: all $(BUILD)/bench_tokenizer
+	@STRUX_SHARED=$(SHARED) STRUX_BUILD=$(BUILD) bash bench/run.sh
 
 fixtures:
 	bash tests/fixtures/make_fixtures.sh

@@ -12,11 +12,29 @@
  *
  * Invalid UTF-8 input is an error (SX_EUTF8, err->offset = first bad byte)
  * unless SX_TOK_LOSSY is given, which replaces each maximal invalid
- * subsequence by U+FFFD before encoding.
+ * subsequence by U+FFFD (SX_TOK_REPLACEMENT, the Unicode/WHATWG "maximal
+ * subpart" rule, as Python's errors="replace") before encoding.
+ *
+ * Supported files: model BPE over byte-level pieces (no dropout, no subword
+ * prefix/suffix), normalizer NFC or none, pre-tokenizer ByteLevel or
+ * Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)], decoder
+ * ByteLevel, added tokens without lstrip/rstrip/single_word/normalized.
+ * The post-processor is ignored: encode never adds BOS/EOS by itself.
+ * Anything else is refused at load (SX_EUNSUPPORTED with the JSON Pointer)
+ * rather than tokenized approximately.
+ *
+ * Exactness notes: Hugging Face splits with Oniguruma (Unicode 16 tables)
+ * and normalises with an older Unicode table; PCRE2 10.42 and utf8proc 2.8
+ * differ on a few hundred code points, so the pattern's \s, \p{L}, \p{N}
+ * are widened and NFC is split around a few marks to match (see
+ * tokenizer_pretok.c, tokenizer_text.c).  Every code point has been checked
+ * in several contexts against tokenizers 0.23.
  *
  * Ownership and threads: sx_tok_load returns a tokenizer the caller frees with
- * sx_tok_free.  After loading, a tokenizer is immutable and every function
- * here may be called on it from many threads at once. */
+ * sx_tok_free.  After loading, a tokenizer is logically immutable (only
+ * internal caches change, lock-free, never the results) and every function
+ * here except sx_tok_set_n_rows may be called on it from many threads at
+ * once.  A Qwen3 tokenizer takes about 20 MiB (8 MiB of it a word cache). */
 #ifndef SX_TOKENIZER_H
 #define SX_TOKENIZER_H
 
@@ -50,6 +68,9 @@ enum {
     SX_TOK_LOSSY = 1u << 1,   /* invalid UTF-8 -> U+FFFD instead of SX_EUTF8 */
 };
 
+/* What SX_TOK_LOSSY (and streaming decode) put in place of invalid bytes. */
+#define SX_TOK_REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD, UTF-8 */
+
 /* Chooses the tokenizer file: explicit_path if non-NULL, else
  * <model_dir>/tokenizer.json if model_dir is non-NULL and it exists, else
  * <shared_dir>/qwen3-tokenizer/tokenizer.json where shared_dir is the
@@ -61,21 +82,29 @@ int sx_tok_resolve_path(const char *explicit_path, const char *model_dir, const 
  * pre-tokenizer, bad merges) give SX_EFORMAT / SX_EUNSUPPORTED naming what
  * is wrong. */
 int sx_tok_load(const char *path, sx_tokenizer **out, sx_error *err);
-void sx_tok_free(sx_tokenizer *tok);
+/* The same from tokenizer.json's contents in memory (not kept after the
+ * call).  Errors carry err->pointer and, for JSON syntax, err->offset. */
+int sx_tok_load_mem(const char *json, size_t len, sx_tokenizer **out, sx_error *err);
+void sx_tok_free(sx_tokenizer *tok); /* NULL is fine */
 
-/* Appends the ids of text[0..len) to *out. */
+/* Appends the ids of text[0..len) to *out (Hugging Face's
+ * encode(text, add_special_tokens=False)).  On error *out is unchanged. */
 int sx_tok_encode(const sx_tokenizer *tok, const char *text, size_t len, unsigned flags,
                   sx_ids *out, sx_error *err);
 
-/* Appends the raw bytes of the ids to *out (special tokens as their text).
- * An id outside [0, vocab size) is SX_EINVAL. */
+/* Appends the raw bytes of the ids to *out (added tokens as their text).
+ * The bytes may end mid-character or be invalid UTF-8 if the ids are.
+ * An id outside [0, vocab size) is SX_EINVAL and leaves *out unchanged. */
 int sx_tok_decode(const sx_tokenizer *tok, const int32_t *ids, size_t n, sx_bytes *out,
                   sx_error *err);
 
 /* Streaming decode: feed ids one at a time; only complete UTF-8 sequences
  * are appended to *out, a token that ends mid-character is held back until
- * the next one completes it.  sx_detok_finish flushes what is left (an
- * incomplete tail becomes U+FFFD).  Zero-initialise the state. */
+ * the next one completes it, and bytes that cannot become valid UTF-8 are
+ * replaced by U+FFFD, so *out is always valid UTF-8.  sx_detok_finish
+ * flushes what is left (an incomplete tail becomes U+FFFD) and resets the
+ * state.  For ids whose sx_tok_decode is valid UTF-8 the concatenated
+ * output equals it.  Zero-initialise the state; one state per stream. */
 typedef struct sx_detok {
     unsigned char pending[8];
     int npending;
@@ -86,16 +115,25 @@ int sx_detok_finish(sx_detok *st, sx_bytes *out);
 
 /* For the grammar engine. */
 int32_t sx_tok_vocab_size(const sx_tokenizer *tok); /* ids known to the tokenizer: 151669 */
-int32_t sx_tok_n_rows(const sx_tokenizer *tok);     /* model logit rows: 151936 for Qwen3 */
-void sx_tok_set_n_rows(sx_tokenizer *tok, int32_t rows); /* from config.json's vocab_size */
-/* Raw bytes of a token (not the byte-level alias characters); NULL for ids
- * out of range.  The pointer lives as long as the tokenizer. */
+/* Model logit rows: the vocab size until sx_tok_set_n_rows is given
+ * config.json's vocab_size (151936 for Qwen3); never below the vocab size
+ * (a smaller value is raised to it).  Not thread-safe: set it before
+ * sharing the tokenizer. */
+int32_t sx_tok_n_rows(const sx_tokenizer *tok);
+void sx_tok_set_n_rows(sx_tokenizer *tok, int32_t rows);
+/* Raw bytes of a token (not the byte-level alias characters), followed by
+ * a NUL not counted in *len; NULL for ids out of range or unused.  The
+ * pointer lives as long as the tokenizer. */
 const char *sx_tok_bytes(const sx_tokenizer *tok, int32_t id, size_t *len);
 /* 1 for added tokens (special or not: <|im_end|>, <think>, ...). */
 int sx_tok_is_added(const sx_tokenizer *tok, int32_t id);
-/* Id of an exact vocabulary piece or added-token content, else -1. */
+/* 1 for added tokens marked "special" (<|im_end|>, not <think>). */
+int sx_tok_is_special(const sx_tokenizer *tok, int32_t id);
+/* Id of the token whose raw bytes (or added-token content) are exactly
+ * text[0..len), else -1.  " the" finds the piece written "Ġthe". */
 int32_t sx_tok_find(const sx_tokenizer *tok, const char *text, size_t len);
-/* The piece as written in tokenizer.json (byte-level alias form). */
+/* The piece as written in tokenizer.json (byte-level alias form for model
+ * tokens, the content for added tokens); NULL for ids out of range. */
 const char *sx_tok_piece(const sx_tokenizer *tok, int32_t id);
 
 #endif

@@ -32,6 +32,30 @@ static uint64_t obj_forbidden(const gr_node *n, const uint8_t *ne, const gr_node
     return bad;
 }
 
+/* Can the object take any key beyond its listed ones? */
+static int gen_available(const gr_node *n, const uint8_t *ne, const gr_node *nodes)
+{
+    if (!n->u.obj.keyx)
+        return ok(ne, nodes, n->u.obj.additional);
+    if (n->u.obj.keyx->start < 0)
+        return 0;
+    for (int32_t s = 0; s < n->u.obj.keyx->n_states; s++)
+        if (ok(ne, nodes, n->u.obj.close_node[s]))
+            return 1;
+    return 0;
+}
+
+typedef struct ne_ctx {
+    const uint8_t *ne;
+    const gr_node *nodes;
+} ne_ctx;
+
+static int value_nonempty(void *ctx, int32_t node)
+{
+    const ne_ctx *c = ctx;
+    return ok(c->ne, c->nodes, node);
+}
+
 static int obj_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *nodes)
 {
     uint64_t bad = obj_forbidden(n, ne, nodes), req = n->u.obj.required;
@@ -47,6 +71,9 @@ static int obj_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *node
     }
     if (req & bad)
         return 0;
+    for (int i = 0; i < n->u.obj.n_forbid; i++)
+        if ((req & n->u.obj.forbid[i]) == n->u.obj.forbid[i])
+            return 0;
     int64_t nreq = __builtin_popcountll(req), avail = 0;
     for (uint32_t i = 0; i < n->u.obj.n; i++)
         if (!(bad >> n->u.obj.props[i].index & 1))
@@ -54,7 +81,7 @@ static int obj_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *node
     int64_t mx = n->u.obj.max_props, mn = n->u.obj.min_props;
     if (mx >= 0 && (nreq > mx || mn > mx))
         return 0;
-    if (!ok(ne, nodes, n->u.obj.additional) && avail < mn)
+    if (!gen_available(n, ne, nodes) && avail < mn)
         return 0;
     return 1;
 }
@@ -126,7 +153,12 @@ int gc_analyse(gc_ctx *c)
             case GK_EMPTY: v = 0; break;
             case GK_LITSET: v = N[i].u.lit.n > 0; break;
             case GK_NUMBER: v = num_nonempty(&N[i]); break;
-            case GK_STRING: v = 1; break;
+            case GK_STRING:
+                v = !N[i].u.str.x ||
+                    (N[i].u.str.x->start >= 0 &&
+                     gr_strx_len_ok(N[i].u.str.x, N[i].u.str.x->start, 0, N[i].u.str.min_len,
+                                    N[i].u.str.max_len));
+                break;
             case GK_OBJECT: v = obj_nonempty(&N[i], ne, N); break;
             case GK_ARRAY: v = arr_nonempty(&N[i], ne, N); break;
             case GK_ALT:
@@ -160,6 +192,10 @@ int gc_analyse(gc_ctx *c)
                     x->u.obj.props[k].node = -1; /* the key may never appear */
             if (!ok(ne, N, x->u.obj.additional))
                 x->u.obj.additional = -1;
+            if (x->u.obj.keyx) {
+                ne_ctx nc = {ne, N};
+                gr_keyauto_prune(x->u.obj.keyx, x->u.obj.close_node, value_nonempty, &nc);
+            }
         } else if (x->kind == GK_ARRAY) {
             for (uint32_t k = 0; k < x->u.arr.n_prefix; k++)
                 if (!ne[x->u.arr.prefix[k]]) {

@@ -170,8 +170,11 @@ int sx_gr_compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts
     if (json_is_object(schema)) {
         const char *dialect = json_string_value(json_object_get(schema, "$schema"));
         if (dialect && (strstr(dialect, "draft-07") || strstr(dialect, "draft-06") ||
-                        strstr(dialect, "draft-04")))
+                        strstr(dialect, "draft-04") || strstr(dialect, "draft-03")))
             c.opts.draft7 = 1;
+        /* before draft 6, 1.0 is not an integer */
+        if (dialect && (strstr(dialect, "draft-04") || strstr(dialect, "draft-03")))
+            c.draft4 = 1;
     }
     rc = gc_schema(&c, schema, &c.g->root);
     return finish(&c, rc, out);
@@ -230,6 +233,7 @@ void sx_gr_free(sx_grammar *g)
 {
     if (!g)
         return;
+    gr_strx_free_caches(g);
     free(g->nodes);
     pool_free(g->pool);
     free(g);

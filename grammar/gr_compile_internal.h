@@ -22,7 +22,10 @@ typedef struct gc_ctx {
     int depth;
     gc_ref *refs;    /* compiled $ref targets (allows recursion) */
     int32_t any_node;/* node for `true`, built on first use (0 = not yet) */
+    const json_t *forbid[4]; /* `not: {required: [...]}` lists for the next object node */
+    int n_forbid;
     int any_built;
+    int draft4;      /* draft-04 or older: integers have no fraction part */
 } gc_ctx;
 
 void *gc_alloc(gc_ctx *c, size_t n); /* zeroed, freed with the grammar */
@@ -34,6 +37,10 @@ int gc_unsupported(gc_ctx *c, const char *kw, const char *why);
 int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* gr_schema.c: 1 for keywords that constrain values (not annotations, not
+ * unknown keywords, which JSON Schema ignores). */
+int gc_is_assertion(const char *kw);
+
 /* gr_schema.c: compile one (sub)schema to a node. */
 int gc_schema(gc_ctx *c, const json_t *schema, int32_t *node);
 /* Resolves a $ref string against the root document; NULL if not found. */
@@ -42,6 +49,10 @@ const json_t *gc_resolve_ref(gc_ctx *c, const char *ref);
 /* gr_merge.c: merges schema object src into dst (allOf) exactly, or fails
  * naming the keyword that cannot be merged. */
 int gc_merge(gc_ctx *c, json_t *dst, const json_t *src);
+/* A copy of src (in *out, NULL when nothing changes) whose
+ * unevaluatedProperties/Items are written as its own additionalProperties /
+ * items, for when src joins other schemas as one member of a conjunction. */
+int gc_localise_unevaluated(gc_ctx *c, const json_t *src, json_t **out);
 
 /* gr_literal.c: the JSON spellings a value may be written with, as the
  * grammar accepts them (one canonical spelling for strings, the integer
@@ -49,6 +60,20 @@ int gc_merge(gc_ctx *c, json_t *dst, const json_t *src);
 int gc_spellings(const json_t *v, char **out, int *n, int cap);
 /* Canonical JSON string body (no quotes) of UTF-8 text; malloc'd. */
 char *gc_encode_string(const char *s, size_t len, size_t *out_len);
+
+/* gr_strx.c: the automaton of a string's pattern and/or format (either may
+ * be NULL); *out stays NULL when neither is given. */
+int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
+                        int64_t min_len, int64_t max_len, gr_strx **out);
+
+/* Keeps an automaton alive as long as the grammar (freed with it). */
+int gc_keep_re(gc_ctx *c, struct sx_re *re);
+
+/* gr_keyauto.c: the product automaton over additional keys (see there). */
+int gc_key_automaton(gc_ctx *c, const struct sx_re *names, const struct sx_re *known,
+                     const struct sx_re *const *pats, const int32_t *pat_nodes, int n_pats,
+                     int32_t additional, const json_t *const *pat_schemas, gr_strx **out_x,
+                     int32_t **out_close);
 
 /* gr_analyse.c: emptiness fixpoint, pruning of impossible branches, and
  * the check that alternatives never loop without consuming input. */

@@ -31,7 +31,7 @@ static int frames_equal(const gr_frame *a, const gr_frame *b)
         if (!a || !b || a->node != b->node || a->phase != b->phase || a->ws != b->ws ||
             a->flags != b->flags || a->aux != b->aux || a->u8lo != b->u8lo || a->u8hi != b->u8hi || a->lo != b->lo || a->hi != b->hi ||
             a->pos != b->pos || a->count != b->count || a->val != b->val ||
-            a->seen != b->seen || a->ext != b->ext)
+            a->seen != b->seen || a->ext != b->ext || a->kst != b->kst)
             return 0;
         a = a->up;
         b = b->up;
@@ -266,7 +266,7 @@ static void feed_num(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     case N_INT:
         if (digit && ph == N_INT)
             next = N_INT;
-        else if (c == '.')
+        else if (c == '.' && !n->u.num.no_frac)
             next = N_DOT;
         else if ((c == 'e' || c == 'E') && !bounded)
             next = N_E;
@@ -386,9 +386,26 @@ static int utf8_step(gr_frame *nf, int c)
     return 2;
 }
 
+/* Room for one more code point whose first byte is b (decoded) when the
+ * string has an automaton: some escape/character must keep it alive. */
+static int esc_room(const gr_node *n, const gr_frame *f)
+{
+    const gr_strx *x = n->u.str.x;
+    if (!x)
+        return n->u.str.max_len < 0 || f->count < n->u.str.max_len;
+    static const char dec[] = "\"\\/\b\f\n\r\t";
+    for (int i = 0; i < 8; i++) {
+        int32_t ns = gr_strx_step(x, (int32_t)f->pos, (uint8_t)dec[i]);
+        if (ns >= 0 && gr_strx_len_ok(x, ns, f->count + 1, n->u.str.min_len, n->u.str.max_len))
+            return 1;
+    }
+    return 0;
+}
+
 static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
+    const gr_strx *x = n->u.str.x;
     if (c == GR_EOF)
         return;
     gr_frame *nf;
@@ -400,40 +417,57 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         if (!nf)
             return;
         nf->phase = S_IN;
+        if (x)
+            nf->pos = (uint32_t)x->start;
         emit(out, nf);
         return;
     case S_IN:
         if (f->aux == 0 && c == '"') {
-            if (f->count >= n->u.str.min_len)
+            if (f->count >= n->u.str.min_len && (!x || x->accept[f->pos]))
                 child_done(cx, f, 0, 0, out);
             return;
         }
         if (f->aux == 0 && c < 0x20)
             return;
-        nf = clone(cx, f);
-        if (!nf)
-            return;
         if (f->aux == 0 && c == '\\') {
             /* an escape is one more code point */
-            if (n->u.str.max_len >= 0 && f->count >= n->u.str.max_len)
+            if (!esc_room(n, f))
+                return;
+            nf = clone(cx, f);
+            if (!nf)
                 return;
             nf->phase = S_ESC;
             emit(out, nf);
             return;
         }
+        nf = clone(cx, f);
+        if (!nf)
+            return;
         switch (utf8_step(nf, c)) {
         case 0:
             return;
         case 2:
-            if (!str_add_cp(n, nf))
+            if (!x && !str_add_cp(n, nf))
                 return;
+            if (x)
+                nf->count++;
             break;
+        }
+        if (x) {
+            int32_t ns = gr_strx_step(x, (int32_t)f->pos, (uint8_t)c);
+            if (ns < 0 || !gr_strx_len_ok(x, ns, nf->count, n->u.str.min_len, n->u.str.max_len))
+                return;
+            nf->pos = (uint32_t)ns;
         }
         emit(out, nf);
         return;
-    case S_ESC:
-        if (!strchr("\"\\/bfnrtu", c) || c == 0)
+    case S_ESC: {
+        static const char esc[] = "\"\\/bfnrt", dec[] = "\"\\/\b\f\n\r\t";
+        const char *e = c ? strchr(esc, c) : NULL;
+        if (!e && c != 'u')
             return;
+        if (c == 'u' && x)
+            return; /* patterned strings take no \u escapes (see grammar.h) */
         nf = clone(cx, f);
         if (!nf)
             return;
@@ -444,9 +478,17 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         } else {
             nf->phase = S_IN;
             nf->count++;
+            if (x) {
+                int32_t ns = gr_strx_step(x, (int32_t)f->pos, (uint8_t)dec[e - esc]);
+                if (ns < 0 ||
+                    !gr_strx_len_ok(x, ns, nf->count, n->u.str.min_len, n->u.str.max_len))
+                    return;
+                nf->pos = (uint32_t)ns;
+            }
         }
         emit(out, nf);
         return;
+    }
     case S_U: {
         int h = hexval(c);
         if (h < 0)
@@ -493,9 +535,28 @@ static uint64_t obj_required(const gr_node *n, uint64_t seen)
     return r;
 }
 
+/* Required keys once `seen` are present, dependencies followed through. */
+static uint64_t obj_required_closure(const gr_node *n, uint64_t seen)
+{
+    uint64_t all = seen | obj_required(n, seen);
+    for (int i = 0; i < 64; i++) {
+        uint64_t next = all | obj_required(n, all);
+        if (next == all)
+            break;
+        all = next;
+    }
+    return all;
+}
+
 /* After a key is added (seen, count): can the object still be closed? */
 static int obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
 {
+    if (n->u.obj.n_forbid) {
+        uint64_t will = obj_required_closure(n, seen);
+        for (int i = 0; i < n->u.obj.n_forbid; i++)
+            if ((will & n->u.obj.forbid[i]) == n->u.obj.forbid[i])
+                return 0;
+    }
     uint64_t missing = obj_required(n, seen) & ~seen;
     int64_t need = count + popcount64(missing);
     if (n->u.obj.max_props >= 0 && need > n->u.obj.max_props)
@@ -506,12 +567,17 @@ static int obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
         for (uint32_t i = 0; i < n->u.obj.n; i++)
             if (!(seen >> n->u.obj.props[i].index & 1))
                 unseen++;
-        if (n->u.obj.additional < 0 && count + unseen < n->u.obj.min_props)
+        if (!gr_obj_has_gen(n) && count + unseen < n->u.obj.min_props)
             return 0;
         if (n->u.obj.max_props >= 0 && n->u.obj.max_props < n->u.obj.min_props)
             return 0;
     }
     return 1;
+}
+
+int gr_obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
+{
+    return obj_feasible(n, seen, count);
 }
 
 static int obj_can_close(const gr_node *n, const gr_frame *f)
@@ -544,6 +610,17 @@ static int key_hash_seen(const key_hash *k, uint64_t h)
     return 0;
 }
 
+/* Can one more additional key be added (it must also be a new one)? */
+static int obj_gen_ok(const gr_node *n, const gr_frame *f)
+{
+    if (!gr_obj_has_gen(n) || !obj_feasible(n, f->seen, f->count + 1))
+        return 0;
+    const gr_strx *kx = n->u.obj.keyx;
+    return !(kx && f->ext &&
+             gr_keyauto_all_seen(kx, n->u.obj.close_node, kx->start, 0,
+                                 1469598103934665603ULL, f->ext));
+}
+
 static void obj_begin_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, gr_set *out)
 {
     gr_frame *nf = clone(cx, f);
@@ -556,8 +633,9 @@ static void obj_begin_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, gr_se
     nf->pos = 0;
     nf->aux = 0;
     nf->flags &= (uint8_t)~(F_KESC | F_KGEN);
-    if (n->u.obj.additional >= 0 && obj_feasible(n, f->seen, f->count + 1))
+    if (obj_gen_ok(n, f))
         nf->flags |= F_KGEN;
+    nf->kst = n->u.obj.keyx ? n->u.obj.keyx->start : 0;
     nf->val = (int64_t)1469598103934665603ULL; /* FNV-1a offset basis */
     if (!(nf->flags & F_KGEN) && !obj_range_live(n, nf, 0, nf->hi))
         return;
@@ -593,11 +671,14 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
         gr_frame *nf = clone(cx, f);
         if (!kh || !nf)
             return;
+        int32_t value = n->u.obj.keyx ? n->u.obj.close_node[f->kst] : n->u.obj.additional;
+        if (value < 0)
+            return;
         kh->next = f->ext;
         kh->h = h;
         nf->ext = kh;
         nf->count++;
-        nf->lo = (uint32_t)n->u.obj.additional;
+        nf->lo = (uint32_t)value;
         nf->phase = O_COLON;
         emit(out, nf);
         return;
@@ -623,25 +704,54 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
      * property or an earlier key */
     int gen = (f->flags & F_KGEN) != 0;
     if (gen) {
+        const gr_strx *kx = n->u.obj.keyx;
+        int decoded = -1; /* the content byte this input byte stands for */
         if (f->flags & F_KESC) {
             /* the byte after the backslash; \u is refused so that a
              * key has one spelling only */
-            if (strchr("\"\\bfnrt", c) && c)
+            static const char esc[] = "\"\\bfnrt", dec[] = "\"\\\b\f\n\r\t";
+            const char *e = c && c != GR_EOF ? strchr(esc, c) : NULL;
+            if (e) {
                 nf->flags &= (uint8_t)~F_KESC;
-            else
+                decoded = (uint8_t)dec[e - esc];
+            } else {
                 gen = 0;
+            }
         } else if (nf->aux) {
             int r = utf8_step(nf, c);
             if (r != 1)
                 gen = 0;
+            decoded = c;
         } else if (c == '\\') {
             nf->flags |= F_KESC;
         } else if (c < 0x20 || c == GR_EOF) {
             gen = 0;
         } else if (utf8_step(nf, c) == 0) {
             gen = 0;
+        } else {
+            decoded = c;
         }
         nf->val = (int64_t)(((uint64_t)nf->val ^ (uint64_t)c) * 1099511628211ULL);
+        if (gen && kx && decoded >= 0) {
+            int32_t ns = gr_strx_step(kx, f->kst, (uint8_t)decoded);
+            if (ns < 0)
+                gen = 0;
+            else
+                nf->kst = ns;
+        } else if (gen && kx && (nf->flags & F_KESC)) {
+            /* some escape must keep the key automaton alive */
+            static const char dec2[] = "\"\\\b\f\n\r\t";
+            int any = 0;
+            for (int i = 0; i < 7; i++)
+                any |= gr_strx_step(kx, f->kst, (uint8_t)dec2[i]) >= 0;
+            gen = any;
+        }
+        /* a bounded key language can run out of new keys: every key
+         * completing from here may already be in the object */
+        if (gen && kx && f->ext &&
+            gr_keyauto_all_seen(kx, n->u.obj.close_node, nf->kst, (nf->flags & F_KESC) != 0,
+                                (uint64_t)nf->val, f->ext))
+            gen = 0;
     }
     if (!gen)
         nf->flags &= (uint8_t)~(F_KGEN | F_KESC);
@@ -697,7 +807,7 @@ static void feed_obj(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         }
         if (f->phase == O_AFTER && c == ',') {
             /* another key must be possible */
-            int gen = n->u.obj.additional >= 0 && obj_feasible(n, f->seen, f->count + 1);
+            int gen = obj_gen_ok(n, f);
             if (!gen && !obj_range_live(n, f, 0, n->u.obj.n))
                 return;
             nf = clone(cx, f);

@@ -32,6 +32,32 @@ typedef struct gr_prop {
     int32_t index;      /* position in `properties` (bit in the seen set) */
 } gr_prop;
 
+/* A string's pattern/format as a byte DFA over its decoded content, with
+ * what the matcher needs to stay exact when lengths are bounded too. */
+typedef struct gr_strx {
+    struct sx_re *re;
+    int32_t n_states, n_classes, start;
+    const uint8_t *byte_class;
+    const int32_t *next;
+    const uint8_t *accept;
+    const uint8_t *class_starts_cp; /* per class: its bytes start a code point */
+    int32_t *max_cps;    /* per state: longest completion in code points, -1 = endless */
+    uint64_t *lenbits;   /* per state: continuation lengths 0..len_k, or NULL */
+    uint32_t len_words;  /* words per state in lenbits */
+    int64_t len_k;
+    uint8_t *unbounded;  /* per state: continuations can be arbitrarily long */
+    void **plain_cache;  /* per state: mask of plain tokens that stay alive */
+    int all_unbounded;   /* every state has endless completions */
+    int32_t max_min_cps; /* the most code points any state needs to accept */
+    uint32_t *fin_count; /* key automata: accepted completions per state,
+                            UINT32_MAX when unbounded or too many to count */
+} gr_strx;
+
+static inline int32_t gr_strx_step(const gr_strx *x, int32_t st, uint8_t b)
+{
+    return x->next[(size_t)st * (size_t)x->n_classes + x->byte_class[b]];
+}
+
 typedef struct gr_node {
     gr_kind kind;
     int32_t min_bytes;   /* length of the shortest value; -1 = none */
@@ -43,6 +69,7 @@ typedef struct gr_node {
         } lit;
         struct {
             int integer;       /* only integral values */
+            int no_frac;       /* integers written without ".0" (draft-04) */
             int has_min, has_max, excl_min, excl_max;
             double min, max;
             int64_t imin, imax; /* integer bounds (integer nodes) */
@@ -50,6 +77,7 @@ typedef struct gr_node {
         } num;
         struct {
             int64_t min_len, max_len; /* code points; max -1 = unbounded */
+            struct gr_strx *x;        /* pattern/format automaton, or NULL */
         } str;
         struct {
             gr_prop *props;   /* sorted by key bytes */
@@ -57,7 +85,11 @@ typedef struct gr_node {
             uint64_t required;   /* bits by gr_prop.index */
             uint64_t *dep_req;   /* per index: bits required once that key is present, or NULL */
             int32_t additional;  /* node for other keys, -1 = none allowed */
+            gr_strx *keyx;       /* key automaton (patternProperties/propertyNames) or NULL */
+            int32_t *close_node; /* per keyx state: value node of a key closed there, or -1 */
             int64_t min_props, max_props; /* max -1 = unbounded */
+            uint64_t forbid[4];  /* `not: {required}`: these keys may not all appear */
+            int n_forbid;
         } obj;
         struct {
             int32_t *prefix;
@@ -79,6 +111,8 @@ struct sx_grammar {
     int32_t root;
     sx_gr_opts opts;
     void *pool; /* owned allocations, freed with the grammar (linked list) */
+    struct sx_re **res; /* owned automata */
+    int n_res, cap_res;
 };
 
 /* ---- arena ------------------------------------------------------------ */
@@ -112,6 +146,7 @@ struct gr_frame {
     uint8_t aux;    /* utf-8 bytes pending in a string; hex digits in \u */
     uint16_t depth; /* nesting of this value */
     uint8_t u8lo, u8hi; /* range of the next UTF-8 continuation byte */
+    int32_t kst;    /* object key: state of the key automaton */
     uint32_t lo, hi;/* literal range (LITSET, object keys) */
     uint32_t pos;   /* bytes matched into the literals */
     int64_t count;  /* code points, items, properties, digits */
@@ -159,6 +194,46 @@ void gr_feed_set(gr_ctx *cx, const gr_set *in, int c, gr_set *out);
 int gr_can_end(gr_ctx *cx, const gr_set *in);
 /* 1 if the stack is the finished root (nothing but the end may follow). */
 int gr_is_done(const gr_frame *f);
+
+/* gr_strx.c: a mask of the plain tokens that keep the string's automaton
+ * alive from state st, computed on first use and shared (thread-safe). */
+const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
+/* Some continuation of k code points from state st keeps count + k within
+ * [min_len, max_len] (max -1 = unbounded)? */
+int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len, int64_t max_len);
+/* The shortest JSON-escaped content from (st, count) to an accepting
+ * state within the bounds, written to buf (no closing quote); its length,
+ * or -1 if none fits in cap or the search budget. */
+long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
+                      int64_t max_len, uint8_t *buf, size_t cap);
+void gr_strx_free_caches(sx_grammar *g);
+
+/* gr_keyauto.c: drop key-automaton states that cannot close into a usable
+ * value (value_ok(ctx, node) != 0), so live means completable. */
+void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_t), void *ctx);
+
+/* 1 if every key that can complete from key-automaton state st (with a
+ * pending backslash if in_escape) is among the keys already seen, whose
+ * hashes are in `seen` (a key_hash list) -- then that state is a dead end.
+ * h is the running hash of the key's spelling so far. */
+int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int in_escape,
+                        uint64_t h, const void *seen);
+
+/* A completion from state st to a key not in `seen` (escaped bytes into
+ * out, *final = the state reached); its length, or -1 if none was found
+ * within the search budget. */
+long gr_keyauto_new_key(const gr_strx *x, const int32_t *close, int32_t st, uint64_t h,
+                        const void *seen, uint8_t *out, size_t cap, int32_t *final);
+
+/* gr_feed.c: with keys `seen` (count of them), can the object still be
+ * completed validly? */
+int gr_obj_feasible(const gr_node *n, uint64_t seen, int64_t count);
+
+/* Does the object accept keys beyond its listed properties at all? */
+static inline int gr_obj_has_gen(const gr_node *n)
+{
+    return n->u.obj.keyx ? n->u.obj.keyx->start >= 0 : n->u.obj.additional >= 0;
+}
 
 /* gr_matcher.c: the mask by a plain walk of the whole trie, with no fast
  * path -- the reference that tests hold the fast paths to. */

@@ -128,32 +128,64 @@ static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, 
 
 /* Inside string content, a plain token (see vocab.h) only adds characters:
  * if every interpretation is in the middle of a string (or of an additional
- * object key, where any characters do), the plain tokens
- * that fit the room left are allowed as a block and only the others need
- * the walk.  Returns the room in code points (-1 unbounded) or -2 when the
- * fast path does not apply. */
-static int64_t string_room(const sx_matcher *m)
+ * object key, where any characters do), the plain tokens allowed are known
+ * without a walk -- those that fit the room left, or for a patterned
+ * string those that keep its automaton alive (cached per state) -- and only
+ * the other tokens need the walk.  Returns 0 and ORs the plain part into
+ * mask, or -1 when the fast path does not apply. */
+static int plain_part(sx_matcher *m, uint32_t *mask)
 {
-    int64_t room = -2;
+    const sx_vocab *v = m->g->vocab;
     for (int i = 0; i < m->cur.n; i++) {
         const gr_frame *f = m->cur.f[i];
         if (f->node < 0)
-            return -2;
+            return -1;
         const gr_node *n = &m->g->nodes[f->node];
-        int64_t r;
         if (n->kind == GK_OBJECT && f->phase == O_KEY && (f->flags & F_KGEN) &&
             !(f->flags & F_KESC) && !f->aux) {
-            /* an additional key being typed: any characters will do */
-            r = -1;
+            /* an additional key being typed; with a bounded key language
+             * the keys already used matter, which only the walk sees */
+            if (n->u.obj.keyx && f->ext && !n->u.obj.keyx->all_unbounded)
+                return -1;
+            continue;
         } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {
-            r = n->u.str.max_len < 0 ? -1 : n->u.str.max_len - f->count;
+            /* pattern and lengths together: the automaton's mask is exact
+             * only while the bounds are far (any token, then the shortest
+             * way to accept, still fits); near them the walk decides */
+            const gr_strx *x = n->u.str.x;
+            int64_t mn = n->u.str.min_len, mx = n->u.str.max_len;
+            if (x && (mn > 0 || mx >= 0) &&
+                !((mx < 0 || f->count + v->max_plain_cp + x->max_min_cps <= mx) &&
+                  (f->count >= mn || (mx < 0 && x->all_unbounded))))
+                return -1;
         } else {
-            return -2;
+            return -1;
         }
-        if (room == -2 || r == -1 || (room != -1 && r > room))
-            room = r;
     }
-    return room;
+    for (int i = 0; i < m->cur.n; i++) {
+        const gr_frame *f = m->cur.f[i];
+        const gr_node *n = &m->g->nodes[f->node];
+        const uint32_t *pl;
+        if (n->kind == GK_STRING && n->u.str.x) {
+            pl = gr_strx_plain_mask(m->g, n->u.str.x, (int32_t)f->pos);
+            if (!pl)
+                return -1;
+        } else if (n->kind == GK_OBJECT && n->u.obj.keyx) {
+            /* the key automaton decides, cached per state */
+            pl = gr_strx_plain_mask(m->g, n->u.obj.keyx, f->kst);
+            if (!pl)
+                return -1;
+        } else {
+            int64_t room = n->kind == GK_STRING && n->u.str.max_len >= 0
+                               ? n->u.str.max_len - f->count
+                               : -1;
+            int64_t L = room < 0 || room > v->max_plain_cp ? v->max_plain_cp : room;
+            pl = v->plain_le + (size_t)L * (size_t)v->mask_words;
+        }
+        for (int32_t w = 0; w < v->mask_words; w++)
+            mask[w] |= pl[w];
+    }
+    return 0;
 }
 
 static int fill(sx_matcher *m, uint32_t *mask, int fast)
@@ -163,14 +195,10 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
     if (m->finished || m->cur.n == 0)
         return SX_OK;
     gr_ctx cx = ctx_for(m, &m->scratch);
-    int64_t room = fast ? string_room(m) : -2;
-    if (room >= -1) {
-        int64_t L = room < 0 || room > v->max_plain_cp ? v->max_plain_cp : room;
-        const uint32_t *pl = v->plain_le + (size_t)L * (size_t)v->mask_words;
-        for (int32_t w = 0; w < v->mask_words; w++)
-            mask[w] |= pl[w];
+    if (fast && plain_part(m, mask) == 0) {
         walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
     } else {
+        memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
         walk(m, &cx, v->nodes, v->n_nodes, mask);
     }
     gr_mark base = gr_arena_mark(&m->scratch);

@@ -7,6 +7,8 @@
 
 #include "grammar/gr_compile_internal.h"
 
+static int merge_local(gc_ctx *c, json_t *dst, const json_t *src);
+
 static int type_mask(const json_t *t)
 {
     static const char *const names[] = {"null", "boolean", "integer", "number",
@@ -80,6 +82,64 @@ static int merge_properties(gc_ctx *c, json_t *dst, const json_t *src)
     return SX_OK;
 }
 
+/* Per-index constraints of an array schema: prefix (prefixItems, or the
+ * draft-07 items array) and the schema for the rest (items, or
+ * additionalItems with the array form; NULL = anything). */
+static void array_parts(const json_t *s, const json_t **prefix, const json_t **rest,
+                        int *draft7_form)
+{
+    const json_t *items = json_object_get(s, "items");
+    *draft7_form = json_is_array(items);
+    if (*draft7_form) {
+        *prefix = items;
+        *rest = json_object_get(s, "additionalItems");
+    } else {
+        *prefix = json_object_get(s, "prefixItems");
+        *rest = items;
+    }
+}
+
+/* allOf of two arrays' item rules, index by index: exact, since the item
+ * at index i must satisfy both sides' rule for i. */
+static int merge_items(gc_ctx *c, json_t *dst, const json_t *src)
+{
+    const json_t *dp, *dr, *sp, *sr;
+    int d7, s7;
+    array_parts(dst, &dp, &dr, &d7);
+    array_parts(src, &sp, &sr, &s7);
+    if (!sp && !sr)
+        return SX_OK;
+    size_t dn = json_is_array(dp) ? json_array_size(dp) : 0;
+    size_t sn = json_is_array(sp) ? json_array_size(sp) : 0, n = dn > sn ? dn : sn;
+    json_t *pre = json_array(), *rest = all_of(dr, sr);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *a = i < dn ? json_array_get(dp, i) : dr;
+        const json_t *b = i < sn ? json_array_get(sp, i) : sr;
+        json_array_append_new(pre, a || b ? all_of(a, b) : json_true());
+    }
+    json_object_del(dst, "items");
+    json_object_del(dst, "prefixItems");
+    json_object_del(dst, "additionalItems");
+    if (d7 || s7) {
+        /* keep the draft-07 spelling the compiler reads for this schema */
+        if (n)
+            json_object_set_new(dst, "items", pre);
+        else
+            json_decref(pre);
+        if (rest)
+            json_object_set_new(dst, n ? "additionalItems" : "items", rest);
+    } else {
+        if (n)
+            json_object_set_new(dst, "prefixItems", pre);
+        else
+            json_decref(pre);
+        if (rest)
+            json_object_set_new(dst, "items", rest);
+    }
+    (void)c;
+    return SX_OK;
+}
+
 static int merge_bound(json_t *dst, const char *k, const json_t *sv, int lower)
 {
     const json_t *dv = json_object_get(dst, k);
@@ -93,7 +153,55 @@ static int merge_bound(json_t *dst, const char *k, const json_t *sv, int lower)
     return SX_OK;
 }
 
-int gc_merge(gc_ctx *c, json_t *dst, const json_t *src)
+/* A member's unevaluatedProperties/Items see only the member's own
+ * keywords, not its siblings in the parent: written as additionalProperties
+ * / items of the member they keep that meaning through the merge, which is
+ * exact when the member has no applicators of its own. */
+int gc_localise_unevaluated(gc_ctx *c, const json_t *src, json_t **out)
+{
+    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "not",
+                                              "dependentSchemas", "$dynamicRef", NULL};
+    const json_t *up = json_object_get(src, "unevaluatedProperties");
+    const json_t *ui = json_object_get(src, "unevaluatedItems");
+    *out = NULL;
+    if ((!up || json_is_true(up)) && (!ui || json_is_true(ui)))
+        return SX_OK;
+    for (int i = 0; applicators[i]; i++)
+        if (json_object_get(src, applicators[i]))
+            return gc_unsupported(c, "unevaluatedProperties",
+                                  "inside a combined schema that has applicators of its own");
+    json_t *s = json_deep_copy(src);
+    if (!s)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (up && !json_is_true(up) && !json_object_get(s, "additionalProperties"))
+        json_object_set(s, "additionalProperties", (json_t *)up);
+    json_object_del(s, "unevaluatedProperties");
+    if (ui && !json_is_true(ui)) {
+        const json_t *items = json_object_get(s, "items");
+        if (json_is_array(items) && !json_object_get(s, "additionalItems"))
+            json_object_set(s, "additionalItems", (json_t *)ui);
+        else if (!items)
+            json_object_set(s, "items", (json_t *)ui);
+    }
+    json_object_del(s, "unevaluatedItems");
+    *out = s;
+    return SX_OK;
+}
+
+int gc_merge(gc_ctx *c, json_t *dst, const json_t *src_in)
+{
+    json_t *local = NULL;
+    if (json_is_object(src_in)) {
+        int lrc = gc_localise_unevaluated(c, src_in, &local);
+        if (lrc)
+            return lrc;
+    }
+    int rc = merge_local(c, dst, local ? local : src_in);
+    json_decref(local);
+    return rc;
+}
+
+static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
 {
     static const char *const lower[] = {"minimum", "exclusiveMinimum", "minLength", "minItems",
                                         "minProperties", NULL};
@@ -103,7 +211,7 @@ int gc_merge(gc_ctx *c, json_t *dst, const json_t *src)
         return gc_invalid(c, NULL, "allOf member must be a schema object");
     const char *k;
     json_t *sv;
-    int did_props = 0;
+    int did_props = 0, did_items = 0;
     json_object_foreach((json_t *)src, k, sv) {
         json_t *dv = json_object_get(dst, k);
         int is_lower = 0, is_upper = 0;
@@ -111,12 +219,19 @@ int gc_merge(gc_ctx *c, json_t *dst, const json_t *src)
             is_lower |= !strcmp(k, lower[i]);
         for (int i = 0; upper[i]; i++)
             is_upper |= !strcmp(k, upper[i]);
-        if (!strcmp(k, "$defs") || !strcmp(k, "definitions") || !strcmp(k, "title") ||
-            !strcmp(k, "description") || !strcmp(k, "$schema") || !strcmp(k, "$id") ||
-            !strcmp(k, "default") || !strcmp(k, "examples") || !strcmp(k, "$comment"))
-            continue;
+        if (!gc_is_assertion(k))
+            continue; /* annotations and unknown keywords: nothing to merge */
         if ((is_lower || is_upper) && json_is_number(sv) && (!dv || json_is_number(dv))) {
             merge_bound(dst, k, sv, is_lower);
+            continue;
+        }
+        if (!strcmp(k, "items") || !strcmp(k, "prefixItems") || !strcmp(k, "additionalItems")) {
+            if (!did_items) {
+                int rc = merge_items(c, dst, src);
+                if (rc)
+                    return rc;
+                did_items = 1;
+            }
             continue;
         }
         if (!strcmp(k, "properties") || !strcmp(k, "additionalProperties") ||
@@ -152,8 +267,6 @@ int gc_merge(gc_ctx *c, json_t *dst, const json_t *src)
         } else if (!strcmp(k, "enum") || !strcmp(k, "const")) {
             /* handled below together */
             continue;
-        } else if (!strcmp(k, "items") && json_is_object(sv) && json_is_object(dv)) {
-            json_object_set_new(dst, "items", all_of(dv, sv));
         } else if (!strcmp(k, "uniqueItems")) {
             json_object_set(dst, k, json_is_true(dv) ? dv : sv);
         } else {

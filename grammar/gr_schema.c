@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/formats.h"
 #include "grammar/gr_compile_internal.h"
+#include "grammar/regex.h"
+#include "grammar/validator.h"
 
 enum {
     T_NULL = 1, T_BOOL = 2, T_INT = 4, T_NUM = 8, T_STR = 16, T_OBJ = 32, T_ARR = 64,
@@ -43,6 +46,11 @@ static int in_list(const char *const *l, const char *s)
         if (!strcmp(*l, s))
             return 1;
     return 0;
+}
+
+int gc_is_assertion(const char *kw)
+{
+    return in_list(known, kw) && !in_list(annotations, kw);
 }
 
 static int type_bit(const char *t)
@@ -338,6 +346,8 @@ static int number_node(gc_ctx *c, const json_t *s, int integer, int32_t *node)
         n->u.num.integer = 1; /* multiples of an integer are integers */
         n->u.num.multiple = (int64_t)m;
     }
+    if (integer && c->draft4)
+        n->u.num.no_frac = 1;
     if (n->u.num.integer) {
         if (n->u.num.has_min) {
             double lo = n->u.num.excl_min ? floor(n->u.num.min) + 1 : ceil(n->u.num.min);
@@ -369,17 +379,27 @@ static int string_node(gc_ctx *c, const json_t *s, int32_t *node)
     int32_t id;
     int64_t mn = 0, mx = -1;
     int rc;
-    if (json_object_get(s, "pattern"))
-        return gc_unsupported(c, "pattern", "regular expressions are not enforced yet");
+    const json_t *pat = json_object_get(s, "pattern");
     const char *fmt = json_string_value(json_object_get(s, "format"));
-    if (fmt && in_list(formats, fmt))
-        return gc_unsupported(c, "format", "this format is not enforced yet");
+    if (pat && !json_is_string(pat))
+        return gc_invalid(c, "pattern", "must be a string");
+    if (fmt && !in_list(formats, fmt))
+        fmt = NULL; /* unknown formats are annotations */
     if ((rc = get_count(c, s, "minLength", &mn)) || (rc = get_count(c, s, "maxLength", &mx)))
+        return rc;
+    const sx_format_info *fi = NULL;
+    if (fmt && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0 && (mx < 0 || mx > fi->max_len))
+        mx = fi->max_len; /* the format's own length bound (hostname: 253) */
+    gr_strx *x = NULL;
+    if ((pat || fmt) &&
+        (rc = gc_string_automaton(c, pat ? json_string_value(pat) : NULL,
+                                  pat ? json_string_length(pat) : 0, fmt, mn, mx, &x)))
         return rc;
     if ((rc = gc_new_node(c, GK_STRING, &id)))
         return rc;
     c->g->nodes[id].u.str.min_len = mn;
     c->g->nodes[id].u.str.max_len = mx;
+    c->g->nodes[id].u.str.x = x;
     if (mx >= 0 && mn > mx)
         c->g->nodes[id].kind = GK_EMPTY;
     *node = id;
@@ -408,6 +428,149 @@ static int prop_index(prop_tmp *t, int n, const char *name)
     return -1;
 }
 
+/* A regex over key contents, kept with the grammar. */
+static int compile_key_regex(gc_ctx *c, const char *src, size_t len, sx_re_mode mode,
+                             const char *kw, sx_re **out)
+{
+    sx_error e;
+    sx_err_clear(&e);
+    int rc = sx_re_compile(src, len, mode, NULL, out, &e);
+    if (rc == SX_EUNSUPPORTED)
+        return sx_err_setp(c->err, rc, c->ptr, -1, "unsupported: '%s' at %s: %s", kw, c->ptr,
+                           e.msg);
+    if (rc == SX_ELIMIT)
+        return sx_err_setp(c->err, rc, c->ptr, -1, "'%s' at %s is too complex: %s", kw, c->ptr,
+                           e.msg);
+    if (rc)
+        return sx_err_setp(c->err, SX_EFORMAT, c->ptr, -1, "invalid schema at %s: bad regex: %s",
+                           c->ptr, e.msg);
+    if (gc_keep_re(c, *out)) {
+        sx_re_free(*out);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    return SX_OK;
+}
+
+/* propertyNames as one automaton over key contents: the string keywords
+ * (pattern, format, lengths, enum/const) intersected. */
+static int names_automaton(gc_ctx *c, const json_t *pn, sx_re **out)
+{
+    static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength",
+                                          "enum", "const", NULL};
+    size_t old = gc_ptr_push(c, "propertyNames");
+    int rc = SX_OK;
+    sx_re *acc = NULL, *part = NULL;
+    sx_error e;
+    *out = NULL;
+    if (json_is_false(pn)) {
+        rc = compile_key_regex(c, "[]", 2, SX_RE_FULL, "propertyNames", out);
+        goto done;
+    }
+    if (!json_is_object(pn)) {
+        rc = gc_invalid(c, NULL, "must be a schema");
+        goto done;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)pn, k, v) {
+        if (in_list(allowed, k) || in_list(annotations, k) || !in_list(known, k))
+            continue;
+        rc = gc_unsupported(c, k, "inside propertyNames");
+        goto done;
+    }
+    const json_t *ty = json_object_get(pn, "type");
+    int types = ty ? (json_is_string(ty) ? type_bit(json_string_value(ty)) : 0) : T_STR;
+    if (json_is_array(ty)) {
+        size_t i;
+        json_t *e2;
+        json_array_foreach((json_t *)ty, i, e2)
+            types |= json_is_string(e2) ? type_bit(json_string_value(e2)) : 0;
+    }
+    char src[96];
+    const char *pieces[4] = {NULL, NULL, NULL, NULL};
+    sx_re_mode modes[4] = {SX_RE_FULL, SX_RE_SEARCH, SX_RE_FULL, SX_RE_FULL};
+    if (!(types & T_STR)) {
+        pieces[0] = "[]"; /* keys are strings: nothing passes */
+    } else {
+        int64_t mn = 0, mx = -1;
+        if ((rc = get_count(c, pn, "minLength", &mn)) || (rc = get_count(c, pn, "maxLength", &mx)))
+            goto done;
+        if (mn > 0 || mx >= 0) {
+            if (mx >= 0)
+                snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
+            else
+                snprintf(src, sizeof src, "^[\\s\\S]{%lld,}$", (long long)mn);
+            pieces[0] = src;
+        }
+        pieces[1] = json_string_value(json_object_get(pn, "pattern"));
+        const char *fmt = json_string_value(json_object_get(pn, "format"));
+        const sx_format_info *fi = NULL;
+        if (fmt && in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
+            /* the format's own length bound joins the length piece */
+            if (mx < 0 || mx > fi->max_len)
+                mx = fi->max_len;
+            snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
+            pieces[0] = src;
+        }
+        if (fmt && in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2])) {
+            rc = gc_unsupported(c, "format", "this format is not enforced");
+            goto done;
+        }
+    }
+    for (int i = 0; i < 3 && !rc; i++) {
+        if (!pieces[i])
+            continue;
+        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i], "propertyNames", &part);
+        if (rc)
+            break;
+        if (!acc) {
+            acc = part;
+        } else {
+            sx_re *both;
+            if ((rc = sx_re_intersect(acc, part, NULL, &both, &e))) {
+                rc = sx_err_setp(c->err, rc, c->ptr, -1, "propertyNames at %s: %s", c->ptr, e.msg);
+                break;
+            }
+            if ((rc = gc_keep_re(c, both))) {
+                sx_re_free(both);
+                break;
+            }
+            acc = both;
+        }
+    }
+    const json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
+    if (!rc && (en || cn)) {
+        const char *lit[256];
+        size_t nl = 0, i;
+        json_t *x;
+        if (cn && json_is_string(cn))
+            lit[nl++] = json_string_value(cn);
+        if (json_is_array(en))
+            json_array_foreach((json_t *)en, i, x)
+                if (json_is_string(x) && nl < 256 && !(cn && !json_equal(x, (json_t *)cn)))
+                    lit[nl++] = json_string_value(x);
+        if (json_is_array(en) && json_array_size(en) > 256) {
+            rc = gc_unsupported(c, "enum", "more than 256 property names");
+        } else if ((rc = sx_re_from_literals(lit, NULL, nl, NULL, &part, &e))) {
+            rc = sx_err_set(c->err, rc, "propertyNames enum: %s", e.msg);
+        } else if ((rc = gc_keep_re(c, part))) {
+            sx_re_free(part);
+        } else if (!acc) {
+            acc = part;
+        } else {
+            sx_re *both;
+            if (!(rc = sx_re_intersect(acc, part, NULL, &both, &e)) && !(rc = gc_keep_re(c, both)))
+                acc = both;
+        }
+    }
+    if (!rc && !acc)
+        rc = compile_key_regex(c, "[\\s\\S]*", 8, SX_RE_FULL, "propertyNames", &acc);
+    *out = acc;
+done:
+    gc_ptr_pop(c, old);
+    return rc;
+}
+
 static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
 {
     enum { MAXP = 64 };
@@ -421,10 +584,17 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     const json_t *dr = json_object_get(s, "dependentRequired");
     const json_t *deps = json_object_get(s, "dependencies");
     const json_t *uneval = json_object_get(s, "unevaluatedProperties");
-    if (pp && !(json_is_object(pp) && json_object_size(pp) == 0))
-        return gc_unsupported(c, "patternProperties", "regular expressions are not enforced yet");
-    if (pn && !json_is_true(pn) && !(json_is_object(pn) && json_object_size(pn) == 0))
-        return gc_unsupported(c, "propertyNames", NULL);
+    const json_t *forbid_lists[4];
+    int n_forbid = c->n_forbid;
+    for (int fi = 0; fi < n_forbid; fi++)
+        forbid_lists[fi] = c->forbid[fi];
+    c->n_forbid = 0; /* not for nested objects */
+    if (pp && !json_is_object(pp))
+        return gc_invalid(c, "patternProperties", "must be an object");
+    if (pp && json_object_size(pp) == 0)
+        pp = NULL;
+    if (pn && (json_is_true(pn) || (json_is_object(pn) && json_object_size(pn) == 0)))
+        pn = NULL;
     if (json_object_get(s, "dependentSchemas"))
         return gc_unsupported(c, "dependentSchemas", NULL);
     if (!addl && uneval)
@@ -462,6 +632,17 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         }
     }
     (void)lists;
+    for (int fi = 0; fi < n_forbid; fi++)
+        json_array_foreach((json_t *)forbid_lists[fi], i, e) {
+            if (!json_is_string(e))
+                return gc_invalid(c, "not", "required must hold strings");
+            if (prop_index(tmp, np, json_string_value(e)) < 0) {
+                if (np == MAXP)
+                    return gc_unsupported(c, "not", "more than 64 properties");
+                tmp[np].name = json_string_value(e);
+                tmp[np++].schema = NULL;
+            }
+        }
     if (dep_src) {
         const char *k;
         json_t *v;
@@ -502,6 +683,35 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         if (rc)
             return rc;
     }
+    /* propertyNames and patternProperties: automata over key contents */
+    sx_re *names = NULL, *pats[16];
+    int32_t pat_nodes[16];
+    const json_t *pat_schemas[16];
+    int npat = 0;
+    if (pn && (rc = names_automaton(c, pn, &names)))
+        return rc;
+    if (pp) {
+        const char *k;
+        json_t *v;
+        size_t o1 = gc_ptr_push(c, "patternProperties");
+        json_object_foreach((json_t *)pp, k, v) {
+            if (npat == 16) {
+                gc_ptr_pop(c, o1);
+                return gc_unsupported(c, "patternProperties", "more than 16 patterns");
+            }
+            size_t o2 = gc_ptr_push(c, k);
+            rc = compile_key_regex(c, k, strlen(k), SX_RE_SEARCH, "patternProperties", &pats[npat]);
+            if (!rc)
+                rc = gc_schema(c, v, &pat_nodes[npat]);
+            gc_ptr_pop(c, o2);
+            if (rc) {
+                gc_ptr_pop(c, o1);
+                return rc;
+            }
+            pat_schemas[npat++] = v;
+        }
+        gc_ptr_pop(c, o1);
+    }
     if ((rc = gc_new_node(c, GK_OBJECT, &id)))
         return rc;
     gr_prop *P = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *P);
@@ -521,19 +731,38 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         P[k].key = kb;
         P[k].key_len = (uint32_t)klen;
         P[k].index = k;
-        if (tmp[k].schema) {
-            size_t o1 = gc_ptr_push(c, "properties");
-            size_t o2 = gc_ptr_push(c, tmp[k].name);
-            rc = gc_schema(c, tmp[k].schema, &P[k].node);
+        /* a listed name still has to satisfy propertyNames, and the
+         * patterns it matches apply to its value too */
+        const char *nm = tmp[k].name;
+        json_t *all = json_array();
+        if (!all)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        if (tmp[k].schema)
+            json_array_append(all, (json_t *)tmp[k].schema);
+        for (int pi = 0; pi < npat; pi++)
+            if (sx_re_matches(pats[pi], nm, strlen(nm)))
+                json_array_append(all, (json_t *)pat_schemas[pi]);
+        if (names && !sx_re_matches(names, nm, strlen(nm))) {
+            rc = empty_node(c, &P[k].node);
+        } else if (json_array_size(all) == 0) {
+            rc = addl_node >= 0 ? (P[k].node = addl_node, SX_OK) : empty_node(c, &P[k].node);
+        } else {
+            size_t o1 = gc_ptr_push(c, tmp[k].schema ? "properties" : "patternProperties");
+            size_t o2 = gc_ptr_push(c, nm);
+            if (json_array_size(all) == 1) {
+                rc = gc_schema(c, json_array_get(all, 0), &P[k].node);
+            } else {
+                json_t *sch = json_pack("{s:O}", "allOf", all);
+                rc = sch ? gc_schema(c, sch, &P[k].node)
+                         : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+                json_decref(sch);
+            }
             gc_ptr_pop(c, o2);
             gc_ptr_pop(c, o1);
-            if (rc)
-                return rc;
-        } else if (addl_node >= 0) {
-            P[k].node = addl_node;
-        } else if ((rc = empty_node(c, &P[k].node))) {
-            return rc;
         }
+        json_decref(all);
+        if (rc)
+            return rc;
     }
     gr_node *n = &c->g->nodes[id];
     uint64_t required = 0;
@@ -548,6 +777,29 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
                 dep[at] |= 1ull << prop_index(tmp, np, json_string_value(e));
         }
     }
+    if (names || npat) {
+        /* the listed names, excluded from the additional keys */
+        const char *lit[64];
+        for (int k = 0; k < np; k++)
+            lit[k] = tmp[k].name;
+        sx_re *listed = NULL;
+        sx_error le;
+        if (np && sx_re_from_literals(lit, NULL, (size_t)np, NULL, &listed, &le))
+            return sx_err_set(c->err, le.code, "property names: %s", le.msg);
+        if (listed && gc_keep_re(c, listed)) {
+            sx_re_free(listed);
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        }
+        gr_strx *kx = NULL;
+        int32_t *close = NULL;
+        if ((rc = gc_key_automaton(c, names, listed, (const sx_re *const *)pats, pat_nodes, npat,
+                                   addl_node, pat_schemas, &kx, &close)))
+            return rc;
+        n = &c->g->nodes[id];
+        n->u.obj.keyx = kx;
+        n->u.obj.close_node = close;
+    }
+    n = &c->g->nodes[id];
     qsort(P, (size_t)np, sizeof *P, cmp_prop);
     n->u.obj.props = P;
     n->u.obj.n = (uint32_t)np;
@@ -556,6 +808,12 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     n->u.obj.additional = addl_node;
     n->u.obj.min_props = 0;
     n->u.obj.max_props = -1;
+    for (int fi = 0; fi < n_forbid; fi++) {
+        uint64_t bits = 0;
+        json_array_foreach((json_t *)forbid_lists[fi], i, e)
+            bits |= 1ull << prop_index(tmp, np, json_string_value(e));
+        n->u.obj.forbid[n->u.obj.n_forbid++] = bits;
+    }
     if ((rc = get_count(c, s, "minProperties", &n->u.obj.min_props)) ||
         (rc = get_count(c, s, "maxProperties", &n->u.obj.max_props)))
         return rc;
@@ -765,8 +1023,24 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
     const json_t *cn = json_object_get(s, "const");
     const char *sib = enum_sibling(s);
     int rc;
-    if (sib)
-        return gc_unsupported(c, sib, "combined with enum/const");
+    sx_validator *filter = NULL;
+    if (sib) {
+        /* the other keywords filter the listed values: the validator
+         * decides each one exactly */
+        json_t *rest = json_deep_copy(s);
+        sx_error ve;
+        if (!rest)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        json_object_del(rest, "enum");
+        json_object_del(rest, "const");
+        char *txt = json_dumps(rest, JSON_COMPACT);
+        int has_ref = !txt || strstr(txt, "\"$ref\"") != NULL;
+        free(txt);
+        rc = has_ref ? SX_EUNSUPPORTED : sx_val_compile(rest, NULL, &filter, &ve);
+        json_decref(rest);
+        if (rc)
+            return gc_unsupported(c, sib, "combined with enum/const");
+    }
     if (en && !json_is_array(en))
         return gc_invalid(c, "enum", "must be an array");
     json_t *vals = json_array();
@@ -797,9 +1071,11 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
     rc = (!texts || !alts) ? sx_err_set(c->err, SX_ENOMEM, "out of memory") : SX_OK;
     for (size_t i = 0; i < nv && !rc; i++) {
         const json_t *v = json_array_get(vals, i);
-        int vt = value_type(v);
+        int vt = value_type(v), ok = 1;
         /* integer-valued reals satisfy "integer"; plain reals do not */
         if (!(vt & types))
+            continue;
+        if (filter && (sx_val_validate(filter, v, &ok, NULL) || !ok))
             continue;
         if (json_is_object(v) || json_is_array(v)) {
             rc = const_node(c, v, &alts[na]);
@@ -831,6 +1107,7 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
     free(texts);
     free(alts);
     json_decref(vals);
+    sx_val_free(filter);
     return rc;
 }
 
@@ -956,10 +1233,19 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
     if (!t)
         return sx_err_setp(c->err, SX_ENOTFOUND, c->ptr, -1, "unresolvable $ref '%s' at %s", ref,
                            c->ptr);
-    json_t *base;
+    json_t *base, *local = NULL;
     int rc = inline_member(c, t, &base, depth + 1);
     if (rc)
         return rc;
+    /* the target's unevaluated* do not see the siblings of the $ref */
+    if ((rc = gc_localise_unevaluated(c, base, &local))) {
+        json_decref(base);
+        return rc;
+    }
+    if (local) {
+        json_decref(base);
+        base = local;
+    }
     json_t *rest = json_deep_copy(m);
     json_object_del(rest, "$ref");
     rc = gc_merge(c, base, rest);
@@ -1034,8 +1320,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     json_t *v;
     int rc;
     json_object_foreach((json_t *)s, k, v) {
-        if (!strcmp(k, "not") || !strcmp(k, "if") || !strcmp(k, "$dynamicRef") ||
-            !strcmp(k, "$recursiveRef"))
+        if (!strcmp(k, "if") || !strcmp(k, "$dynamicRef") || !strcmp(k, "$recursiveRef"))
             return gc_unsupported(c, k, NULL);
         if ((!strcmp(k, "then") || !strcmp(k, "else")) && !json_object_get(s, "if"))
             continue; /* then/else without if have no effect */
@@ -1061,6 +1346,39 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
             }
         } else {
             return gc_invalid(c, "type", "must be a string or an array");
+        }
+    }
+    /* not: the forms whose complement is exact here */
+    const json_t *nt = json_object_get(s, "not");
+    const json_t *forbid = NULL;
+    if (nt && !json_is_false(nt)) {
+        const char *nk, *only = NULL;
+        json_t *nv;
+        int n_assert = 0;
+        if (!json_is_object(nt) && !json_is_true(nt))
+            return gc_invalid(c, "not", "must be a schema");
+        if (json_is_object(nt))
+            json_object_foreach((json_t *)nt, nk, nv)
+                if (!in_list(annotations, nk) && in_list(known, nk)) {
+                    n_assert++;
+                    only = nk;
+                }
+        if (n_assert == 0)
+            return empty_node(c, node); /* not {} admits nothing */
+        if (n_assert > 1)
+            return gc_unsupported(c, "not", "only not {type}, not {required} and not {} are enforced");
+        if (!strcmp(only, "type")) {
+            int ex = schema_types(c, nt, 0);
+            if ((ex & T_INT) && !(ex & T_NUM) && (types & T_NUM))
+                return gc_unsupported(c, "not", "a number that is not an integer");
+            types &= ~ex;
+        } else if (!strcmp(only, "required") && json_is_array(json_object_get(nt, "required"))) {
+            forbid = json_object_get(nt, "required");
+            if (json_array_size(forbid) == 0)
+                return empty_node(c, node); /* everything satisfies required: [] */
+            types &= T_OBJ; /* non-objects satisfy any required */
+        } else {
+            return gc_unsupported(c, "not", "only not {type}, not {required} and not {} are enforced");
         }
     }
     if (types & T_NUM)
@@ -1089,8 +1407,13 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         rc = number_node(c, s, !(types & T_NUM), &alts[na++]);
     if (!rc && (types & T_STR))
         rc = string_node(c, s, &alts[na++]);
-    if (!rc && (types & T_OBJ))
+    if (!rc && (types & T_OBJ)) {
+        c->n_forbid = 0;
+        if (forbid)
+            c->forbid[c->n_forbid++] = forbid;
         rc = object_node(c, s, &alts[na++]);
+        c->n_forbid = 0;
+    }
     if (!rc && (types & T_ARR))
         rc = array_node(c, s, &alts[na++]);
     if (rc)

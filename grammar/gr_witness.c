@@ -120,6 +120,12 @@ static int64_t node_len(const gr_node *N, int32_t i, const int64_t *len, char *n
         number_witness(n, numbuf, nb);
         return (int64_t)strlen(numbuf);
     case GK_STRING:
+        if (n->u.str.x) {
+            uint8_t tmp[4096];
+            long l = gr_strx_complete(n->u.str.x, n->u.str.x->start, 0, n->u.str.min_len,
+                                      n->u.str.max_len, tmp, sizeof tmp);
+            return l < 0 ? INF_LEN : 2 + l;
+        }
         return 2 + n->u.str.min_len;
     case GK_OBJECT: {
         int64_t t = 2, cnt = 0;
@@ -165,13 +171,47 @@ static int wit(const gr_node *N, int32_t node, wbuf *w)
     return 1;
 }
 
+/* Finishes an additional key with the key automaton from state st
+ * (escaped content, closing quote and colon); returns the value node for
+ * it or -1.  in_escape: a backslash was just read. */
+static int32_t auto_key(const gr_node *n, int32_t st, int in_escape, uint64_t h,
+                        const void *seen, wbuf *w)
+{
+    const gr_strx *x = n->u.obj.keyx;
+    static const char esc[] = "\"\\bfnrt", dec[] = "\"\\\b\f\n\r\t";
+    if (in_escape) {
+        int32_t ns = -1;
+        for (int i = 0; i < 7 && ns < 0; i++) {
+            ns = gr_strx_step(x, st, (uint8_t)dec[i]);
+            if (ns >= 0) {
+                put(w, &esc[i], 1);
+                h = (h ^ (uint8_t)esc[i]) * 1099511628211ULL;
+            }
+        }
+        if (ns < 0)
+            return -1;
+        st = ns;
+    }
+    uint8_t tmp[1024];
+    int32_t final = -1;
+    long l = gr_keyauto_new_key(x, n->u.obj.close_node, st, h, seen, tmp, sizeof tmp, &final);
+    if (l < 0 || final < 0)
+        return -1;
+    put(w, tmp, (size_t)l);
+    puts_(w, "\":");
+    return n->u.obj.close_node[final];
+}
+
+#define KEY_BASIS 1469598103934665603ULL
+
 static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf *w, int depth);
 
 /* The object's remaining members: required ones not yet seen, then
  * optional ones until minProperties is met.  `first` says whether a comma
  * is needed before the first member written. */
 static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, int64_t count,
-                           int need_comma, const int64_t *len, wbuf *w, int depth)
+                           int need_comma, const int64_t *len, wbuf *w, int depth,
+                           const void *seen_keys)
 {
     uint64_t req = n->u.obj.required;
     if (n->u.obj.dep_req)
@@ -184,6 +224,8 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
             uint64_t bit = 1ull << p->index;
             int wanted = pass == 0 ? (req & bit) != 0 : count < n->u.obj.min_props;
             if (!wanted || (seen & bit) || p->node < 0)
+                continue;
+            if (pass == 1 && !gr_obj_feasible(n, seen | bit, count + 1))
                 continue;
             if (need_comma)
                 puts_(w, ",");
@@ -199,6 +241,22 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
             need_comma = 1;
         }
     /* still short of minProperties: invented additional keys */
+    if (n->u.obj.keyx && count < n->u.obj.min_props) {
+        /* the automaton's shortest key; a second one would repeat it */
+        if (need_comma)
+            puts_(w, ",");
+        puts_(w, "\"");
+        int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, seen_keys, w);
+        if (vn < 0 || count + 1 < n->u.obj.min_props) {
+            w->oom = 1;
+            return;
+        }
+        if (len)
+            write_witness(N, vn, len, w, depth + 1);
+        else
+            wit(N, vn, w);
+        return;
+    }
     for (int64_t k = 0; count < n->u.obj.min_props && n->u.obj.additional >= 0 && k < 1000; k++) {
         char key[32];
         snprintf(key, sizeof key, "%s\"_%lld\":", need_comma ? "," : "", (long long)k);
@@ -239,13 +297,23 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
     }
     case GK_STRING:
         puts_(w, "\"");
-        for (int64_t k = 0; k < n->u.str.min_len; k++)
-            puts_(w, "a");
+        if (n->u.str.x) {
+            uint8_t tmp[4096];
+            long l = gr_strx_complete(n->u.str.x, n->u.str.x->start, 0, n->u.str.min_len,
+                                      n->u.str.max_len, tmp, sizeof tmp);
+            if (l < 0)
+                w->oom = 1;
+            else
+                put(w, tmp, (size_t)l);
+        } else {
+            for (int64_t k = 0; k < n->u.str.min_len; k++)
+                puts_(w, "a");
+        }
         puts_(w, "\"");
         return;
     case GK_OBJECT:
         puts_(w, "{");
-        object_members(N, n, 0, 0, 0, len, w, depth);
+        object_members(N, n, 0, 0, 0, len, w, depth, NULL);
         puts_(w, "}");
         return;
     case GK_ARRAY:
@@ -378,12 +446,30 @@ static void finish_string(const gr_node *n, const gr_frame *f, wbuf *w)
 {
     int64_t count = f->count;
     int phase = f->phase;
+    const gr_strx *x = n->u.str.x;
+    int32_t st = (int32_t)f->pos;
     if (phase == S_START) {
         puts_(w, "\"");
         phase = S_IN;
+        st = x ? x->start : 0;
     }
     if (phase == S_ESC) {
-        puts_(w, "n");
+        /* the first escape that keeps the string alive */
+        static const char esc[] = "\"\\/bfnrt", dec[] = "\"\\/\b\f\n\r\t";
+        int done = 0;
+        for (int i = 0; i < 8 && !done; i++) {
+            int32_t ns = x ? gr_strx_step(x, st, (uint8_t)dec[i]) : 0;
+            if (ns >= 0 && (!x || gr_strx_len_ok(x, ns, count + 1, n->u.str.min_len,
+                                                 n->u.str.max_len))) {
+                put(w, &esc[i], 1);
+                st = ns;
+                done = 1;
+            }
+        }
+        if (!done) {
+            w->oom = 1;
+            return;
+        }
         count++;
         phase = S_IN;
     } else if (phase == S_U) {
@@ -391,14 +477,25 @@ static void finish_string(const gr_node *n, const gr_frame *f, wbuf *w)
             puts_(w, "0");
         count++;
         phase = S_IN;
-    } else if (f->aux) {
+    } else if (f->aux && !x) {
         uint8_t b = f->u8lo;
         put(w, &b, 1);
         for (int k = 1; k < f->aux; k++)
             put(w, "\x80", 1);
     }
-    for (; count < n->u.str.min_len; count++)
-        puts_(w, "a");
+    if (x) {
+        uint8_t tmp[4096];
+        long l = gr_strx_complete(x, st, count, n->u.str.min_len, n->u.str.max_len, tmp,
+                                  sizeof tmp);
+        if (l < 0) {
+            w->oom = 1;
+            return;
+        }
+        put(w, tmp, (size_t)l);
+    } else {
+        for (; count < n->u.str.min_len; count++)
+            puts_(w, "a");
+    }
     puts_(w, "\"");
 }
 
@@ -478,7 +575,14 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             }
             if (ph == O_KEY) {
                 int best = finish_key(n, f, &w);
-                if (best < 0) {
+                if (best < 0 && n->u.obj.keyx) {
+                    int32_t vn = auto_key(n, f->kst, (f->flags & 4u) != 0, (uint64_t)f->val,
+                                          f->ext, &w);
+                    if (vn < 0)
+                        w.oom = 1;
+                    else
+                        wit(N, vn, &w);
+                } else if (best < 0) {
                     /* a new additional key: close it; one more byte makes
                      * sure it does not spell a known key */
                     if (f->flags & 4u) /* inside an escape */
@@ -508,14 +612,15 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             if (ph == O_COMMA) {
                 /* a member must follow the comma */
                 size_t before = w.n;
-                object_members(N, n, seen, count, 0, NULL, &w, 0);
+                object_members(N, n, seen, count, 0, NULL, &w, 0, f->ext);
                 if (w.n == before) {
                     /* nothing required: any usable optional key, else an
                      * invented additional one */
                     int done = 0;
                     for (uint32_t k = 0; k < n->u.obj.n && !done; k++) {
                         const gr_prop *p = &n->u.obj.props[k];
-                        if (p->node >= 0 && !(seen >> p->index & 1)) {
+                        if (p->node >= 0 && !(seen >> p->index & 1) &&
+                            gr_obj_feasible(n, seen | 1ull << p->index, count + 1)) {
                             puts_(&w, "\"");
                             put(&w, p->key, p->key_len);
                             puts_(&w, "\":");
@@ -523,13 +628,20 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
                             done = 1;
                         }
                     }
-                    if (!done) {
+                    if (!done && n->u.obj.keyx) {
+                        puts_(&w, "\"");
+                        int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, f->ext, &w);
+                        if (vn < 0)
+                            w.oom = 1;
+                        else
+                            wit(N, vn, &w);
+                    } else if (!done) {
                         puts_(&w, "\"_\":");
                         wit(N, n->u.obj.additional, &w);
                     }
                 }
             } else {
-                object_members(N, n, seen, count, ph != O_OPEN, NULL, &w, 0);
+                object_members(N, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext);
             }
             puts_(&w, "}");
             break;

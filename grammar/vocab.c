@@ -131,16 +131,20 @@ static int build_plain(sx_vocab *v, vocab_key *order, int32_t *n_order)
     }
     v->max_plain_cp = maxcp;
     v->plain_le = calloc((size_t)(maxcp + 1) * (size_t)v->mask_words, sizeof *v->plain_le);
-    if (!v->plain_le) {
+    v->plain_cp = malloc((size_t)v->n_tokens * sizeof *v->plain_cp);
+    if (!v->plain_le || !v->plain_cp) {
         free(cps);
         return SX_ENOMEM;
     }
+    for (int32_t t = 0; t < v->n_tokens; t++)
+        v->plain_cp[t] = -1;
     for (int32_t k = 0; k < *n_order; k++) {
         if (cps[k] < 0) {
             order[m++] = order[k];
             continue;
         }
         int32_t t = order[k].id;
+        v->plain_cp[t] = (int16_t)(cps[k] > 32767 ? 32767 : cps[k]);
         v->plain_le[(size_t)cps[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
     }
     /* cumulative: plain_le[L] |= plain_le[L-1] */
@@ -229,6 +233,7 @@ void sx_vocab_free(sx_vocab *v)
     free(v->nodes);
     free(v->np_nodes);
     free(v->plain_le);
+    free(v->plain_cp);
     free(v->tok_bytes);
     free(v->tok_len);
     free(v->is_special);

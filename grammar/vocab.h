@@ -46,6 +46,7 @@ typedef struct sx_vocab {
      * points; the other tokens live in their own trie (np_nodes). */
     uint32_t *plain_le;
     int32_t max_plain_cp;
+    int16_t *plain_cp;     /* per token: code points if plain, else -1 */
     sx_vocab_node *np_nodes;
     uint32_t n_np_nodes;
 } sx_vocab;

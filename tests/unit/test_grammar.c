@@ -136,6 +136,11 @@ static void random_walks_stay_alive(void **state)
                 for (int32_t t = 0; t < V->n_rows; t++)
                     if (mask[t >> 5] >> (t & 31) & 1)
                         allowed[na++] = t;
+                if (na == 0) {
+                    for (size_t q = 0; q < len; q++)
+                        fprintf(stderr, "%02x", (unsigned char)doc[q]);
+                    fprintf(stderr, "\n");
+                }
                 if (na == 0)
                     fail_msg("case %s: dead end after '%.*s'",
                              json_string_value(json_object_get(c, "name")), (int)len, doc);

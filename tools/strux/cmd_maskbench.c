@@ -81,7 +81,7 @@ static void run_schema(const char *file, const sx_tokenizer *tok, const sx_vocab
                        const sx_gr_opts *o, FILE *out)
 {
     json_error_t je;
-    json_t *doc = json_load_file(file, JSON_DECODE_ANY, &je), *res = json_object();
+    json_t *doc = json_load_file(file, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je), *res = json_object();
     dvec tbm = {0};
     sx_grammar *g = NULL;
     sx_matcher *m = NULL;
@@ -212,6 +212,20 @@ static void record(tally *t, const char *file, const char *status, json_t *r)
     }
     if (t->out) {
         json_t *line = r ? json_deep_copy(r) : json_object();
+        double mx = 0, sum = 0;
+        size_t i, n = 0;
+        json_t *x;
+        json_array_foreach(json_object_get(line, "tbm"), i, x) {
+            double d = json_real_value(x);
+            sum += d;
+            n++;
+            if (d > mx)
+                mx = d;
+        }
+        if (n) {
+            json_object_set_new(line, "tbm_avg_us", json_real(sum / (double)n));
+            json_object_set_new(line, "tbm_max_us", json_real(mx));
+        }
         json_object_del(line, "tbm");
         json_object_set_new(line, "file", json_string(file));
         json_object_set_new(line, "status", json_string(status));

@@ -10,5 +10,13 @@ typedef struct strux_command {
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 } strux_command;
 
+int cmd_maskbench(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+
 
 #endif

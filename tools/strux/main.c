@@ -13,6 +13,13 @@ static int cmd_version(int argc, char **argv)
 }
 
 static const strux_command commands[] = {
+    {"compile", "compile a JSON Schema into a grammar; time, size, or the error", cmd_compile},
+    {"check", "run an instance through the matcher (and the validator)", cmd_check},
+    {"maskbench", "MaskBench: soundness and mask speed over schema files", cmd_maskbench},
+    {"demo", "sample a schema-valid document with a random stand-in model", cmd_demo},
+    {"tokenize", "text on stdin -> Qwen3 token ids (or pieces)", cmd_tokenize},
+    {"detokenize", "token ids on stdin -> text", cmd_detokenize},
+    {"chat", "render a conversation with Qwen3's chat template (text or ids)", cmd_chat},
     {"version", "print the version", cmd_version},
 };
 

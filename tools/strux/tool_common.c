@@ -16,6 +16,9 @@ int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_t
         fprintf(stderr, "strux %s: %s\n", cmd, err.msg);
         return 1;
     }
+    /* Qwen3's logit rows; a model's config.json says so when one is loaded */
+    if (sx_tok_vocab_size(*tok) == 151669 && sx_tok_n_rows(*tok) < 151936)
+        sx_tok_set_n_rows(*tok, 151936);
     if (vocab && sx_tok_make_vocab(*tok, vocab, &err)) {
         fprintf(stderr, "strux %s: %s\n", cmd, err.msg);
         sx_tok_free(*tok);

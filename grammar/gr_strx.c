@@ -1,0 +1,386 @@
+/* Strings constrained by `pattern` and `format`: the automaton over the
+ * decoded content, lengths reachable from each state (for exactness with
+ * minLength/maxLength), and the per-state masks of plain tokens. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/formats.h"
+#include "grammar/gr_compile_internal.h"
+#include "grammar/regex.h"
+
+int gc_keep_re(gc_ctx *c, sx_re *re)
+{
+    sx_grammar *g = c->g;
+    if (g->n_res == g->cap_res) {
+        int cap = g->cap_res ? g->cap_res * 2 : 8;
+        sx_re **n = realloc(g->res, (size_t)cap * sizeof *n);
+        if (!n)
+            return SX_ENOMEM;
+        g->res = n;
+        g->cap_res = cap;
+    }
+    g->res[g->n_res++] = re;
+    return SX_OK;
+}
+
+static int re_error(gc_ctx *c, const char *kw, const char *src, int rc, const sx_error *e)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", c->ptr, kw);
+    if (rc == SX_EUNSUPPORTED)
+        return sx_err_setp(c->err, SX_EUNSUPPORTED, p, -1, "unsupported: '%s' at %s: %s", kw, p,
+                           e->msg);
+    if (rc == SX_ELIMIT)
+        return sx_err_setp(c->err, SX_ELIMIT, p, -1, "'%s' at %s is too complex: %s", kw, p,
+                           e->msg);
+    return sx_err_setp(c->err, SX_EFORMAT, p, -1, "invalid schema at %s: bad regex '%.80s': %s", p,
+                       src, e->msg);
+}
+
+/* Reachable completion lengths of every state at once, as bitsets up to
+ * K code points: a fixpoint over the transitions, states taken deepest
+ * first.  Stopping early would only under-approximate (still sound), but
+ * a table too large to fill is refused. */
+static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
+{
+    uint64_t words = (uint64_t)K / 64 + 1, n = (uint64_t)x->n_states;
+    if (words * n > (1u << 22) || words * n * (uint64_t)x->n_classes * (uint64_t)(K + 2) > 400000000ull)
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "pattern at %s with maxLength %lld needs too large a length table",
+                           c->ptr, (long long)K);
+    uint64_t *L = gc_alloc(c, words * n * sizeof *L), *tmp = malloc(words * sizeof *tmp);
+    if (!L || !tmp) {
+        free(tmp);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    for (uint64_t s = 0; s < n; s++)
+        if (x->accept[s])
+            L[s * words] = 1;
+    for (int changed = 1, pass = 0; changed && pass <= K + 2; pass++) {
+        changed = 0;
+        for (int64_t s = (int64_t)n - 1; s >= 0; s--) {
+            uint64_t *ls = L + (uint64_t)s * words;
+            for (int32_t cl = 0; cl < x->n_classes; cl++) {
+                int32_t t = x->next[(size_t)s * (size_t)x->n_classes + (size_t)cl];
+                if (t < 0)
+                    continue;
+                const uint64_t *lt = L + (uint64_t)t * words;
+                if (x->class_starts_cp[cl]) { /* shift by one */
+                    uint64_t carry = 0;
+                    for (uint64_t w = 0; w < words; w++) {
+                        tmp[w] = lt[w] << 1 | carry;
+                        carry = lt[w] >> 63;
+                    }
+                    if ((uint64_t)(K + 1) % 64)
+                        tmp[words - 1] &= (1ull << ((uint64_t)(K + 1) % 64)) - 1;
+                } else {
+                    memcpy(tmp, lt, words * sizeof *tmp);
+                }
+                for (uint64_t w = 0; w < words; w++)
+                    if (tmp[w] & ~ls[w]) {
+                        ls[w] |= tmp[w];
+                        changed = 1;
+                    }
+            }
+        }
+    }
+    free(tmp);
+    x->lenbits = L;
+    x->len_words = (uint32_t)words;
+    x->len_k = K;
+    return SX_OK;
+}
+
+/* Longest completion of every state that cannot loop (-1 for those that
+ * can): relaxation, deepest states first.  A pass limit leaves lower
+ * bounds, which is sound for "a completion at least this long exists". */
+static int longest_completions(gc_ctx *c, gr_strx *x)
+{
+    int32_t n = x->n_states;
+    int32_t *M = gc_alloc(c, (size_t)n * sizeof *M);
+    if (!M)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int32_t s = 0; s < n; s++)
+        M[s] = x->unbounded[s] ? -1 : 0;
+    for (int changed = 1, pass = 0; changed && pass < 256; pass++) {
+        changed = 0;
+        for (int32_t s = n - 1; s >= 0; s--) {
+            if (M[s] < 0)
+                continue;
+            for (int32_t cl = 0; cl < x->n_classes; cl++) {
+                int32_t t = x->next[(size_t)s * (size_t)x->n_classes + (size_t)cl];
+                if (t < 0 || M[t] < 0)
+                    continue;
+                int32_t v = M[t] + x->class_starts_cp[cl];
+                if (v > M[s]) {
+                    M[s] = v;
+                    changed = 1;
+                }
+            }
+        }
+    }
+    x->max_cps = M;
+    return SX_OK;
+}
+
+int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
+                        int64_t min_len, int64_t max_len, gr_strx **out)
+{
+    sx_re *a = NULL, *b = NULL, *re = NULL;
+    sx_error e;
+    int rc;
+    sx_err_clear(&e);
+    *out = NULL;
+    if (pattern && (rc = sx_re_compile(pattern, plen, SX_RE_SEARCH, NULL, &a, &e)))
+        return re_error(c, "pattern", pattern, rc, &e);
+    if (format) {
+        const char *src = NULL;
+        if (sx_format_regex(format, &src)) {
+            sx_re_free(a);
+            return gc_unsupported(c, "format", "this format is not enforced");
+        }
+        if ((rc = sx_re_compile(src, strlen(src), SX_RE_FULL, NULL, &b, &e))) {
+            sx_re_free(a);
+            return re_error(c, "format", src, rc, &e);
+        }
+    }
+    if (a && b) {
+        rc = sx_re_intersect(a, b, NULL, &re, &e);
+        sx_re_free(a);
+        sx_re_free(b);
+        if (rc)
+            return re_error(c, "pattern", pattern, rc, &e);
+    } else {
+        re = a ? a : b;
+    }
+    if (!re)
+        return SX_OK;
+    if (gc_keep_re(c, re)) {
+        sx_re_free(re);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    gr_strx *x = gc_alloc(c, sizeof *x);
+    if (!x)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    sx_re_table t;
+    sx_re_get_table(re, &t);
+    x->re = re;
+    x->n_states = t.n_states;
+    x->n_classes = t.n_classes;
+    x->byte_class = t.byte_class;
+    x->next = t.next;
+    x->accept = t.accept;
+    x->start = t.start;
+    if (t.n_states > 0) {
+        x->plain_cache = gc_alloc(c, (size_t)t.n_states * sizeof *x->plain_cache);
+        x->unbounded = gc_alloc(c, (size_t)t.n_states);
+        if (!x->plain_cache || !x->unbounded)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        x->all_unbounded = 1;
+        for (int32_t s = 0; s < t.n_states; s++) {
+            x->unbounded[s] = sx_re_is_unbounded(re, s) == 1;
+            x->all_unbounded &= x->unbounded[s];
+            int32_t mc = sx_re_min_cps(re, s);
+            if (mc > x->max_min_cps)
+                x->max_min_cps = mc;
+        }
+    }
+    x->class_starts_cp = t.class_starts_cp;
+    if (t.n_states > 0 && max_len >= 0) {
+        if ((rc = length_sets(c, x, max_len)))
+            return rc;
+    } else if (t.n_states > 0 && min_len > 0) {
+        if ((rc = longest_completions(c, x)))
+            return rc;
+    }
+    *out = x;
+    return SX_OK;
+}
+
+/* Exists a continuation of k code points from state st with
+ * count + k within [min_len, max_len]? */
+int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len, int64_t max_len)
+{
+    if (max_len >= 0 && count > max_len)
+        return 0;
+    int64_t lo = min_len - count;
+    if (max_len < 0) {
+        /* only a minimum: some completion at least lo long */
+        if (lo <= 0 || x->unbounded[st])
+            return 1;
+        return x->max_cps && x->max_cps[st] >= lo;
+    }
+    if (!x->lenbits)
+        return 1;
+    int64_t hi = max_len - count;
+    if (lo < 0)
+        lo = 0;
+    if (hi > x->len_k)
+        hi = x->len_k;
+    const uint64_t *b = x->lenbits + (size_t)st * x->len_words;
+    for (int64_t k = lo; k <= hi; k++)
+        if (b[k >> 6] >> (k & 63) & 1)
+            return 1;
+    return 0;
+}
+
+const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
+{
+    _Atomic(uint32_t *) *slot = (_Atomic(uint32_t *) *)&x->plain_cache[st];
+    uint32_t *m = atomic_load_explicit(slot, memory_order_acquire);
+    if (m)
+        return m;
+    const sx_vocab *v = g->vocab;
+    m = calloc((size_t)v->mask_words, sizeof *m);
+    if (!m)
+        return NULL;
+    /* walk the whole trie with the automaton alone: cheap table steps */
+    int32_t stack[257];
+    stack[0] = st;
+    const sx_vocab_node *N = v->nodes;
+    for (uint32_t i = 1; i < v->n_nodes;) {
+        int d = N[i].depth;
+        int32_t s = gr_strx_step(x, stack[d - 1], N[i].byte);
+        if (s < 0) {
+            i = N[i].next;
+            continue;
+        }
+        stack[d] = s;
+        int32_t t = N[i].token;
+        if (t >= 0 && v->plain_cp[t] >= 0)
+            m[t >> 5] |= 1u << (t & 31);
+        i++;
+    }
+    uint32_t *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(slot, &expected, m, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(m);
+        return expected;
+    }
+    return m;
+}
+
+void gr_strx_free_caches(sx_grammar *g)
+{
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        gr_node *n = &g->nodes[i];
+        gr_strx *x = n->kind == GK_STRING ? n->u.str.x : n->kind == GK_OBJECT ? n->u.obj.keyx : NULL;
+        if (!x || !x->plain_cache)
+            continue;
+        for (int32_t s = 0; s < x->n_states; s++)
+            free(x->plain_cache[s]);
+    }
+    for (int i = 0; i < g->n_res; i++)
+        sx_re_free(g->res[i]);
+    free(g->res);
+}
+
+static int escape_byte(uint8_t b, uint8_t *out)
+{
+    static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
+    for (int i = 0; i < 7; i++)
+        if (b == (uint8_t)from[i]) {
+            out[0] = '\\';
+            out[1] = (uint8_t)to[i];
+            return 2;
+        }
+    if (b < 0x20)
+        return 0; /* would need \u, which patterned strings refuse */
+    out[0] = b;
+    return 1;
+}
+
+long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
+                      int64_t max_len, uint8_t *buf, size_t cap)
+{
+    int64_t C = max_len >= 0 ? max_len : (min_len > count ? min_len : count);
+    if (st < 0 || count > C || x->n_states <= 0)
+        return -1;
+    size_t width = (size_t)(C + 1), nn = (size_t)x->n_states * width;
+    if (nn > (4u << 20))
+        return -1;
+    int32_t *par = malloc(nn * sizeof *par), *queue = malloc(nn * sizeof *queue);
+    uint8_t *via = malloc(nn), rep[256];
+    long result = -1;
+    int ncls = 0;
+    if (!par || !queue || !via)
+        goto out;
+    /* one writable byte per class */
+    int16_t cls_byte[256];
+    for (int i = 0; i < 256; i++)
+        cls_byte[i] = -1;
+    for (int b = 0x20; b < 0x100 + 0x20; b++) {
+        int bb = b & 0xff;
+        uint8_t tmp[2];
+        if (!escape_byte((uint8_t)bb, tmp))
+            continue;
+        int cl = x->byte_class[bb];
+        if (cls_byte[cl] < 0) {
+            cls_byte[cl] = (int16_t)bb;
+            rep[ncls++] = (uint8_t)bb;
+        }
+    }
+    for (size_t i = 0; i < nn; i++)
+        par[i] = -2;
+    size_t head = 0, tail = 0, start = (size_t)st * width + (size_t)count;
+    par[start] = -1;
+    queue[tail++] = (int32_t)start;
+    long goal = -1;
+    while (head < tail) {
+        size_t cur = (size_t)queue[head++];
+        int32_t s = (int32_t)(cur / width);
+        int64_t k = (int64_t)(cur % width);
+        if (x->accept[s] && k >= min_len) {
+            goal = (long)cur;
+            break;
+        }
+        for (int r = 0; r < ncls; r++) {
+            uint8_t b = rep[r];
+            int32_t ns = gr_strx_step(x, s, b);
+            if (ns < 0)
+                continue;
+            int64_t nk = k + ((b & 0xC0) != 0x80);
+            if (nk > C) {
+                if (max_len >= 0)
+                    continue;
+                nk = C;
+            }
+            size_t id = (size_t)ns * width + (size_t)nk;
+            if (par[id] != -2)
+                continue;
+            par[id] = (int32_t)cur;
+            via[id] = b;
+            queue[tail++] = (int32_t)id;
+        }
+    }
+    if (goal < 0)
+        goto out;
+    /* walk back, then write forwards with escapes */
+    size_t len = 0, n = 0;
+    for (long at = goal; par[at] >= 0; at = par[at])
+        n++;
+    uint8_t *raw = malloc(n ? n : 1);
+    if (!raw)
+        goto out;
+    size_t i = n;
+    for (long at = goal; par[at] >= 0; at = par[at])
+        raw[--i] = via[at];
+    for (i = 0; i < n; i++) {
+        uint8_t e[2];
+        int el = escape_byte(raw[i], e);
+        if (len + (size_t)el > cap) {
+            free(raw);
+            goto out;
+        }
+        memcpy(buf + len, e, (size_t)el);
+        len += (size_t)el;
+    }
+    free(raw);
+    result = (long)len;
+out:
+    free(par);
+    free(queue);
+    free(via);
+    return result;
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# MaskBench ratchet: a fixed sample of ../shared/maskbench runs through
+# `strux maskbench` (the published method, real Qwen3 tokenizer).  Never an
+# invalidation error, a crash or a timeout; passing never below the
+# committed baseline (raise the baseline when it improves).
+set -u
+B=${STRUX_BUILD:?}; S=${STRUX_SHARED:?}
+n=0; fail=0
+check() { n=$((n+1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fail=1; fi; }
+files=$(sed "s|^|$S/maskbench/|" tests/fixtures/maskbench_ci_sample.txt)
+out=$("$B/strux" maskbench --threads 2 --timeout-ms 120000 --quiet $files | tail -1)
+echo "# $out"
+get() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$out" "$1"; }
+base=$(python3 -c "import json; print(json.load(open('tests/fixtures/maskbench_ci_baseline.json'))['passing'])")
+check "summary is one JSON line" '[ -n "$(get schemas 2>/dev/null)" ]'
+check "all $(wc -l < tests/fixtures/maskbench_ci_sample.txt) schemas ran" '[ "$(get schemas)" -eq "$(wc -l < tests/fixtures/maskbench_ci_sample.txt)" ]'
+check "zero invalidation errors (soundness)" '[ "$(get invalidation_error)" -eq 0 ]'
+check "zero crashes" '[ "$(get crash)" -eq 0 ]'
+check "zero timeouts" '[ "$(get timeout)" -eq 0 ]'
+check "passing $(get passing) >= baseline $base" '[ "$(get passing)" -ge "$base" ]'
+exit $fail

@@ -1,0 +1,143 @@
+/* strux demo: what the grammar guarantees, without model weights.
+ *
+ * Until the Qwen3 engine lands this stands in for the model with a
+ * uniformly random "model": at every step it samples among the tokens the
+ * schema's mask allows (leaning towards closing the document after a
+ * while), then re-checks the output with the independent validator. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/grammar.h"
+#include "grammar/validator.h"
+#include "tools/strux/commands.h"
+#include "tools/strux/tool_common.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: strux demo --schema FILE [--seed N] [--max-tokens N] [--tokenizer PATH]\n\n"
+               "Samples a document token by token from the schema's masks with a uniformly\n"
+               "random stand-in for the model (no weights are involved), closes it before\n"
+               "--max-tokens (default 200) using the grammar's shortest completion, prints it\n"
+               "and the validator's verdict, and the mask times.\n");
+}
+
+int cmd_demo(int argc, char **argv)
+{
+    const char *schema_path = NULL, *tok_path = NULL;
+    unsigned seed = 1;
+    int max_tokens = 200;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--schema") && i + 1 < argc) {
+            schema_path = argv[++i];
+        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
+            tok_path = argv[++i];
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            seed = (unsigned)strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--max-tokens") && i + 1 < argc) {
+            max_tokens = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "strux demo: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!schema_path || max_tokens < 1) {
+        usage(stderr);
+        return 2;
+    }
+    json_error_t je;
+    json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
+    if (!schema) {
+        fprintf(stderr, "strux demo: %s: line %d: %s\n", schema_path, je.line, je.text);
+        return 1;
+    }
+    sx_tokenizer *tok;
+    sx_vocab *v;
+    if (tool_load("demo", tok_path, NULL, &tok, &v)) {
+        json_decref(schema);
+        return 1;
+    }
+    sx_error err;
+    sx_err_clear(&err);
+    sx_grammar *g = NULL;
+    sx_matcher *m = NULL;
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    o.max_ws = 0;
+    int rc = 1;
+    uint32_t *mask = malloc((size_t)v->mask_words * sizeof *mask);
+    int32_t *allowed = malloc((size_t)v->n_rows * sizeof *allowed);
+    sx_bytes out = {0};
+    double mask_us = 0;
+    int steps = 0;
+    if (sx_gr_compile_json(v, schema, &o, &g, &err) || sx_matcher_new(g, &m, &err)) {
+        fprintf(stderr, "strux demo: %s: %s\n", schema_path, err.msg);
+        goto done;
+    }
+    for (;;) {
+        double t0 = tool_now_us();
+        sx_matcher_fill_mask(m, mask);
+        mask_us += tool_now_us() - t0;
+        steps++;
+        int na = 0, can_end = 0;
+        for (int32_t t = 0; t < v->n_rows; t++)
+            if (mask[t >> 5] >> (t & 31) & 1) {
+                if (t == v->eos[0] || (v->n_eos > 1 && t == v->eos[1]))
+                    can_end = 1;
+                else
+                    allowed[na++] = t;
+            }
+        if (can_end && (na == 0 || rand_r(&seed) % 3 == 0 || steps > max_tokens / 2))
+            break;
+        if (na == 0) {
+            fprintf(stderr, "strux demo: internal error: empty mask\n");
+            goto done;
+        }
+        int32_t pick = allowed[rand_r(&seed) % (unsigned)na];
+        uint8_t comp[4096];
+        size_t cn = sx_matcher_shortest_completion(m, comp, sizeof comp);
+        if (steps > max_tokens / 2 && cn != (size_t)-1 && cn > 0) {
+            /* budget running out: close the document with the shortest text */
+            if (sx_matcher_accept_bytes(m, comp, cn, &err)) {
+                fprintf(stderr, "strux demo: completion refused: %s\n", err.msg);
+                goto done;
+            }
+            sx_bytes_append(&out, comp, cn);
+            continue;
+        }
+        size_t tl;
+        const char *tb = sx_tok_bytes(tok, pick, &tl);
+        if (sx_matcher_accept(m, pick, &err)) {
+            fprintf(stderr, "strux demo: internal error: %s\n", err.msg);
+            goto done;
+        }
+        sx_bytes_append(&out, tb, tl);
+    }
+    printf("%.*s\n", (int)out.n, out.v ? out.v : "");
+    json_t *inst = json_loadb(out.v ? out.v : "", out.n, JSON_DECODE_ANY, &je);
+    sx_validator *val = NULL;
+    int valid = 0;
+    if (inst && !sx_val_compile(schema, NULL, &val, &err) && !sx_val_validate(val, inst, &valid, &err))
+        fprintf(stderr, "validator: %s%s%s\n", valid ? "valid" : "INVALID: ", valid ? "" : err.msg, "");
+    else
+        fprintf(stderr, "validator: could not check: %s\n", inst ? err.msg : je.text);
+    fprintf(stderr, "%d masks, %.1f us per mask on average\n", steps, mask_us / steps);
+    json_decref(inst);
+    sx_val_free(val);
+    rc = valid ? 0 : 1;
+done:
+    sx_bytes_free(&out);
+    free(mask);
+    free(allowed);
+    sx_matcher_free(m);
+    sx_gr_free(g);
+    sx_vocab_free(v);
+    sx_tok_free(tok);
+    json_decref(schema);
+    return rc;
+}
