@@ -74,6 +74,19 @@ static int obj_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *node
     for (int i = 0; i < n->u.obj.n_forbid; i++)
         if ((req & n->u.obj.forbid[i]) == n->u.obj.forbid[i])
             return 0;
+    if (n->u.obj.n_pres) {
+        /* some list completes the condition without a forbidden key */
+        int any = 0;
+        for (int i = 0; i < n->u.obj.n_pres && !any; i++) {
+            uint64_t S = req | n->u.obj.pres[i];
+            any = !(S & bad) && gr_obj_pres_holds(n, S) &&
+                  (n->u.obj.max_props < 0 || __builtin_popcountll(S) <= n->u.obj.max_props);
+            for (int f = 0; f < n->u.obj.n_forbid && any; f++)
+                any = (S & n->u.obj.forbid[f]) != n->u.obj.forbid[f];
+        }
+        if (!any)
+            return 0;
+    }
     int64_t nreq = __builtin_popcountll(req), avail = 0;
     for (uint32_t i = 0; i < n->u.obj.n; i++)
         if (!(bad >> n->u.obj.props[i].index & 1))

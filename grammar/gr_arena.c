@@ -4,7 +4,7 @@
 
 #include "grammar/gr_internal.h"
 
-#define GR_CHUNK (256u * 1024u)
+#define GR_CHUNK (64u * 1024u)
 
 struct gr_arena_chunk {
     gr_arena_chunk *prev;
@@ -17,9 +17,17 @@ void *gr_arena_alloc(gr_arena *a, size_t n)
     n = (n + 15) & ~(size_t)15;
     if (!a->head || a->used + n > a->head->cap) {
         size_t cap = n > GR_CHUNK ? n : GR_CHUNK;
-        gr_arena_chunk *c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
+        gr_arena_chunk *c;
+        /* walks cross the same chunk boundary back and forth: reuse */
+        if (a->spare && a->spare->cap >= cap) {
+            c = a->spare;
+            a->spare = NULL;
+            cap = c->cap;
+        } else {
+            c = malloc(sizeof *c + cap);
+            if (!c)
+                return NULL;
+        }
         c->prev = a->head;
         c->cap = cap;
         a->head = c;
@@ -39,7 +47,11 @@ void gr_arena_reset(gr_arena *a, gr_mark m)
 {
     while (a->head != m.chunk) {
         gr_arena_chunk *p = a->head->prev;
-        free(a->head);
+        if (!a->spare) {
+            a->spare = a->head;
+        } else {
+            free(a->head);
+        }
         a->head = p;
     }
     a->used = m.used;
@@ -48,4 +60,6 @@ void gr_arena_reset(gr_arena *a, gr_mark m)
 void gr_arena_free(gr_arena *a)
 {
     gr_arena_reset(a, (gr_mark){NULL, 0});
+    free(a->spare);
+    a->spare = NULL;
 }

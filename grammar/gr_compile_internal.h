@@ -26,6 +26,8 @@ typedef struct gc_ctx {
     int n_forbid;
     int any_built;
     int draft4;      /* draft-04 or older: integers have no fraction part */
+    const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
+    int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
 } gc_ctx;
 
 void *gc_alloc(gc_ctx *c, size_t n); /* zeroed, freed with the grammar */

@@ -548,8 +548,60 @@ static uint64_t obj_required_closure(const gr_node *n, uint64_t seen)
     return all;
 }
 
+static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count);
+
+/* Keys of props that may appear at all (their value schema is not empty). */
+static uint64_t obj_allowed(const gr_node *n)
+{
+    uint64_t a = 0;
+    for (uint32_t i = 0; i < n->u.obj.n; i++)
+        if (n->u.obj.props[i].node >= 0)
+            a |= 1ull << n->u.obj.props[i].index;
+    return a;
+}
+
+int gr_obj_pres_holds(const gr_node *n, uint64_t seen)
+{
+    int complete = 0;
+    for (int i = 0; i < n->u.obj.n_pres; i++)
+        complete += (seen & n->u.obj.pres[i]) == n->u.obj.pres[i];
+    return n->u.obj.pres_one ? complete == 1 : complete >= 1;
+}
+
+/* The presence condition can still be met from `seen`: some list i whose
+ * completion (with what it requires in turn) is allowed, feasible, and for
+ * oneOf completes no other list.  Adding keys only completes more lists,
+ * so the smallest completion is the one to test. */
+static int obj_pres_feasible(const gr_node *n, uint64_t seen, int64_t count)
+{
+    uint64_t allowed = obj_allowed(n);
+    for (int i = 0; i < n->u.obj.n_pres; i++) {
+        uint64_t S = seen | n->u.obj.pres[i];
+        for (int k = 0; k < 64; k++) {
+            uint64_t nx = S | obj_required(n, S);
+            if (nx == S)
+                break;
+            S = nx;
+        }
+        if (S & ~allowed & ~seen)
+            continue;
+        if (!gr_obj_pres_holds(n, S))
+            continue;
+        if (obj_feasible_base(n, S, count + __builtin_popcountll(S & ~seen)))
+            return 1;
+    }
+    return 0;
+}
+
 /* After a key is added (seen, count): can the object still be closed? */
 static int obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
+{
+    if (n->u.obj.n_pres && !obj_pres_feasible(n, seen, count))
+        return 0;
+    return obj_feasible_base(n, seen, count);
+}
+
+static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count)
 {
     if (n->u.obj.n_forbid) {
         uint64_t will = obj_required_closure(n, seen);
@@ -582,6 +634,8 @@ int gr_obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
 
 static int obj_can_close(const gr_node *n, const gr_frame *f)
 {
+    if (n->u.obj.n_pres && !gr_obj_pres_holds(n, f->seen))
+        return 0;
     return (obj_required(n, f->seen) & ~f->seen) == 0 && f->count >= n->u.obj.min_props;
 }
 

@@ -90,6 +90,8 @@ typedef struct gr_node {
             int64_t min_props, max_props; /* max -1 = unbounded */
             uint64_t forbid[4];  /* `not: {required}`: these keys may not all appear */
             int n_forbid;
+            uint64_t *pres;      /* anyOf/oneOf of required lists: the key sets */
+            int n_pres, pres_one;/* how many; 1 = exactly one set complete, 0 = at least one */
         } obj;
         struct {
             int32_t *prefix;
@@ -120,7 +122,8 @@ struct sx_grammar {
 typedef struct gr_arena_chunk gr_arena_chunk;
 typedef struct gr_arena {
     gr_arena_chunk *head;
-    size_t used; /* bytes used in head */
+    size_t used;          /* bytes used in head */
+    gr_arena_chunk *spare; /* one released chunk kept for reuse */
 } gr_arena;
 typedef struct gr_mark {
     gr_arena_chunk *chunk;
@@ -228,6 +231,8 @@ long gr_keyauto_new_key(const gr_strx *x, const int32_t *close, int32_t st, uint
 /* gr_feed.c: with keys `seen` (count of them), can the object still be
  * completed validly? */
 int gr_obj_feasible(const gr_node *n, uint64_t seen, int64_t count);
+/* The object's anyOf/oneOf-of-required condition holds for keys `seen`. */
+int gr_obj_pres_holds(const gr_node *n, uint64_t seen);
 
 /* Does the object accept keys beyond its listed properties at all? */
 static inline int gr_obj_has_gen(const gr_node *n)

@@ -484,7 +484,7 @@ void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_
             if (*t >= 0 && !live[*t])
                 *t = -1;
         }
-    if (!live[x->start])
+    if (x->start >= 0 && !live[x->start])
         x->start = -1;
     free(live);
     count_completions(x, close);

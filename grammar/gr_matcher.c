@@ -80,14 +80,22 @@ static int is_eos(const sx_vocab *v, int32_t t)
     return 0;
 }
 
+/* The const queries below use the matcher's scratch arena (mark, use,
+ * reset): a matcher belongs to one thread at a time anyway. */
+static gr_arena *scratch_of(const sx_matcher *m)
+{
+    return (gr_arena *)&m->scratch;
+}
+
 int sx_matcher_can_end(const sx_matcher *m)
 {
     if (m->finished || m->cur.n == 0)
         return 0;
-    gr_arena tmp = {0};
-    gr_ctx cx = ctx_for(m, &tmp);
+    gr_arena *a = scratch_of(m);
+    gr_mark mk = gr_arena_mark(a);
+    gr_ctx cx = ctx_for(m, a);
     int ok = gr_can_end(&cx, &m->cur);
-    gr_arena_free(&tmp);
+    gr_arena_reset(a, mk);
     return ok;
 }
 
@@ -295,8 +303,9 @@ size_t sx_matcher_forced_bytes(const sx_matcher *m, uint8_t *buf, size_t cap)
 {
     if (m->finished || m->cur.n == 0)
         return 0;
-    gr_arena tmp = {0};
-    gr_ctx cx = ctx_for(m, &tmp);
+    gr_arena *ar = scratch_of(m);
+    gr_mark mk = gr_arena_mark(ar);
+    gr_ctx cx = ctx_for(m, ar);
     gr_set a = m->cur, nb, only;
     size_t k = 0;
     while (k < cap) {
@@ -316,7 +325,7 @@ size_t sx_matcher_forced_bytes(const sx_matcher *m, uint8_t *buf, size_t cap)
         buf[k++] = (uint8_t)which;
         a = only;
     }
-    gr_arena_free(&tmp);
+    gr_arena_reset(ar, mk);
     return k;
 }
 
@@ -329,8 +338,9 @@ size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t 
         return (size_t)-1;
     uint8_t *tmp = malloc(cap ? cap : 1);
     size_t best = (size_t)-1;
-    gr_arena a = {0};
-    gr_ctx cx = ctx_for(m, &a);
+    gr_arena *ar = scratch_of(m);
+    gr_mark mk = gr_arena_mark(ar);
+    gr_ctx cx = ctx_for(m, ar);
     for (int i = 0; tmp && i < m->cur.n; i++) {
         long n = gr_complete(m->g, m->cur.f[i], tmp, cap);
         if (n < 0 || (best != (size_t)-1 && (size_t)n >= best))
@@ -344,7 +354,7 @@ size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t 
             memcpy(buf, tmp, (size_t)n);
             best = (size_t)n;
         }
-        gr_arena_free(&a);
+        gr_arena_reset(ar, mk);
     }
     free(tmp);
     return best;

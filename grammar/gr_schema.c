@@ -589,6 +589,11 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     for (int fi = 0; fi < n_forbid; fi++)
         forbid_lists[fi] = c->forbid[fi];
     c->n_forbid = 0; /* not for nested objects */
+    const json_t *pres = c->pres;
+    int pres_one = c->pres_one;
+    c->pres = NULL;
+    if (pres && pres_one && json_object_get(s, "minProperties"))
+        return gc_unsupported(c, "oneOf", "required-only branches together with minProperties");
     if (pp && !json_is_object(pp))
         return gc_invalid(c, "patternProperties", "must be an object");
     if (pp && json_object_size(pp) == 0)
@@ -632,6 +637,16 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         }
     }
     (void)lists;
+    size_t pi2;
+    json_t *pl;
+    json_array_foreach((json_t *)pres, pi2, pl)
+        json_array_foreach(pl, i, e)
+            if (prop_index(tmp, np, json_string_value(e)) < 0) {
+                if (np == MAXP)
+                    return gc_unsupported(c, "required", "more than 64 properties");
+                tmp[np].name = json_string_value(e);
+                tmp[np++].schema = NULL;
+            }
     for (int fi = 0; fi < n_forbid; fi++)
         json_array_foreach((json_t *)forbid_lists[fi], i, e) {
             if (!json_is_string(e))
@@ -808,6 +823,16 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     n->u.obj.additional = addl_node;
     n->u.obj.min_props = 0;
     n->u.obj.max_props = -1;
+    if (pres) {
+        n->u.obj.n_pres = (int)json_array_size(pres);
+        n->u.obj.pres_one = pres_one;
+        n->u.obj.pres = gc_alloc(c, (size_t)n->u.obj.n_pres * sizeof *n->u.obj.pres);
+        if (!n->u.obj.pres)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        json_array_foreach((json_t *)pres, pi2, pl)
+            json_array_foreach(pl, i, e)
+                n->u.obj.pres[pi2] |= 1ull << prop_index(tmp, np, json_string_value(e));
+    }
     for (int fi = 0; fi < n_forbid; fi++) {
         uint64_t bits = 0;
         json_array_foreach((json_t *)forbid_lists[fi], i, e)
@@ -1153,7 +1178,75 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
         if (tg)
             t &= schema_types(c, tg, depth + 1);
     }
+    /* applicators: a union for anyOf/oneOf, an intersection for allOf */
+    static const char *const unions[] = {"anyOf", "oneOf"};
+    for (int u = 0; u < 2; u++) {
+        const json_t *alts = json_object_get(s, unions[u]);
+        if (!json_is_array(alts))
+            continue;
+        int ut = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach((json_t *)alts, i, e)
+            ut |= schema_types(c, e, depth + 1);
+        t &= ut;
+    }
+    const json_t *all = json_object_get(s, "allOf");
+    if (json_is_array(all)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach((json_t *)all, i, e)
+            t &= schema_types(c, e, depth + 1);
+    }
     return t;
+}
+
+/* The finite set of values a schema admits, if it says so through
+ * enum/const (directly, through $ref or allOf); NULL when unbounded.
+ * Returns a new array. */
+static json_t *schema_values(gc_ctx *c, const json_t *s, int depth)
+{
+    if (depth > 16 || !json_is_object(s))
+        return NULL;
+    const json_t *cn = json_object_get(s, "const"), *en = json_object_get(s, "enum");
+    if (cn)
+        return json_pack("[O]", cn);
+    if (json_is_array(en))
+        return json_deep_copy(en);
+    const char *ref = json_string_value(json_object_get(s, "$ref"));
+    if (ref) {
+        const json_t *tg = gc_resolve_ref(c, ref);
+        if (tg)
+            return schema_values(c, tg, depth + 1);
+    }
+    const json_t *all = json_object_get(s, "allOf");
+    if (json_is_array(all)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach((json_t *)all, i, e) {
+            json_t *v = schema_values(c, e, depth + 1);
+            if (v)
+                return v;
+        }
+    }
+    return NULL;
+}
+
+/* Two schemas whose enum/const value sets share nothing. */
+static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
+{
+    json_t *va = schema_values(c, a, 0), *vb = schema_values(c, b, 0);
+    int disjoint = va && vb;
+    size_t i, j;
+    json_t *x, *y;
+    if (disjoint)
+        json_array_foreach(va, i, x)
+            json_array_foreach(vb, j, y)
+                if (json_equal(x, y))
+                    disjoint = 0;
+    json_decref(va);
+    json_decref(vb);
+    return disjoint;
 }
 
 /* The integer/number overlap counts: 1 is both. */
@@ -1264,6 +1357,57 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return gc_invalid(c, kw, "must be a non-empty array");
     size_t n = json_array_size(alts);
+    /* branches that only list required keys: a condition on which keys
+     * the object has, tracked exactly by the object itself */
+    int presence = n <= 16, typed = 0, untyped = 0;
+    for (size_t i = 0; i < n && presence; i++) {
+        const json_t *b = json_array_get(alts, i);
+        const char *bk;
+        json_t *bv;
+        if (!json_is_object(b) || !json_is_array(json_object_get(b, "required"))) {
+            presence = 0;
+            break;
+        }
+        json_object_foreach((json_t *)b, bk, bv) {
+            if (!strcmp(bk, "required")) {
+                size_t ri;
+                json_t *re;
+                json_array_foreach(bv, ri, re)
+                    if (!json_is_string(re))
+                        presence = 0;
+            } else if (!strcmp(bk, "type") && json_is_string(bv) &&
+                       !strcmp(json_string_value(bv), "object")) {
+                typed++;
+            } else if (gc_is_assertion(bk)) {
+                presence = 0;
+            }
+        }
+        untyped += !json_object_get(b, "type");
+    }
+    if (presence && (typed == 0 || untyped == 0)) {
+        json_t *base = json_deep_copy(s), *lists = json_array();
+        int one = !strcmp(kw, "oneOf"), rc;
+        json_object_del(base, kw);
+        for (size_t i = 0; i < n; i++)
+            json_array_append(lists, json_object_get(json_array_get(alts, i), "required"));
+        /* non-objects satisfy every untyped branch: fine for anyOf, too
+         * many for oneOf; typed branches refuse them */
+        rc = SX_OK;
+        if (typed || (one && n >= 2)) {
+            json_t *obj = json_pack("{s:s}", "type", "object");
+            rc = gc_merge(c, base, obj);
+            json_decref(obj);
+        }
+        if (!rc) {
+            c->pres = lists;
+            c->pres_one = one;
+            rc = gc_schema(c, base, node);
+            c->pres = NULL;
+        }
+        json_decref(lists);
+        json_decref(base);
+        return rc;
+    }
     if (!strcmp(kw, "oneOf")) {
         /* oneOf is anyOf when no value can satisfy two branches */
         for (size_t i = 0; i < n; i++)
@@ -1273,7 +1417,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
                 int disjoint = 0;
                 if (!inline_member(c, a, &ia, 0) && !inline_member(c, b, &ib, 0))
                     disjoint = !types_overlap(schema_types(c, ia, 0), schema_types(c, ib, 0)) ||
-                               const_discriminated(c, ia, ib);
+                               values_disjoint(c, ia, ib) || const_discriminated(c, ia, ib);
                 json_decref(ia);
                 json_decref(ib);
                 sx_err_clear(c->err);
@@ -1319,6 +1463,11 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     const char *k;
     json_t *v;
     int rc;
+    /* a presence condition from anyOf/oneOf belongs to this schema's own
+     * object node only */
+    const json_t *pres = c->pres;
+    int pres_one = c->pres_one;
+    c->pres = NULL;
     json_object_foreach((json_t *)s, k, v) {
         if (!strcmp(k, "if") || !strcmp(k, "$dynamicRef") || !strcmp(k, "$recursiveRef"))
             return gc_unsupported(c, k, NULL);
@@ -1383,8 +1532,11 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     }
     if (types & T_NUM)
         types &= ~T_INT; /* number covers integer */
-    if (json_object_get(s, "enum") || json_object_get(s, "const"))
+    if (json_object_get(s, "enum") || json_object_get(s, "const")) {
+        if (pres)
+            return gc_unsupported(c, pres_one ? "oneOf" : "anyOf", "required lists with enum/const");
         return enum_node(c, s, (types & T_NUM) ? types | T_INT : types, node);
+    }
 
     int32_t alts[7];
     int na = 0;
@@ -1411,7 +1563,10 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         c->n_forbid = 0;
         if (forbid)
             c->forbid[c->n_forbid++] = forbid;
+        c->pres = pres;
+        c->pres_one = pres_one;
         rc = object_node(c, s, &alts[na++]);
+        c->pres = NULL;
         c->n_forbid = 0;
     }
     if (!rc && (types & T_ARR))

@@ -218,6 +218,17 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
         for (uint32_t k = 0; k < n->u.obj.n; k++)
             if (seen >> n->u.obj.props[k].index & 1)
                 req |= n->u.obj.dep_req[n->u.obj.props[k].index];
+    if (n->u.obj.n_pres && !gr_obj_pres_holds(n, seen | req)) {
+        /* complete the first key list that satisfies the condition */
+        for (int i = 0; i < n->u.obj.n_pres; i++) {
+            uint64_t S = seen | req | n->u.obj.pres[i];
+            if (gr_obj_pres_holds(n, S) &&
+                gr_obj_feasible(n, S, count + __builtin_popcountll(S & ~seen))) {
+                req |= n->u.obj.pres[i];
+                break;
+            }
+        }
+    }
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t k = 0; k < n->u.obj.n; k++) {
             const gr_prop *p = &n->u.obj.props[k];

@@ -354,11 +354,13 @@ class Tally:
             line["engine"] = self.engine
             self.out.write(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n")
 
-    def summary(self, version):
+    def summary(self, version, isolation):
         self.ttfm.sort()
         self.tbm.sort()
         f = lambda x: round(x, 1)  # noqa: E731  strux prints %.1f
         s = {"engine": self.engine, "version": version}
+        if isolation != "fork":
+            s["isolation"] = isolation
         s.update(self.c)
         s["tokens"] = self.tokens
         s["ttfm_us"] = {"p50": f(pct(self.ttfm, .5)), "p90": f(pct(self.ttfm, .9)),
@@ -419,6 +421,99 @@ def run_one(path, engine, hf_tok, timeout_ms):
     return r.get("status") or "crash", r
 
 
+class Worker:
+    """--isolation worker: one long-lived forked process runs the schemas one
+    after another, as a server would (no per-schema fork, so no copy-on-write
+    and first-touch page faults in TTFM); it is killed on a timeout and replaced
+    after a crash or a timeout."""
+
+    def __init__(self, engine, hf_tok):
+        self.engine = engine
+        self.hf_tok = hf_tok
+        self.pid = None
+
+    def _start(self):
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(req_w)
+            os.close(res_r)
+            code = 0
+            try:
+                with os.fdopen(req_r, "rb") as f:
+                    for line in f:
+                        run_schema(line.rstrip(b"\n").decode(), self.engine, self.hf_tok, res_w)
+            except BaseException:  # noqa: BLE001  reported as a crash by the parent
+                import traceback
+
+                traceback.print_exc()
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(res_w)
+        self.pid, self.req, self.res, self.buf = pid, req_w, res_r, bytearray()
+
+    def _stop(self, kill):
+        if kill:
+            os.kill(self.pid, signal.SIGKILL)
+        os.close(self.req)
+        os.close(self.res)
+        os.waitpid(self.pid, 0)
+        self.pid = None
+
+    def run(self, path, timeout_ms):
+        if self.pid is None:
+            self._start()
+        try:
+            os.write(self.req, path.encode() + b"\n")
+        except BrokenPipeError:  # the worker died between two schemas
+            self._stop(kill=False)
+            return "crash", None
+        start = time.monotonic()
+        while b"\n" not in self.buf:
+            left = timeout_ms / 1000.0 - (time.monotonic() - start)
+            if left <= 0:
+                self._stop(kill=True)
+                return "timeout", None
+            r, _, _ = select.select([self.res], [], [], min(left, 0.05))
+            if r:
+                chunk = os.read(self.res, 1 << 16)
+                if not chunk:
+                    self._stop(kill=False)
+                    return "crash", None
+                self.buf += chunk
+        i = self.buf.index(b"\n")
+        line, self.buf = bytes(self.buf[:i]), self.buf[i + 1:]
+        try:
+            r = json.loads(line)
+        except ValueError:
+            self._stop(kill=True)
+            return "crash", None
+        return r.get("status") or "crash", r
+
+    def close(self):
+        if self.pid is not None:
+            self._stop(kill=False)
+
+
+class ForkEach:
+    """--isolation fork (strux's way): a fresh forked child per schema."""
+
+    def __init__(self, engine, hf_tok):
+        self.engine = engine
+        self.hf_tok = hf_tok
+
+    def run(self, path, timeout_ms):
+        return run_one(path, self.engine, self.hf_tok, timeout_ms)
+
+    def close(self):
+        pass
+
+
 def read_list(list_path, base):
     files = []
     with open(list_path, encoding="utf-8") as f:
@@ -458,6 +553,9 @@ def main():
     ap.add_argument("--base", help="folder for --list names (default $STRUX_SHARED/maskbench)")
     ap.add_argument("--tokenizer", help="tokenizer.json (default $STRUX_SHARED/qwen3-tokenizer)")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--isolation", choices=("fork", "worker"), default="fork",
+                    help="fork: a fresh child per schema, as strux (default); worker: one "
+                    "long-lived child for all schemas, replaced after a crash or timeout")
     ap.add_argument("--no-warmup", action="store_true",
                     help="skip the parent's one compile + mask of a trivial schema before "
                     "forking (then each child pays the engine's first-use costs in its TTFM)")
@@ -510,8 +608,9 @@ def main():
             print("maskbench_peers: %s %s (%s) on %d schemas" % (name, engine.version,
                   engine.options, len(files)), file=sys.stderr)
         last = -1
+        runner = (Worker if a.isolation == "worker" else ForkEach)(engine, hf_tok)
         for i, fpath in enumerate(files):
-            status, r = run_one(fpath, engine, hf_tok, a.timeout_ms)
+            status, r = runner.run(fpath, a.timeout_ms)
             if status == "crash" and r is not None:
                 r = None  # a crash counts nothing, as in strux
             t.record(fpath, status, r)
@@ -521,9 +620,10 @@ def main():
                       % (name, i + 1, len(files), t.c["passing"], t.c["crash"],
                          t.c["timeout"]), file=sys.stderr)
                 last = pc
+        runner.close()
         if out:
             out.close()
-        print(t.summary(engine.version), flush=True)
+        print(t.summary(engine.version, a.isolation), flush=True)
         del engine
     return rc
 
