@@ -155,6 +155,10 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
              * the keys already used matter, which only the walk sees */
             if (n->u.obj.keyx && f->ext && !n->u.obj.keyx->all_unbounded)
                 return -1;
+            /* the automaton's mask covers additional keys only: while a
+             * listed name is still possible, the walk decides */
+            if (n->u.obj.keyx && f->lo < f->hi)
+                return -1;
             continue;
         } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {
             /* pattern and lengths together: the automaton's mask is exact
