@@ -229,6 +229,27 @@ int sx_gr_compile_choices(const sx_vocab *v, const char *const *labels, size_t n
     return rc;
 }
 
+int sx_gr_compile_regex(const sx_vocab *v, const char *pattern, size_t len, const sx_gr_opts *o,
+                        sx_grammar **out, sx_error *err)
+{
+    gc_ctx c;
+    int rc = begin(&c, v, o, err);
+    if (rc)
+        return rc;
+    gr_strx *x = NULL;
+    int32_t id;
+    rc = gc_regex_automaton(&c, pattern, len, &x);
+    if (!rc)
+        rc = gc_new_node(&c, GK_STRING, &id);
+    if (!rc) {
+        c.g->nodes[id].u.str.x = x;
+        c.g->nodes[id].u.str.raw = 1;
+        c.g->nodes[id].u.str.max_len = -1;
+        c.g->root = id;
+    }
+    return finish(&c, rc, out);
+}
+
 void sx_gr_free(sx_grammar *g)
 {
     if (!g)

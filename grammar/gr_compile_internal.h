@@ -77,6 +77,9 @@ int gc_key_automaton(gc_ctx *c, const struct sx_re *names, const struct sx_re *k
                      int32_t additional, const json_t *const *pat_schemas, gr_strx **out_x,
                      int32_t **out_close);
 
+/* gr_strx.c: a whole-document regex (full match) as an automaton. */
+int gc_regex_automaton(gc_ctx *c, const char *pattern, size_t len, gr_strx **out);
+
 /* gr_analyse.c: emptiness fixpoint, pruning of impossible branches, and
  * the check that alternatives never loop without consuming input. */
 int gc_analyse(gc_ctx *c);

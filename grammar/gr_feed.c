@@ -402,10 +402,41 @@ static int esc_room(const gr_node *n, const gr_frame *f)
     return 0;
 }
 
+/* Regex mode: the document is the text itself, no quotes, no escapes;
+ * it may end wherever the automaton accepts. */
+static void feed_raw(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    const gr_strx *x = n->u.str.x;
+    int32_t st = f->phase == S_START ? x->start : (int32_t)f->pos;
+    if (c == GR_EOF) {
+        if (x->accept[st] && f->count >= n->u.str.min_len)
+            child_done(cx, f, c, 1, out);
+        return;
+    }
+    int32_t ns = gr_strx_step(x, st, (uint8_t)c);
+    if (ns < 0)
+        return;
+    gr_frame *nf = clone(cx, f);
+    if (!nf)
+        return;
+    nf->phase = S_IN;
+    nf->pos = (uint32_t)ns;
+    if ((c & 0xC0) != 0x80)
+        nf->count++;
+    if (!gr_strx_len_ok(x, ns, nf->count, n->u.str.min_len, n->u.str.max_len))
+        return;
+    emit(out, nf);
+}
+
 static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
     const gr_strx *x = n->u.str.x;
+    if (n->u.str.raw) {
+        feed_raw(cx, f, c, out);
+        return;
+    }
     if (c == GR_EOF)
         return;
     gr_frame *nf;
@@ -1009,6 +1040,14 @@ void gr_feed_set(gr_ctx *cx, const gr_set *in, int c, gr_set *out)
     out->overflow = in->overflow;
     for (int i = 0; i < in->n; i++) {
         const gr_frame *f = in->f[i];
+        /* an empty document: only regex mode can accept one */
+        if (f->node < 0 && f->phase == R_WAIT && f->lo == 1 && c == GR_EOF) {
+            const gr_node *rn = &cx->g->nodes[cx->g->root];
+            if (rn->kind == GK_STRING && rn->u.str.raw && rn->u.str.x->start >= 0 &&
+                rn->u.str.x->accept[rn->u.str.x->start] && rn->u.str.min_len == 0)
+                emit(out, &gr_end_frame);
+            continue;
+        }
         /* the root frame waiting for its first byte starts the value */
         if (f->node < 0 && f->phase == R_WAIT && f->lo == 1) {
             gr_frame *nf = clone(cx, f);

@@ -78,6 +78,7 @@ typedef struct gr_node {
         struct {
             int64_t min_len, max_len; /* code points; max -1 = unbounded */
             struct gr_strx *x;        /* pattern/format automaton, or NULL */
+            int raw;                  /* the whole document is unquoted text (regex mode) */
         } str;
         struct {
             gr_prop *props;   /* sorted by key bytes */
@@ -208,7 +209,7 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
  * state within the bounds, written to buf (no closing quote); its length,
  * or -1 if none fits in cap or the search budget. */
 long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
-                      int64_t max_len, uint8_t *buf, size_t cap);
+                      int64_t max_len, int raw, uint8_t *buf, size_t cap);
 void gr_strx_free_caches(sx_grammar *g);
 
 /* gr_keyauto.c: drop key-automaton states that cannot close into a usable

@@ -124,6 +124,19 @@ static int longest_completions(gc_ctx *c, gr_strx *x)
     return SX_OK;
 }
 
+static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len, gr_strx **out);
+
+int gc_regex_automaton(gc_ctx *c, const char *pattern, size_t len, gr_strx **out)
+{
+    sx_re *re = NULL;
+    sx_error e;
+    sx_err_clear(&e);
+    int rc = sx_re_compile(pattern, len, SX_RE_FULL, NULL, &re, &e);
+    if (rc)
+        return sx_err_setp(c->err, rc, "", e.offset, "regex: %s", e.msg);
+    return wrap_automaton(c, re, 0, -1, out);
+}
+
 int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
                         int64_t min_len, int64_t max_len, gr_strx **out)
 {
@@ -156,6 +169,12 @@ int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char 
     }
     if (!re)
         return SX_OK;
+    return wrap_automaton(c, re, min_len, max_len, out);
+}
+
+static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len, gr_strx **out)
+{
+    int rc;
     if (gc_keep_re(c, re)) {
         sx_re_free(re);
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
@@ -292,7 +311,7 @@ static int escape_byte(uint8_t b, uint8_t *out)
 }
 
 long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
-                      int64_t max_len, uint8_t *buf, size_t cap)
+                      int64_t max_len, int raw, uint8_t *buf, size_t cap)
 {
     int64_t C = max_len >= 0 ? max_len : (min_len > count ? min_len : count);
     if (st < 0 || count > C || x->n_states <= 0)
@@ -310,10 +329,10 @@ long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_l
     int16_t cls_byte[256];
     for (int i = 0; i < 256; i++)
         cls_byte[i] = -1;
-    for (int b = 0x20; b < 0x100 + 0x20; b++) {
+    for (int b = raw ? 0 : 0x20; b < 0x100 + (raw ? 0 : 0x20); b++) {
         int bb = b & 0xff;
         uint8_t tmp[2];
-        if (!escape_byte((uint8_t)bb, tmp))
+        if (!raw && !escape_byte((uint8_t)bb, tmp))
             continue;
         int cl = x->byte_class[bb];
         if (cls_byte[cl] < 0) {
@@ -360,23 +379,24 @@ long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_l
     size_t len = 0, n = 0;
     for (long at = goal; par[at] >= 0; at = par[at])
         n++;
-    uint8_t *raw = malloc(n ? n : 1);
-    if (!raw)
+    int raw_text = raw;
+    uint8_t *bytes = malloc(n ? n : 1);
+    if (!bytes)
         goto out;
     size_t i = n;
     for (long at = goal; par[at] >= 0; at = par[at])
-        raw[--i] = via[at];
+        bytes[--i] = via[at];
     for (i = 0; i < n; i++) {
         uint8_t e[2];
-        int el = escape_byte(raw[i], e);
+        int el = raw_text ? (e[0] = bytes[i], 1) : escape_byte(bytes[i], e);
         if (len + (size_t)el > cap) {
-            free(raw);
+            free(bytes);
             goto out;
         }
         memcpy(buf + len, e, (size_t)el);
         len += (size_t)el;
     }
-    free(raw);
+    free(bytes);
     result = (long)len;
 out:
     free(par);

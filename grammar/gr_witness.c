@@ -123,8 +123,8 @@ static int64_t node_len(const gr_node *N, int32_t i, const int64_t *len, char *n
         if (n->u.str.x) {
             uint8_t tmp[4096];
             long l = gr_strx_complete(n->u.str.x, n->u.str.x->start, 0, n->u.str.min_len,
-                                      n->u.str.max_len, tmp, sizeof tmp);
-            return l < 0 ? INF_LEN : 2 + l;
+                                      n->u.str.max_len, n->u.str.raw, tmp, sizeof tmp);
+            return l < 0 ? INF_LEN : (n->u.str.raw ? 0 : 2) + l;
         }
         return 2 + n->u.str.min_len;
     case GK_OBJECT: {
@@ -307,11 +307,12 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
         return;
     }
     case GK_STRING:
-        puts_(w, "\"");
+        if (!n->u.str.raw)
+            puts_(w, "\"");
         if (n->u.str.x) {
             uint8_t tmp[4096];
             long l = gr_strx_complete(n->u.str.x, n->u.str.x->start, 0, n->u.str.min_len,
-                                      n->u.str.max_len, tmp, sizeof tmp);
+                                      n->u.str.max_len, n->u.str.raw, tmp, sizeof tmp);
             if (l < 0)
                 w->oom = 1;
             else
@@ -320,7 +321,8 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
             for (int64_t k = 0; k < n->u.str.min_len; k++)
                 puts_(w, "a");
         }
-        puts_(w, "\"");
+        if (!n->u.str.raw)
+            puts_(w, "\"");
         return;
     case GK_OBJECT:
         puts_(w, "{");
@@ -460,7 +462,8 @@ static void finish_string(const gr_node *n, const gr_frame *f, wbuf *w)
     const gr_strx *x = n->u.str.x;
     int32_t st = (int32_t)f->pos;
     if (phase == S_START) {
-        puts_(w, "\"");
+        if (!n->u.str.raw)
+            puts_(w, "\"");
         phase = S_IN;
         st = x ? x->start : 0;
     }
@@ -496,8 +499,8 @@ static void finish_string(const gr_node *n, const gr_frame *f, wbuf *w)
     }
     if (x) {
         uint8_t tmp[4096];
-        long l = gr_strx_complete(x, st, count, n->u.str.min_len, n->u.str.max_len, tmp,
-                                  sizeof tmp);
+        long l = gr_strx_complete(x, st, count, n->u.str.min_len, n->u.str.max_len,
+                                  n->u.str.raw, tmp, sizeof tmp);
         if (l < 0) {
             w->oom = 1;
             return;
@@ -507,7 +510,8 @@ static void finish_string(const gr_node *n, const gr_frame *f, wbuf *w)
         for (; count < n->u.str.min_len; count++)
             puts_(w, "a");
     }
-    puts_(w, "\"");
+    if (!n->u.str.raw)
+        puts_(w, "\"");
 }
 
 /* Completes a key being typed with the shortest usable known key; returns

@@ -52,6 +52,10 @@ int sx_gr_compile_json_object(const sx_vocab *v, const sx_gr_opts *o, sx_grammar
 /* One of n labels, emitted as a JSON string. */
 int sx_gr_compile_choices(const sx_vocab *v, const char *const *labels, size_t n,
                           const sx_gr_opts *o, sx_grammar **out, sx_error *err);
+/* Regex mode: the document is raw text (not JSON) that the ECMA-262
+ * pattern matches in full. */
+int sx_gr_compile_regex(const sx_vocab *v, const char *pattern, size_t len, const sx_gr_opts *o,
+                        sx_grammar **out, sx_error *err);
 void sx_gr_free(sx_grammar *g);
 
 /* Number of grammar nodes (a size figure for `strux compile`). */

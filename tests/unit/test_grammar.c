@@ -253,12 +253,71 @@ static void forced_bytes_and_completion(void **state)
     sx_gr_free(g);
 }
 
+/* Regex mode, labels and json_object mode. */
+static void other_modes(void **state)
+{
+    (void)state;
+    sx_grammar *g;
+    sx_error err;
+    const char *re = "[a-c]{2,3}(-[0-9]+)?";
+    assert_int_equal(sx_gr_compile_regex(V, re, strlen(re), NULL, &g, &err), 0);
+    assert_true(accepts(g, "ab"));
+    assert_true(accepts(g, "abc-12"));
+    assert_false(accepts(g, "a"));
+    assert_false(accepts(g, "abcd"));
+    assert_false(accepts(g, "\"ab\""));
+    assert_false(accepts(g, "ab-"));
+    /* the mask matches the reference walk, and completions finish */
+    sx_matcher *m;
+    uint32_t *mask = malloc((size_t)V->mask_words * sizeof *mask);
+    uint32_t *ref = malloc((size_t)V->mask_words * sizeof *ref);
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    assert_false(sx_matcher_can_end(m));
+    assert_int_equal(sx_matcher_accept_bytes(m, "b", 1, NULL), 0);
+    sx_matcher_fill_mask(m, mask);
+    gr_fill_mask_reference(m, ref);
+    assert_memory_equal(mask, ref, (size_t)V->mask_words * sizeof *ref);
+    assert_false(mask[V->eos[0] >> 5] >> (V->eos[0] & 31) & 1);
+    uint8_t buf[64];
+    size_t n = sx_matcher_shortest_completion(m, buf, sizeof buf);
+    assert_int_equal(n, 1);
+    assert_int_equal(sx_matcher_accept_bytes(m, buf, n, NULL), 0);
+    assert_true(sx_matcher_can_end(m));
+    sx_matcher_free(m);
+    sx_gr_free(g);
+    /* an empty document is fine when the regex allows it */
+    assert_int_equal(sx_gr_compile_regex(V, "x*", 2, NULL, &g, NULL), 0);
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    assert_true(sx_matcher_can_end(m));
+    sx_matcher_free(m);
+    sx_gr_free(g);
+    assert_int_equal(sx_gr_compile_regex(V, "(?=a)", 5, NULL, &g, &err), SX_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "regex: "));
+
+    const char *labels[] = {"yes", "no", "not sure"};
+    assert_int_equal(sx_gr_compile_choices(V, labels, 3, NULL, &g, NULL), 0);
+    assert_true(accepts(g, "\"yes\""));
+    assert_true(accepts(g, "\"not sure\""));
+    assert_false(accepts(g, "\"ye\""));
+    assert_false(accepts(g, "yes"));
+    sx_gr_free(g);
+
+    assert_int_equal(sx_gr_compile_json_object(V, NULL, &g, NULL), 0);
+    assert_true(accepts(g, "{\"a\":[1,{\"b\":null}]}"));
+    assert_false(accepts(g, "[1]"));
+    assert_false(accepts(g, "\"x\""));
+    sx_gr_free(g);
+    free(mask);
+    free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cases_from_file),
         cmocka_unit_test(rollback_restores_state),
         cmocka_unit_test(forced_bytes_and_completion),
+        cmocka_unit_test(other_modes),
         cmocka_unit_test(random_walks_stay_alive),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
