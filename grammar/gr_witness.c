@@ -386,7 +386,8 @@ int gc_witness(gc_ctx *c)
             if (!t)
                 rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
             else {
-                memcpy(t, w.b, w.n);
+                if (w.n) /* an empty witness: regex mode with an empty match */
+                    memcpy(t, w.b, w.n);
                 N[i].wit = t;
                 N[i].min_bytes = (int32_t)w.n;
             }
