@@ -2,6 +2,7 @@
  * open values.  Every transition keeps the invariant that the document can
  * still be completed validly (soundness); a byte that would break it kills
  * that interpretation. */
+#include "common/sx_text.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,21 @@ static gr_frame *clone(gr_ctx *cx, const gr_frame *f)
     if (n)
         *n = *f;
     return n;
+}
+
+static void emit(gr_set *out, const gr_frame *f);
+
+/* Whitespace between tokens of a container, up to the bound (so a model
+ * can never loop on it). */
+static void feed_ws(gr_ctx *cx, const gr_frame *f, gr_set *out)
+{
+    if (f->ws >= cx->max_ws)
+        return;
+    gr_frame *nf = clone(cx, f);
+    if (nf) {
+        nf->ws++;
+        emit(out, nf);
+    }
 }
 
 static int frames_equal(const gr_frame *a, const gr_frame *b)
@@ -331,16 +347,6 @@ skip:
 
 /* ---- strings -------------------------------------------------------------- */
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* One more code point in a string: allowed only while the maximum holds. */
 static int str_add_cp(const gr_node *n, gr_frame *nf)
@@ -521,7 +527,7 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         return;
     }
     case S_U: {
-        int h = hexval(c);
+        int h = sx_hexval(c);
         if (h < 0)
             return;
         nf = clone(cx, f);
@@ -857,13 +863,7 @@ static void feed_obj(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         return;
     }
     if (f->phase != O_START && f->phase != O_INVAL && is_ws(c)) {
-        if (f->ws < cx->max_ws) {
-            gr_frame *nf = clone(cx, f);
-            if (nf) {
-                nf->ws++;
-                emit(out, nf);
-            }
-        }
+        feed_ws(cx, f, out);
         return;
     }
     gr_frame *nf;
@@ -943,13 +943,7 @@ static void feed_arr(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     if (c == GR_EOF)
         return;
     if (f->phase != A_START && f->phase != A_INVAL && is_ws(c)) {
-        if (f->ws < cx->max_ws) {
-            gr_frame *nf = clone(cx, f);
-            if (nf) {
-                nf->ws++;
-                emit(out, nf);
-            }
-        }
+        feed_ws(cx, f, out);
         return;
     }
     gr_frame *nf;

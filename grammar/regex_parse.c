@@ -1,6 +1,7 @@
 /* ECMA-262 (Unicode mode) pattern -> AST.  Recursive descent over the
  * grammar of ECMA-262 section 22.2.1 with the Annex B leniencies that have a
  * single obvious meaning; everything else is an error with a byte offset. */
+#include "common/sx_text.h"
 #include <string.h>
 
 #include "grammar/regex_internal.h"
@@ -52,16 +53,6 @@ static uint32_t take_cp(parser *ps)
     return c;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 static int is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -71,7 +62,7 @@ static int read_hex(parser *ps, int n, uint32_t *v)
 {
     uint32_t x = 0;
     for (int i = 0; i < n; i++) {
-        int h = hexval(peek_at(ps, (size_t)i));
+        int h = sx_hexval(peek_at(ps, (size_t)i));
         if (h < 0)
             return 0;
         x = x * 16 + (uint32_t)h;
@@ -264,8 +255,8 @@ static int parse_escape(parser *ps, int in_class, uint32_t *cp, sx_rx_cset *set)
             size_t q = ps->pos + 1;
             uint32_t x = 0;
             int nd = 0;
-            while (q < ps->len && hexval(ps->p[q]) >= 0) {
-                x = x * 16 + (uint32_t)hexval(ps->p[q]);
+            while (q < ps->len && sx_hexval(ps->p[q]) >= 0) {
+                x = x * 16 + (uint32_t)sx_hexval(ps->p[q]);
                 if (x > SX_RX_MAX_CP)
                     break;
                 q++;

@@ -4,6 +4,7 @@
  * terminators), character escapes including \u surrogate pairs and \u{...},
  * Unicode property names (General_Category values and aliases, Script,
  * Script_Extensions, binary properties), and [...] classes. */
+#include "common/sx_text.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,16 +155,6 @@ int sxv_rx_peek(const sxv_rx *r)
     return r->i < r->n ? (unsigned char)r->s[r->i] : -1;
 }
 
-static int hexv(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static int is_syntax(int c)
 {
@@ -180,7 +171,7 @@ static long read_hex(sxv_rx *r, int digits)
 {
     long v = 0;
     for (int k = 0; k < digits; k++) {
-        int h = hexv(sxv_rx_peek(r));
+        int h = sx_hexval(sxv_rx_peek(r));
         if (h < 0)
             return -1;
         v = v * 16 + h;
@@ -196,8 +187,8 @@ static long read_u(sxv_rx *r)
         r->i++;
         unsigned long v = 0;
         int nd = 0;
-        while (hexv(sxv_rx_peek(r)) >= 0) {
-            v = v * 16 + (unsigned long)hexv(sxv_rx_peek(r));
+        while (sx_hexval(sxv_rx_peek(r)) >= 0) {
+            v = v * 16 + (unsigned long)sx_hexval(sxv_rx_peek(r));
             if (v > 0x10ffff)
                 return sxv_rx_error(r, SX_EFORMAT, "\\u{...} above U+10FFFF");
             r->i++;

@@ -1,5 +1,6 @@
 /* val_uri: RFC 3986 reference resolution for $id and $ref, and percent
  * decoding of fragments. */
+#include "common/sx_text.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,16 +203,6 @@ int sxv_uri_resolve(const char *base, const char *ref, char **out)
     return SX_OK;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 int sxv_pct_decode(sxv_buf *b, const char *s, size_t n)
 {
@@ -222,7 +213,7 @@ int sxv_pct_decode(sxv_buf *b, const char *s, size_t n)
         }
         if (i + 2 >= n)
             return -1;
-        int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
+        int h = sx_hexval(s[i + 1]), l = sx_hexval(s[i + 2]);
         if (h < 0 || l < 0)
             return -1;
         sxv_buf_addc(b, (char)(h * 16 + l));
