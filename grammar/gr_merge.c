@@ -59,8 +59,24 @@ static int merge_properties(gc_ctx *c, json_t *dst, const json_t *src)
     json_t *dp = json_object_get(dst, "properties"), *sp = json_object_get(src, "properties");
     const json_t *da = json_object_get(dst, "additionalProperties");
     const json_t *sa = json_object_get(src, "additionalProperties");
-    if (json_object_get(dst, "patternProperties") || json_object_get(src, "patternProperties"))
-        return gc_unsupported(c, "patternProperties", "inside allOf");
+    const json_t *dpp = json_object_get(dst, "patternProperties");
+    const json_t *spp = json_object_get(src, "patternProperties");
+    if (dpp || spp) {
+        /* pattern maps join exactly only when neither side has an
+         * additionalProperties that the other side's keys would fall to */
+        int d_open = !da || json_is_true(da), s_open = !sa || json_is_true(sa);
+        if (!d_open || !s_open || (dpp && !json_is_object(dpp)) || (spp && !json_is_object(spp)))
+            return gc_unsupported(c, "patternProperties",
+                                  "inside allOf together with additionalProperties");
+        if (spp) {
+            json_t *pm = dpp ? json_deep_copy(dpp) : json_object();
+            const char *pk;
+            json_t *pv;
+            json_object_foreach((json_t *)spp, pk, pv)
+                json_object_set_new(pm, pk, all_of(json_object_get(pm, pk), pv));
+            json_object_set_new(dst, "patternProperties", pm);
+        }
+    }
     json_t *out = json_object();
     const char *k;
     json_t *v;
