@@ -200,6 +200,26 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
     return 0;
 }
 
+/* Every interpretation is inside a string with no automaton, at a
+ * character boundary (see vocab.h, free_le).  Returns the largest room in
+ * characters (-1 unbounded), or -2 when that is not the case. */
+static int64_t free_strings(const sx_matcher *m)
+{
+    int64_t room = -2;
+    for (int i = 0; i < m->cur.n; i++) {
+        const gr_frame *f = m->cur.f[i];
+        if (f->node < 0)
+            return -2;
+        const gr_node *n = &m->g->nodes[f->node];
+        if (n->kind != GK_STRING || f->phase != S_IN || f->aux || n->u.str.x || n->u.str.raw)
+            return -2;
+        int64_t r = n->u.str.max_len < 0 ? -1 : n->u.str.max_len - f->count;
+        if (room == -2 || r == -1 || (room != -1 && r > room))
+            room = r;
+    }
+    return room;
+}
+
 static int fill(sx_matcher *m, uint32_t *mask, int fast)
 {
     const sx_vocab *v = m->g->vocab;
@@ -207,7 +227,18 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
     if (m->finished || m->cur.n == 0)
         return SX_OK;
     gr_ctx cx = ctx_for(m, &m->scratch);
-    if (fast && plain_part(m, mask) == 0) {
+    int64_t room = fast ? free_strings(m) : -2;
+    if (room >= -1) {
+        /* plain and other quote-free content as blocks, by the room left;
+         * walk only the tokens that hold a quote (they close the string) */
+        int64_t lp = room < 0 || room > v->max_plain_cp ? v->max_plain_cp : room;
+        int64_t lf = room < 0 || room > v->max_free_starts ? v->max_free_starts : room;
+        const uint32_t *pl = v->plain_le + (size_t)lp * (size_t)v->mask_words;
+        const uint32_t *fl = v->free_le + (size_t)lf * (size_t)v->mask_words;
+        for (int32_t w = 0; w < v->mask_words; w++)
+            mask[w] = pl[w] | fl[w];
+        walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
+    } else if (fast && plain_part(m, mask) == 0) {
         walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
     } else {
         memset(mask, 0, (size_t)v->mask_words * sizeof *mask);

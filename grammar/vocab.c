@@ -117,6 +117,124 @@ static int plain_cp(const uint8_t *b, uint32_t len)
     return cp;
 }
 
+/* How many characters (escapes count one) b starts if it is valid JSON
+ * string content from a character boundary, else -1; it may stop
+ * stopping inside an escape or a character?  The same rules as the
+ * matcher's string frame: short escapes, \u with four hex digits and no
+ * surrogates, UTF-8 without overlongs or surrogates, no control bytes. */
+static int free_content(const uint8_t *b, uint32_t len)
+{
+    enum { NORMAL, ESC, HEX, UTF8 } st = NORMAL;
+    int digits = 0, pend = 0, lo = 0, hi = 0, first = 0, starts = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        int c = b[i];
+        switch (st) {
+        case NORMAL:
+            if (c < 0x20 || c == '"')
+                return -1;
+            starts++;
+            if (c == '\\') {
+                st = ESC;
+            } else if (c >= 0x80) {
+                lo = 0x80;
+                hi = 0xBF;
+                if (c >= 0xC2 && c <= 0xDF) {
+                    pend = 1;
+                } else if (c >= 0xE0 && c <= 0xEF) {
+                    pend = 2;
+                    if (c == 0xE0)
+                        lo = 0xA0;
+                    if (c == 0xED)
+                        hi = 0x9F;
+                } else if (c >= 0xF0 && c <= 0xF4) {
+                    pend = 3;
+                    if (c == 0xF0)
+                        lo = 0x90;
+                    if (c == 0xF4)
+                        hi = 0x8F;
+                } else {
+                    return -1;
+                }
+                st = UTF8;
+            }
+            break;
+        case ESC:
+            if (c == 'u') {
+                st = HEX;
+                digits = 0;
+            } else if (c && strchr("\"\\/bfnrt", c)) {
+                st = NORMAL;
+            } else {
+                return -1;
+            }
+            break;
+        case HEX: {
+            int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                                     : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+            if (h < 0)
+                return -1;
+            if (digits == 0)
+                first = h;
+            if (digits == 1 && first == 0xD && h >= 8)
+                return -1; /* surrogate escapes are refused */
+            if (++digits == 4)
+                st = NORMAL;
+            break;
+        }
+        case UTF8:
+            if (c < lo || c > hi)
+                return -1;
+            lo = 0x80;
+            hi = 0xBF;
+            if (--pend == 0)
+                st = NORMAL;
+            break;
+        }
+    }
+    return starts;
+}
+
+/* Splits the non-plain tokens in order[0..n) for the free-string path:
+ * marks free_str, and builds the trie of those that hold a '"'. */
+static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
+{
+    vocab_key *q = malloc((size_t)(n ? n : 1) * sizeof *q);
+    int *starts = malloc((size_t)(n ? n : 1) * sizeof *starts);
+    int32_t nq = 0, maxs = 0;
+    if (!q || !starts) {
+        free(q);
+        free(starts);
+        return SX_ENOMEM;
+    }
+    for (int32_t k = 0; k < n; k++) {
+        starts[k] = memchr(order[k].b, '"', order[k].len) ? -1 : free_content(order[k].b, order[k].len);
+        if (starts[k] > maxs)
+            maxs = starts[k];
+    }
+    v->max_free_starts = maxs;
+    v->free_le = calloc((size_t)(maxs + 1) * (size_t)v->mask_words, sizeof *v->free_le);
+    if (!v->free_le) {
+        free(q);
+        free(starts);
+        return SX_ENOMEM;
+    }
+    for (int32_t k = 0; k < n; k++) {
+        int32_t t = order[k].id;
+        if (memchr(order[k].b, '"', order[k].len))
+            q[nq++] = order[k];
+        else if (starts[k] >= 0)
+            v->free_le[(size_t)starts[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
+    }
+    for (int32_t L = 1; L <= maxs; L++)
+        for (int32_t w = 0; w < v->mask_words; w++)
+            v->free_le[(size_t)L * (size_t)v->mask_words + (size_t)w] |=
+                v->free_le[(size_t)(L - 1) * (size_t)v->mask_words + (size_t)w];
+    free(starts);
+    int rc = build_trie(q, nq, &v->q_nodes, &v->n_q_nodes);
+    free(q);
+    return rc;
+}
+
 /* Fills plain_le and leaves in order[] only the tokens that are not plain. */
 static int build_plain(sx_vocab *v, vocab_key *order, int32_t *n_order)
 {
@@ -213,7 +331,8 @@ int sx_vocab_new(int32_t n_tokens, int32_t n_rows, const uint8_t *const *bytes,
     qsort(order, (size_t)n_order, sizeof *order, cmp_tokens);
     if ((rc = build_trie(order, n_order, &v->nodes, &v->n_nodes)) ||
         (rc = build_plain(v, order, &n_order)) ||
-        (rc = build_trie(order, n_order, &v->np_nodes, &v->n_np_nodes)))
+        (rc = build_trie(order, n_order, &v->np_nodes, &v->n_np_nodes)) ||
+        (rc = build_free(v, order, n_order)))
         goto fail;
     free(order);
     *out = v;
@@ -232,6 +351,8 @@ void sx_vocab_free(sx_vocab *v)
         return;
     free(v->nodes);
     free(v->np_nodes);
+    free(v->q_nodes);
+    free(v->free_le);
     free(v->plain_le);
     free(v->plain_cp);
     free(v->tok_bytes);

@@ -49,6 +49,17 @@ typedef struct sx_vocab {
     int16_t *plain_cp;     /* per token: code points if plain, else -1 */
     sx_vocab_node *np_nodes;
     uint32_t n_np_nodes;
+
+    /* Inside a string with no automaton and no maximum length, a token that
+     * holds no '"' is allowed exactly when its bytes are valid string
+     * content (escapes, UTF-8 that may stop mid-character): free_str marks
+     * those (beyond the plain ones) by how many characters they start (a
+     * maximum length allows a token exactly when that count fits), and only
+     * tokens holding a '"' need a walk, over their own trie (q_nodes). */
+    uint32_t *free_le;     /* free_le[L]: such tokens that start at most L characters */
+    int32_t max_free_starts;
+    sx_vocab_node *q_nodes;
+    uint32_t n_q_nodes;
 } sx_vocab;
 
 /* bytes[i]/lens[i] for i < n_tokens are the raw bytes of token i;
