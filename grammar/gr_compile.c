@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "grammar/gr_compile_internal.h"
+#include "grammar/regex.h"
 
 void sx_gr_opts_default(sx_gr_opts *o)
 {
@@ -36,6 +37,7 @@ void *gc_alloc(gc_ctx *c, size_t n)
         return NULL;
     b->next = c->g->pool;
     c->g->pool = b;
+    c->g->pool_bytes += sizeof *b + (n ? n : 1);
     memset(b->data, 0, n ? n : 1);
     return b->data;
 }
@@ -263,4 +265,12 @@ void sx_gr_free(sx_grammar *g)
 int sx_gr_n_nodes(const sx_grammar *g)
 {
     return g->n_nodes;
+}
+
+size_t sx_gr_mem_bytes(const sx_grammar *g)
+{
+    size_t b = sizeof *g + (size_t)g->cap_nodes * sizeof *g->nodes + g->pool_bytes;
+    for (int i = 0; i < g->n_res; i++)
+        b += sx_re_mem_bytes(g->res[i]);
+    return b;
 }

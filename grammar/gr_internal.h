@@ -116,6 +116,7 @@ struct sx_grammar {
     void *pool; /* owned allocations, freed with the grammar (linked list) */
     struct sx_re **res; /* owned automata */
     int n_res, cap_res;
+    size_t pool_bytes;  /* bytes held in pool (for sx_gr_mem_bytes) */
 };
 
 /* ---- arena ------------------------------------------------------------ */

@@ -60,6 +60,9 @@ void sx_gr_free(sx_grammar *g);
 
 /* Number of grammar nodes (a size figure for `strux compile`). */
 int sx_gr_n_nodes(const sx_grammar *g);
+/* Memory the compiled grammar holds, in bytes (automata included; the
+ * per-state token-mask caches filled at run time are not). */
+size_t sx_gr_mem_bytes(const sx_grammar *g);
 
 int sx_matcher_new(const sx_grammar *g, sx_matcher **out, sx_error *err);
 void sx_matcher_free(sx_matcher *m);

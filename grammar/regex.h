@@ -87,6 +87,9 @@ int sx_re_from_literals(const char *const *strs, const size_t *lens, size_t n,
 int sx_re_intersect(const sx_re *a, const sx_re *b, const sx_re_limits *lim,
                     sx_re **out, sx_error *err);
 
+/* Bytes the automaton holds. */
+size_t sx_re_mem_bytes(const sx_re *re);
+
 /* Frees re (NULL is allowed). */
 void sx_re_free(sx_re *re);
 

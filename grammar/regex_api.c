@@ -412,3 +412,12 @@ fail:
     sx_rx_sdfa_free(&d);
     return rc;
 }
+
+size_t sx_re_mem_bytes(const sx_re *re)
+{
+    if (!re)
+        return 0;
+    size_t n = (size_t)re->n_states;
+    return sizeof *re + n * (size_t)re->n_classes * sizeof(int32_t) + n * (1 + 2 * sizeof(int32_t) + 1) +
+           (size_t)re->n_classes;
+}

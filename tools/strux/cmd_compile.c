@@ -77,9 +77,10 @@ int cmd_compile(int argc, char **argv)
             for (int32_t w = 0; w < v->mask_words; w++)
                 allowed += __builtin_popcount(mask[w]);
             printf("compiled %s\n  compile: %.0f us\n  first mask: %.0f us (%ld tokens allowed)\n"
-                   "  grammar: %d nodes\n  tokenizer + vocabulary load: %.0f ms (once per "
+                   "  grammar: %d nodes, %.1f KiB\n  tokenizer + vocabulary load: %.0f ms (once per "
                    "process)\n",
-                   schema_path, t2 - t1, t3 - t2, allowed, sx_gr_n_nodes(g), (t1 - t0) / 1000);
+                   schema_path, t2 - t1, t3 - t2, allowed, sx_gr_n_nodes(g),
+                   (double)sx_gr_mem_bytes(g) / 1024.0, (t1 - t0) / 1000);
         }
         free(mask);
     }

@@ -105,6 +105,7 @@ static void run_schema(const char *file, const sx_tokenizer *tok, const sx_vocab
     }
     sx_matcher_fill_mask(m, mask);
     json_object_set_new(res, "ttfm_us", json_real(tool_now_us() - t0));
+    json_object_set_new(res, "grammar_bytes", json_integer((json_int_t)sx_gr_mem_bytes(g)));
     size_t ti;
     json_t *t;
     json_array_foreach(json_object_get(doc, "tests"), ti, t) {
