@@ -1458,6 +1458,43 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
 
 /* ---- the schema ----------------------------------------------------------- */
 
+/* Branches that are only `required` lists: *out gets one list per branch
+ * (anyOf) or their union as one list (allOf).  0 if the branches are
+ * anything else or too many. */
+static int required_lists(const json_t *branches, int union_all, json_t **out)
+{
+    size_t i, j;
+    json_t *b, *e;
+    *out = NULL;
+    if (!json_is_array(branches) || json_array_size(branches) == 0 ||
+        (!union_all && json_array_size(branches) > 4))
+        return 0;
+    json_array_foreach((json_t *)branches, i, b) {
+        const char *k;
+        json_t *v;
+        if (!json_is_object(b) || !json_is_array(json_object_get(b, "required")))
+            return 0;
+        json_object_foreach(b, k, v)
+            if (strcmp(k, "required") && gc_is_assertion(k))
+                return 0;
+        json_array_foreach(json_object_get(b, "required"), j, e)
+            if (!json_is_string(e))
+                return 0;
+    }
+    json_t *lists = json_array();
+    if (union_all) {
+        json_t *u = json_array();
+        json_array_foreach((json_t *)branches, i, b)
+            json_array_extend(u, json_object_get(b, "required"));
+        json_array_append_new(lists, u);
+    } else {
+        json_array_foreach((json_t *)branches, i, b)
+            json_array_append(lists, json_object_get(b, "required"));
+    }
+    *out = lists;
+    return 1;
+}
+
 static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
 {
     const char *k;
@@ -1500,6 +1537,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     /* not: the forms whose complement is exact here */
     const json_t *nt = json_object_get(s, "not");
     const json_t *forbid = NULL;
+    json_t *owned = NULL; /* forbidden key lists built from not {anyOf|allOf} */
     if (nt && !json_is_false(nt)) {
         const char *nk, *only = NULL;
         json_t *nv;
@@ -1526,6 +1564,16 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
             if (json_array_size(forbid) == 0)
                 return empty_node(c, node); /* everything satisfies required: [] */
             types &= T_OBJ; /* non-objects satisfy any required */
+        } else if ((!strcmp(only, "anyOf") || !strcmp(only, "allOf")) &&
+                   required_lists(json_object_get(nt, only), !strcmp(only, "allOf"), &owned)) {
+            /* not anyOf[required...]: no list complete; not allOf: not all
+             * of their union; non-objects satisfy every branch */
+            for (size_t li = 0; li < json_array_size(owned); li++)
+                if (json_array_size(json_array_get(owned, li)) == 0) {
+                    json_decref(owned);
+                    return empty_node(c, node);
+                }
+            types &= T_OBJ;
         } else {
             return gc_unsupported(c, "not", "only not {type}, not {required} and not {} are enforced");
         }
@@ -1533,8 +1581,12 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     if (types & T_NUM)
         types &= ~T_INT; /* number covers integer */
     if (json_object_get(s, "enum") || json_object_get(s, "const")) {
-        if (pres)
-            return gc_unsupported(c, pres_one ? "oneOf" : "anyOf", "required lists with enum/const");
+        /* listed values: key conditions on objects are not combined here */
+        if (pres || forbid || owned) {
+            json_decref(owned);
+            return gc_unsupported(c, pres ? (pres_one ? "oneOf" : "anyOf") : "not",
+                                  "key conditions together with enum/const");
+        }
         return enum_node(c, s, (types & T_NUM) ? types | T_INT : types, node);
     }
 
@@ -1563,6 +1615,8 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         c->n_forbid = 0;
         if (forbid)
             c->forbid[c->n_forbid++] = forbid;
+        for (size_t li = 0; owned && li < json_array_size(owned) && c->n_forbid < 4; li++)
+            c->forbid[c->n_forbid++] = json_array_get(owned, li);
         c->pres = pres;
         c->pres_one = pres_one;
         rc = object_node(c, s, &alts[na++]);
@@ -1571,6 +1625,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     }
     if (!rc && (types & T_ARR))
         rc = array_node(c, s, &alts[na++]);
+    json_decref(owned);
     if (rc)
         return rc;
     return alt_node(c, alts, na, node);
