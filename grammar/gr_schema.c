@@ -1249,6 +1249,40 @@ static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
     return disjoint;
 }
 
+/* No object satisfies both: a requires a key that b forbids, or whose
+ * listed values b's listing of it does not share. */
+static int key_excludes(gc_ctx *c, const json_t *a, const json_t *b)
+{
+    const json_t *ra = json_object_get(a, "required"), *pa = json_object_get(a, "properties");
+    const json_t *pb = json_object_get(b, "properties"), *ab = json_object_get(b, "additionalProperties");
+    size_t i;
+    json_t *e;
+    if (!json_is_array(ra))
+        return 0;
+    json_array_foreach((json_t *)ra, i, e) {
+        if (!json_is_string(e))
+            continue;
+        const char *k = json_string_value(e);
+        const json_t *vb = json_is_object(pb) ? json_object_get(pb, k) : NULL;
+        const json_t *va = json_is_object(pa) ? json_object_get(pa, k) : NULL;
+        if (!vb && json_is_false(ab) && !json_object_get(b, "patternProperties"))
+            return 1; /* b admits no such key */
+        if (vb && json_is_false(vb))
+            return 1;
+        if (va && vb && values_disjoint(c, va, vb))
+            return 1;
+    }
+    return 0;
+}
+
+static int keyed_disjoint(gc_ctx *c, const json_t *a, const json_t *b, int ta, int tb)
+{
+    /* non-objects satisfy every key rule: they must be excluded by type */
+    if (ta & tb & ~T_OBJ)
+        return 0;
+    return key_excludes(c, a, b) || key_excludes(c, b, a);
+}
+
 /* The integer/number overlap counts: 1 is both. */
 static int types_overlap(int a, int b)
 {
@@ -1256,53 +1290,6 @@ static int types_overlap(int a, int b)
     if ((na & T_INT) && (nb & T_INT))
         return 1;
     return (na & nb & ~(T_INT | T_NUM)) != 0 || ((na & T_NUM) && (nb & T_NUM));
-}
-
-/* Two schemas that require the same property with disjoint const values. */
-static int const_discriminated(gc_ctx *c, const json_t *a, const json_t *b)
-{
-    const json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
-    const json_t *ra = json_object_get(a, "required"), *rb = json_object_get(b, "required");
-    if (!json_is_object(pa) || !json_is_object(pb) || !json_is_array(ra) || !json_is_array(rb))
-        return 0;
-    const char *k;
-    json_t *va;
-    json_object_foreach((json_t *)pa, k, va) {
-        const json_t *vb = json_object_get(pb, k);
-        int in_a = 0, in_b = 0;
-        size_t i;
-        json_t *e;
-        json_array_foreach((json_t *)ra, i, e)
-            in_a |= json_is_string(e) && !strcmp(json_string_value(e), k);
-        json_array_foreach((json_t *)rb, i, e)
-            in_b |= json_is_string(e) && !strcmp(json_string_value(e), k);
-        if (!vb || !in_a || !in_b || !json_is_object(va) || !json_is_object(vb))
-            continue;
-        const json_t *ca = json_object_get(va, "const"), *cb = json_object_get(vb, "const");
-        const json_t *ea = json_object_get(va, "enum"), *eb = json_object_get(vb, "enum");
-        json_t *la = json_array(), *lb = json_array();
-        if (ca)
-            json_array_append(la, (json_t *)ca);
-        else if (json_is_array(ea))
-            json_array_extend(la, (json_t *)ea);
-        if (cb)
-            json_array_append(lb, (json_t *)cb);
-        else if (json_is_array(eb))
-            json_array_extend(lb, (json_t *)eb);
-        int disjoint = json_array_size(la) && json_array_size(lb);
-        size_t x, y;
-        json_t *u, *w;
-        json_array_foreach(la, x, u)
-            json_array_foreach(lb, y, w)
-                if (json_equal(u, w))
-                    disjoint = 0;
-        json_decref(la);
-        json_decref(lb);
-        if (disjoint)
-            return 1;
-    }
-    (void)c;
-    return 0;
 }
 
 /* Resolves a top-level $ref of an allOf/anyOf member into a fresh copy of
@@ -1416,8 +1403,13 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
                 json_t *ia = NULL, *ib = NULL;
                 int disjoint = 0;
                 if (!inline_member(c, a, &ia, 0) && !inline_member(c, b, &ib, 0))
-                    disjoint = !types_overlap(schema_types(c, ia, 0), schema_types(c, ib, 0)) ||
-                               values_disjoint(c, ia, ib) || const_discriminated(c, ia, ib);
+                {
+                    /* the parent's own type keyword narrows both branches */
+                    int tp = schema_types(c, s, 0);
+                    int ta = schema_types(c, ia, 0) & tp, tb = schema_types(c, ib, 0) & tp;
+                    disjoint = !types_overlap(ta, tb) || values_disjoint(c, ia, ib) ||
+                               keyed_disjoint(c, ia, ib, ta, tb);
+                }
                 json_decref(ia);
                 json_decref(ib);
                 sx_err_clear(c->err);
