@@ -57,7 +57,7 @@ ifeq ($(CUDA),1)
   ALL += $(CU_LIB) $(BUILD)/strux_gpu_tests
 endif
 
-.PHONY: all deps test asan fuzz fuzz-smoke run bench fixtures clean cuda help
+.PHONY: all deps test test-run asan fuzz fuzz-smoke run bench fixtures clean cuda help
 # keep objects made through pattern chains (tests, fuzz) between runs
 .SECONDARY:
 all: $(ALL)
@@ -84,7 +84,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_HOBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HOBJ) $(LIB) $(LDLIBS) -lcmocka
 
-test: $(TEST_BIN) $(TOOLS)
+# `make test` sets up first (packages), then builds and runs every test.
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: $(TEST_BIN) $(TOOLS)
 	@STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) bash tests/run_tests.sh $(TEST_BIN) $(if $(TOOLS),$(CLI_TESTS))
 
 asan:

@@ -1066,11 +1066,15 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
         if (rc)
             return gc_unsupported(c, sib, "combined with enum/const");
     }
-    if (en && !json_is_array(en))
+    if (en && !json_is_array(en)) {
+        sx_val_free(filter);
         return gc_invalid(c, "enum", "must be an array");
+    }
     json_t *vals = json_array();
-    if (!vals)
+    if (!vals) {
+        sx_val_free(filter);
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
     if (cn) {
         json_array_append(vals, (json_t *)cn);
     } else {
