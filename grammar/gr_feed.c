@@ -121,6 +121,8 @@ static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_s
         } else { /* array */
             np->phase = A_AFTER;
             np->count++;
+            if (pn->u.arr.lit_class) /* uniqueItems: the literal's value is used up */
+                np->seen |= 1ull << pn->u.arr.lit_class[child->lo];
         }
     }
     if (has_c)
@@ -131,13 +133,37 @@ static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_s
 
 /* ---- literal sets ------------------------------------------------------- */
 
+/* The classes an item of a uniqueItems array may still take, when f is
+ * such an item (all classes allowed otherwise). */
+static const uint8_t *unique_item(gr_ctx *cx, const gr_frame *f, uint64_t *used)
+{
+    const gr_frame *p = f->up;
+    if (!p || p->node < 0)
+        return NULL;
+    const gr_node *pn = &cx->g->nodes[p->node];
+    if (pn->kind != GK_ARRAY || !pn->u.arr.lit_class)
+        return NULL;
+    *used = p->seen;
+    return pn->u.arr.lit_class;
+}
+
+static int any_unused(const uint8_t *cls, uint64_t used, uint32_t a, uint32_t b)
+{
+    for (uint32_t i = a; i < b; i++)
+        if (!(used >> cls[i] & 1))
+            return 1;
+    return 0;
+}
+
 static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
     const gr_lit *L = n->u.lit.lits;
     uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
+    uint64_t used = 0;
+    const uint8_t *cls = unique_item(cx, f, &used);
     /* literals equal to the bytes read so far sort first in the range */
-    int complete = pos > 0 && L[lo].len == pos;
+    int complete = pos > 0 && L[lo].len == pos && !(cls && (used >> cls[lo] & 1));
     if (c != GR_EOF) {
         uint32_t a = lo + (uint32_t)complete, b;
         while (a < hi && L[a].b[pos] < c)
@@ -145,7 +171,7 @@ static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         b = a;
         while (b < hi && L[b].b[pos] == c)
             b++;
-        if (a < b) {
+        if (a < b && (!cls || any_unused(cls, used, a, b))) {
             gr_frame *nf = clone(cx, f);
             if (nf) {
                 nf->lo = a;

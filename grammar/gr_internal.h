@@ -99,6 +99,11 @@ typedef struct gr_node {
             uint32_t n_prefix;
             int32_t items;     /* node for items past the prefix, -1 = none allowed */
             int64_t min_items, max_items;
+            /* uniqueItems over listed values: items is a literal set whose
+             * literals fall in value classes (1 and 1.0 are one value);
+             * the frame's `seen` holds the classes used */
+            const uint8_t *lit_class; /* per literal of the items node, or NULL */
+            int n_classes;
         } arr;
         struct {
             int32_t *alts;

@@ -846,6 +846,58 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     return SX_OK;
 }
 
+/* JSON equality of two literal texts (numbers by value). */
+static int same_value(const gr_lit *a, const gr_lit *b)
+{
+    json_t *x = json_loadb((const char *)a->b, a->len, JSON_DECODE_ANY, NULL);
+    json_t *y = json_loadb((const char *)b->b, b->len, JSON_DECODE_ANY, NULL);
+    int eq = x && y &&
+             (json_is_number(x) && json_is_number(y) ? json_number_value(x) == json_number_value(y)
+                                                      : json_equal(x, y));
+    json_decref(x);
+    json_decref(y);
+    return eq;
+}
+
+/* uniqueItems is enforced when the items are listed values (enum/const of
+ * scalars): each item uses up one value class. */
+static int unique_classes(gc_ctx *c, int32_t id)
+{
+    gr_node *n = &c->g->nodes[id];
+    int32_t it = n->u.arr.items;
+    while (it >= 0 && c->g->nodes[it].kind == GK_ALT && c->g->nodes[it].u.alt.n == 1)
+        it = c->g->nodes[it].u.alt.alts[0];
+    if (n->u.arr.n_prefix || it < 0 || c->g->nodes[it].kind != GK_LITSET)
+        return gc_unsupported(c, "uniqueItems", "only over listed values (enum/const) is enforced");
+    const gr_node *ls = &c->g->nodes[it];
+    uint8_t *cls = gc_alloc(c, ls->u.lit.n ? ls->u.lit.n : 1);
+    if (!cls)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    int nc = 0;
+    for (uint32_t i = 0; i < ls->u.lit.n; i++) {
+        int found = -1;
+        for (uint32_t j = 0; j < i && found < 0; j++)
+            if (same_value(&ls->u.lit.lits[i], &ls->u.lit.lits[j]))
+                found = cls[j];
+        if (found < 0) {
+            if (nc == 64)
+                return gc_unsupported(c, "uniqueItems", "more than 64 listed values");
+            found = nc++;
+        }
+        cls[i] = (uint8_t)found;
+    }
+    n = &c->g->nodes[id];
+    n->u.arr.items = it;
+    n->u.arr.lit_class = cls;
+    n->u.arr.n_classes = nc;
+    /* each item takes a new value: no more items than values */
+    if (n->u.arr.max_items < 0 || n->u.arr.max_items > nc)
+        n->u.arr.max_items = nc;
+    if (n->u.arr.min_items > nc)
+        n->kind = GK_EMPTY;
+    return SX_OK;
+}
+
 static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
 {
     const json_t *items = json_object_get(s, "items");
@@ -853,8 +905,7 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
     const json_t *more = NULL;
     const char *more_kw = "items";
     int rc;
-    if (json_is_true(json_object_get(s, "uniqueItems")))
-        return gc_unsupported(c, "uniqueItems", "not enforced yet");
+    int unique = json_is_true(json_object_get(s, "uniqueItems"));
     if (json_object_get(s, "contains"))
         return gc_unsupported(c, "contains", "not enforced yet");
     if (json_is_array(items)) { /* draft-07 tuple form */
@@ -906,6 +957,8 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
     n->u.arr.max_items = -1;
     if ((rc = get_count(c, s, "minItems", &n->u.arr.min_items)) ||
         (rc = get_count(c, s, "maxItems", &n->u.arr.max_items)))
+        return rc;
+    if (unique && (rc = unique_classes(c, id)))
         return rc;
     *node = id;
     return SX_OK;

@@ -204,6 +204,29 @@ static int32_t auto_key(const gr_node *n, int32_t st, int in_escape, uint64_t h,
 
 #define KEY_BASIS 1469598103934665603ULL
 
+/* uniqueItems over listed values: n more items, each the shortest literal
+ * of a value class not used yet. */
+static void unique_items(const gr_node *N, const gr_node *arr, uint64_t used, int64_t n,
+                         int need_comma, wbuf *w)
+{
+    const gr_node *ls = &N[arr->u.arr.items];
+    for (int64_t k = 0; k < n; k++) {
+        int best = -1;
+        for (uint32_t i = 0; i < ls->u.lit.n; i++)
+            if (!(used >> arr->u.arr.lit_class[i] & 1) &&
+                (best < 0 || ls->u.lit.lits[i].len < ls->u.lit.lits[best].len))
+                best = (int)i;
+        if (best < 0) {
+            w->oom = 1;
+            return;
+        }
+        if (need_comma || k)
+            puts_(w, ",");
+        put(w, ls->u.lit.lits[best].b, ls->u.lit.lits[best].len);
+        used |= 1ull << arr->u.arr.lit_class[best];
+    }
+}
+
 static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf *w, int depth);
 
 /* The object's remaining members: required ones not yet seen, then
@@ -331,6 +354,11 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
         return;
     case GK_ARRAY:
         puts_(w, "[");
+        if (n->u.arr.lit_class) {
+            unique_items(N, n, 0, n->u.arr.min_items, 0, w);
+            puts_(w, "]");
+            return;
+        }
         for (int64_t k = 0; k < n->u.arr.min_items; k++) {
             int32_t it = k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[k] : n->u.arr.items;
             if (k)
@@ -541,6 +569,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
     const gr_frame *f = top;
     gr_frame tmp;
     int first = 1;
+    uint64_t add_seen = 0; /* value class the finished literal item used */
     while (f && !w.oom) {
         if (f->node == -2)
             break;
@@ -558,18 +587,29 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             } else if (n->kind == GK_ARRAY) {
                 tmp.phase = A_AFTER;
                 tmp.count++;
+                tmp.seen |= add_seen;
             }
+            add_seen = 0;
             f = &tmp;
         }
         first = 0;
         switch (n->kind) {
         case GK_LITSET: {
-            uint32_t best = f->lo;
+            /* an item of a uniqueItems array takes a value not used yet */
+            const gr_node *pn = f->up && f->up->node >= 0 ? &N[f->up->node] : NULL;
+            const uint8_t *cls = pn && pn->kind == GK_ARRAY ? pn->u.arr.lit_class : NULL;
+            int best = -1;
             for (uint32_t k = f->lo; k < f->hi; k++)
-                if (n->u.lit.lits[k].len < n->u.lit.lits[best].len)
-                    best = k;
-            if (f->hi > f->lo)
-                put(&w, n->u.lit.lits[best].b + f->pos, n->u.lit.lits[best].len - f->pos);
+                if ((!cls || !(f->up->seen >> cls[k] & 1)) &&
+                    (best < 0 || n->u.lit.lits[k].len < n->u.lit.lits[best].len))
+                    best = (int)k;
+            if (best < 0) {
+                w.oom = 1;
+                break;
+            }
+            put(&w, n->u.lit.lits[best].b + f->pos, n->u.lit.lits[best].len - f->pos);
+            if (cls)
+                add_seen = 1ull << cls[best];
             break;
         }
         case GK_NUMBER:
@@ -669,6 +709,14 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
                 break;
             }
             int need_comma = f->phase == A_AFTER;
+            if (n->u.arr.lit_class) {
+                int64_t more = n->u.arr.min_items - count;
+                if (f->phase == A_COMMA && more < 1)
+                    more = 1; /* an item must follow the comma */
+                unique_items(N, n, f->seen, more > 0 ? more : 0, f->phase == A_AFTER, &w);
+                puts_(&w, "]");
+                break;
+            }
             if (f->phase == A_COMMA) {
                 int32_t it = count < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[count] : n->u.arr.items;
                 wit(N, it, &w);
