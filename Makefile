@@ -3,8 +3,9 @@
 #   make test   set up and pass the tests
 #
 # Sources are discovered by folder, so adding a file needs no edit here:
-#   common/ engine/ grammar/        -> $(BUILD)/libstrux.a
+#   common/ engine/ grammar/ rpc/   -> $(BUILD)/libstrux.a
 #   tools/strux/*.c                 -> $(BUILD)/strux
+#   tools/struxd/*.c                -> $(BUILD)/struxd   (the server)
 #   tests/unit/test_*.c             -> $(BUILD)/tests/test_*   (one cmocka binary each)
 #   tests/fuzz/fuzz_*.c             -> build-fuzz/fuzz_*         (clang libFuzzer)
 #   kernels/*.cu                    -> $(BUILD)/libstrux_cuda.a  (when nvcc is found; CUDA=0 skips)
@@ -20,24 +21,27 @@ CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
 OPT      ?= -O2
 CFLAGS   := $(CSTD) $(OPT) -g $(WARN) -MMD -MP -I. -pthread -fno-strict-aliasing
-LDLIBS   := -ljansson -lpcre2-8 -lutf8proc -lm -lpthread
+LDLIBS   := -lnng -ljansson -lpcre2-8 -lutf8proc -lm -lpthread
 
 ifeq ($(SAN),1)
   CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
   LDFLAGS += -fsanitize=address,undefined
 endif
 
-MODULES   ?= common engine grammar kernels
+MODULES   ?= common engine grammar kernels rpc
 LIB_SRC   := $(wildcard $(addsuffix /*.c,$(MODULES)))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB       := $(BUILD)/libstrux.a
 
 TOOL_SRC  := $(wildcard tools/strux/*.c)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+# the server's main (tools/struxd/*.c) -> $(BUILD)/struxd
+D_SRC     := $(wildcard tools/struxd/*.c)
+D_OBJ     := $(D_SRC:%.c=$(BUILD)/obj/%.o)
 
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 CLI_TESTS := $(wildcard tests/cli/test_*.sh)
-TOOLS     := $(BUILD)/strux
+TOOLS     := $(BUILD)/strux $(if $(D_SRC),$(BUILD)/struxd)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(wildcard tests/unit/helpers/*.c)
 TEST_HOBJ := $(TEST_HELP:%.c=$(BUILD)/obj/%.o)
@@ -52,7 +56,7 @@ NVFLAGS   := -O2 -std=c++17 -I. -Werror all-warnings \
              -gencode arch=compute_90,code=compute_90
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
-ALL := $(LIB) $(BUILD)/strux
+ALL := $(LIB) $(BUILD)/strux $(if $(D_SRC),$(BUILD)/struxd)
 ifeq ($(CUDA),1)
   ALL += $(CU_LIB) $(BUILD)/strux_gpu_tests
 endif
@@ -79,6 +83,9 @@ $(LIB): $(LIB_OBJ)
 
 $(BUILD)/strux: $(TOOL_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/struxd: $(D_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(D_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_HOBJ) $(LIB)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,67 @@
+/* sx_engine: the Qwen3 forward pass on the CPU over a paged KV cache, for
+ * many sequences at once (continuous batching).
+ *
+ * A sequence is a slot in the KV cache.  Each step takes, for any subset of
+ * live sequences, the next tokens of that sequence (a whole prompt chunk for
+ * prefill, one token for decode), appends their keys/values to the cache and
+ * returns logits.  Sequences can be added, forked (sharing the prompt's cache
+ * blocks, copy-on-write), truncated (rollback) and freed between steps; freed
+ * blocks are reused.
+ *
+ * Ownership: the engine borrows the model (it must outlive the engine) and
+ * owns its threads, KV cache and scratch.  One engine is driven by one thread
+ * at a time (the scheduler); it parallelises internally over n_threads. */
+#ifndef SX_ENGINE_H
+#define SX_ENGINE_H
+
+#include <stdint.h>
+#include "common/sx_error.h"
+#include "engine/model.h"
+
+typedef struct sx_engine sx_engine;
+
+typedef enum sx_weight_mode {
+    SX_W_BF16 = 0, /* use the bf16 weights as loaded */
+    SX_W_INT8 = 1  /* quantise matrices to int8 (per-row scale) at start-up */
+} sx_weight_mode;
+
+typedef struct sx_engine_opts {
+    int     n_threads;       /* 0 = number of online CPUs */
+    int     max_seqs;        /* live sequences at once (default 64) */
+    int64_t kv_tokens;       /* KV-cache capacity in tokens over all sequences (default 65536) */
+    int     block_tokens;    /* tokens per KV block (default 16) */
+    int     weight_mode;     /* sx_weight_mode */
+} sx_engine_opts;
+
+int  sx_engine_new(const sx_model *m, const sx_engine_opts *opts,
+                   sx_engine **out, sx_error *err);
+void sx_engine_free(sx_engine *e);
+
+/* Sequences.  sx_engine_seq_new gives an empty sequence (SX_ELIMIT when
+ * max_seqs are live).  fork: a new sequence whose cache equals src's first
+ * `len` tokens, sharing full blocks.  truncate: keep the first len tokens. */
+int  sx_engine_seq_new(sx_engine *e, int *seq, sx_error *err);
+int  sx_engine_seq_fork(sx_engine *e, int src, int len, int *seq, sx_error *err);
+int  sx_engine_seq_truncate(sx_engine *e, int seq, int len, sx_error *err);
+void sx_engine_seq_free(sx_engine *e, int seq);
+int  sx_engine_seq_len(const sx_engine *e, int seq);       /* tokens cached, -1 if not live */
+int64_t sx_engine_free_tokens(const sx_engine *e);          /* cache capacity left, in tokens */
+
+/* One batched step.  items[i].tokens[0..n) are appended to sequence
+ * items[i].seq at positions seq_len .. seq_len+n-1.  Logits (f32, vocab_rows
+ * per row) are written to `logits` in item order: one row (the last token)
+ * per item, or n rows when logits_all is set.  SX_ELIMIT when the cache is
+ * full (nothing is appended then). */
+typedef struct sx_step_item {
+    int            seq;
+    const int32_t *tokens;
+    int            n;
+    int            logits_all;
+} sx_step_item;
+
+int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items,
+                   float *logits, sx_error *err);
+
+const sx_model *sx_engine_model(const sx_engine *e);
+
+#endif

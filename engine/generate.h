@@ -1,0 +1,91 @@
+/* sx_gen: constrained generation for many sequences at once.
+ *
+ * An sx_gen drives one sx_engine: callers add requests (a prompt in token
+ * ids, an optional compiled grammar, sampling params, a token budget) and
+ * call sx_gen_step repeatedly.  Each step runs one batched forward pass over
+ * every live sequence: new sequences are prefilled in chunks of at most
+ * `prefill_chunk` tokens (so a long document never stalls the others'
+ * decode), the others decode one token.  Per sequence, the grammar's
+ * matcher fills a bitmask that the sampler applies before anything else;
+ * tokens the grammar forces are appended without sampling; when the budget
+ * left equals the grammar's shortest completion, the sequence is steered
+ * to close its document so a tight max_tokens still yields valid output
+ * (finish reason "length" only when even that cannot fit).
+ *
+ * Events (token pieces, completion) are reported through a callback from
+ * inside sx_gen_step, on the caller's thread.
+ *
+ * Ownership: sx_gen borrows the engine, tokenizer and every grammar passed
+ * to sx_gen_add (they must outlive the request); it owns matchers,
+ * samplers and KV slots of its sequences and releases them when a request
+ * finishes or is cancelled.  Not thread-safe: one driver thread. */
+#ifndef SX_GENERATE_H
+#define SX_GENERATE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "common/sx_error.h"
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "engine/tokenizer.h"
+#include "grammar/grammar.h"
+
+typedef struct sx_gen sx_gen;
+
+typedef struct sx_gen_opts {
+    int prefill_chunk;   /* tokens per sequence per step while prefilling (default 256) */
+    int max_batch;       /* sequences stepped together (default 32) */
+    int mask_threads;    /* threads that fill grammar masks (default 1) */
+} sx_gen_opts;
+
+typedef struct sx_gen_params {
+    const sx_grammar *grammar;  /* NULL = unconstrained */
+    sx_sampling       sampling;
+    int               max_tokens;  /* completion budget, > 0 */
+} sx_gen_params;
+
+typedef enum sx_finish {
+    SX_FINISH_NONE = 0,
+    SX_FINISH_STOP,       /* end-of-turn token after a complete document */
+    SX_FINISH_LENGTH,     /* max_tokens reached (document may be incomplete) */
+    SX_FINISH_CANCELLED,
+    SX_FINISH_ERROR
+} sx_finish;
+
+typedef struct sx_gen_event {
+    int         handle;
+    void       *user;
+    int         done;          /* 1 on the last event of a request */
+    /* a new token (done == 0) */
+    int32_t     token;
+    int         forced;        /* appended by the grammar, not sampled */
+    float       logprob;
+    const sx_sample *sample;   /* top-n when requested, NULL for forced tokens */
+    const char *piece;         /* UTF-8 text this token completes (may be "") */
+    size_t      piece_len;
+    /* completion (done == 1) */
+    int         finish;        /* sx_finish */
+    sx_error    error;         /* when finish == SX_FINISH_ERROR */
+    int         n_prompt, n_completion, n_forced;
+    double      ttft_ms;       /* add -> first completion token */
+} sx_gen_event;
+
+typedef void (*sx_gen_cb)(const sx_gen_event *ev, void *ctx);
+
+int  sx_gen_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
+                sx_gen_cb cb, void *cb_ctx, sx_gen **out, sx_error *err);
+void sx_gen_free(sx_gen *g);   /* cancels what is live, without events */
+
+/* Queues a request; it joins the running batch at the next step.  The prompt
+ * is copied.  SX_ELIMIT when the prompt plus max_tokens can never fit the
+ * KV cache. */
+int  sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt,
+                const sx_gen_params *p, void *user, int *handle, sx_error *err);
+/* Cancels a request; its final event (SX_FINISH_CANCELLED) fires at the next
+ * step. */
+void sx_gen_cancel(sx_gen *g, int handle);
+/* Runs one step.  *n_live receives the number of requests still running or
+ * queued (0 = idle). */
+int  sx_gen_step(sx_gen *g, int *n_live, sx_error *err);
+
+#endif
