@@ -63,6 +63,11 @@ int sx_model_load(const char *dir, sx_model **out, sx_error *err);
 int sx_qwen3_config_parse(const char *json, size_t len, sx_qwen3_config *out,
                           sx_error *err);
 
+/* Checks that every field is in range and consistent (heads a multiple of
+ * kv heads, even head_dim, ...) so that no size overflows; SX_EFORMAT
+ * naming the field otherwise.  sx_qwen3_config_parse already does this. */
+int sx_qwen3_config_check(const sx_qwen3_config *cfg, sx_error *err);
+
 /* Named shapes: "tiny", "0.6b", "1.7b", "4b", "8b".  "tiny" keeps every Qwen3
  * feature (GQA, q/k norms, head_dim != hidden/heads, tied embeddings) and the
  * full 151,936-row vocabulary.  SX_ENOTFOUND for an unknown name. */
@@ -79,6 +84,15 @@ int64_t sx_qwen3_kv_bytes_per_token(const sx_qwen3_config *cfg, int elem_bytes);
 int sx_model_write_random(const sx_qwen3_config *cfg, uint64_t seed,
                           const char *dir, const char *tokenizer_json,
                           sx_error *err);
+
+/* The same, calling progress(ctx, bytes_done, bytes_total) on the calling
+ * thread as the weights are written (progress may be NULL).  Writing uses
+ * all online CPUs; the bytes do not depend on how many. */
+typedef void (*sx_progress_fn)(void *ctx, int64_t done, int64_t total);
+int sx_model_write_random_ex(const sx_qwen3_config *cfg, uint64_t seed,
+                             const char *dir, const char *tokenizer_json,
+                             sx_progress_fn progress, void *ctx,
+                             sx_error *err);
 
 void sx_model_free(sx_model *m);
 

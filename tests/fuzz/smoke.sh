@@ -19,6 +19,7 @@ for bin in "$@"; do
     "$bin" -seed="$seed" -runs="$runs" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$work/" "$work" >"$work/log" 2>&1 || {
         tail -30 "$work/log"; echo "fuzz $name: FAILED (artifact in $work)"; exit 1; }
-    grep -E '^#[0-9]+ *DONE' "$work/log" | tail -1 || true
+    # the last status line (libFuzzer prints DONE only when time runs out)
+    grep -E '^#[0-9]+' "$work/log" | tail -1 || true
     rm -rf "$work"
 done

@@ -17,6 +17,8 @@ int cmd_demo(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_model(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 
 #endif

@@ -20,6 +20,8 @@ static const strux_command commands[] = {
     {"tokenize", "text on stdin -> Qwen3 token ids (or pieces)", cmd_tokenize},
     {"detokenize", "token ids on stdin -> text", cmd_detokenize},
     {"chat", "render a conversation with Qwen3's chat template (text or ids)", cmd_chat},
+    {"generate", "run Qwen3 on a prompt, optionally constrained by a schema", cmd_generate},
+    {"model", "write a random-weight Qwen3 model; parameters and memory of a model", cmd_model},
     {"version", "print the version", cmd_version},
 };
 

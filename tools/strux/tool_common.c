@@ -1,4 +1,5 @@
 #include "tools/strux/tool_common.h"
+#include <jansson.h>
 
 #include <stdio.h>
 #include <time.h>
@@ -33,4 +34,15 @@ double tool_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+int tool_is_random_model(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    int yes = cfg && (json_object_get(cfg, "strux_random_seed") ||
+                     json_is_true(json_object_get(cfg, "strux_random")));
+    json_decref(cfg);
+    return yes;
 }

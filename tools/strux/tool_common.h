@@ -11,6 +11,10 @@
 int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_tokenizer **tok,
               sx_vocab **vocab);
 
+/* 1 if DIR holds a random-weight stand-in written by `strux model random`
+ * (config.json carries "strux_random_seed"). */
+int tool_is_random_model(const char *dir);
+
 /* Monotonic clock in microseconds. */
 double tool_now_us(void);
 

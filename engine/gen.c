@@ -1,0 +1,210 @@
+/* sx_gen: request bookkeeping (add, cancel, admission, completion events).
+ * The step itself is in gen_step.c. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/gen_internal.h"
+
+int gen_feed_push(gen_seq *s, int32_t tok)
+{
+    if (s->n_feed == s->cap_feed) {
+        int cap = s->cap_feed ? 2 * s->cap_feed : 16;
+        int32_t *v = realloc(s->feed, (size_t)cap * sizeof *v);
+        if (!v)
+            return SX_ENOMEM;
+        s->feed = v;
+        s->cap_feed = cap;
+    }
+    s->feed[s->n_feed++] = tok;
+    return SX_OK;
+}
+
+static void seq_free(sx_gen *g, gen_seq *s)
+{
+    if (s->kv >= 0) {
+        sx_engine_seq_free(g->e, s->kv);
+        g->kv_reserved -= s->reserve;
+    }
+    sx_matcher_free(s->m);
+    sx_sampler_free(s->s);
+    free(s->prompt);
+    free(s->feed);
+    free(s->mask);
+    free(s);
+}
+
+int sx_gen_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts, sx_gen_cb cb,
+               void *cb_ctx, sx_gen **out, sx_error *err)
+{
+    *out = NULL;
+    if (!e || !tok || !cb)
+        return sx_err_set(err, SX_EINVAL, "sx_gen_new: engine, tokenizer and callback are required");
+    sx_gen *g = calloc(1, sizeof *g);
+    if (!g)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    g->e = e;
+    g->tok = tok;
+    g->cb = cb;
+    g->cb_ctx = cb_ctx;
+    g->o.prefill_chunk = 256;
+    g->o.max_batch = 32;
+    g->o.mask_threads = 1;
+    if (opts) {
+        if (opts->prefill_chunk > 0)
+            g->o.prefill_chunk = opts->prefill_chunk;
+        if (opts->max_batch > 0)
+            g->o.max_batch = opts->max_batch;
+        if (opts->mask_threads > 0)
+            g->o.mask_threads = opts->mask_threads;
+    }
+    g->vocab_rows = sx_engine_model(e)->cfg.vocab_rows;
+    g->mask_words = (g->vocab_rows + 31) / 32;
+    g->eos[0] = sx_tok_find(tok, "<|im_end|>", 10);
+    g->eos[1] = sx_tok_find(tok, "<|endoftext|>", 13);
+    g->kv_capacity = sx_engine_free_tokens(e);
+    g->cbuf = malloc(GEN_CBUF);
+    if (!g->cbuf) {
+        sx_gen_free(g);
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    }
+    int rc = gen_masks_start(g);
+    if (rc) {
+        sx_gen_free(g);
+        return sx_err_set(err, rc, "cannot start mask threads");
+    }
+    *out = g;
+    return SX_OK;
+}
+
+void sx_gen_free(sx_gen *g)
+{
+    if (!g)
+        return;
+    if (g->workers)
+        gen_masks_stop(g);
+    while (g->head) {
+        gen_seq *s = g->head;
+        g->head = s->next;
+        seq_free(g, s);
+    }
+    free(g->items);
+    free(g->item_seq);
+    free(g->logits);
+    sx_bytes_free(&g->piece);
+    sx_ids_free(&g->cids);
+    free(g->cbuf);
+    free(g);
+}
+
+int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_params *p, void *user,
+               int *handle, sx_error *err)
+{
+    int rc;
+    gen_seq *s = NULL;
+    if (n_prompt <= 0 || !prompt)
+        return sx_err_set(err, SX_EINVAL, "the prompt is empty");
+    if (p->max_tokens <= 0)
+        return sx_err_set(err, SX_EINVAL, "max_tokens must be positive (got %d)", p->max_tokens);
+    if ((rc = sx_sampling_check(&p->sampling, err)))
+        return rc;
+    int64_t reserve = (int64_t)n_prompt + p->max_tokens + 32;
+    if (reserve > g->kv_capacity)
+        return sx_err_set(err, SX_ELIMIT,
+                          "prompt (%d tokens) plus max_tokens (%d) exceed the KV cache (%lld tokens)",
+                          n_prompt, p->max_tokens, (long long)g->kv_capacity);
+    for (int i = 0; i < n_prompt; i++)
+        if (prompt[i] < 0 || prompt[i] >= g->vocab_rows)
+            return sx_err_set(err, SX_EINVAL, "prompt token %d at %d is outside the vocabulary",
+                              prompt[i], i);
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    s->kv = -1;
+    s->p = *p;
+    s->reserve = reserve;
+    s->prompt = malloc((size_t)n_prompt * sizeof *s->prompt);
+    if (!s->prompt) {
+        rc = sx_err_set(err, SX_ENOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(s->prompt, prompt, (size_t)n_prompt * sizeof *prompt);
+    s->n_prompt = n_prompt;
+    if ((rc = sx_sampler_new(&p->sampling, g->vocab_rows, sx_tok_vocab_size(g->tok), &s->s, err)))
+        goto fail;
+    if (p->grammar) {
+        if ((rc = sx_matcher_new(p->grammar, &s->m, err)))
+            goto fail;
+        s->mask = malloc((size_t)g->mask_words * sizeof *s->mask);
+        if (!s->mask) {
+            rc = sx_err_set(err, SX_ENOMEM, "out of memory");
+            goto fail;
+        }
+        /* The budget guarantee starts here: the shortest document must fit. */
+        int need = gen_completion_tokens(g, s);
+        if (need > p->max_tokens) {
+            rc = sx_err_set(err, SX_ELIMIT,
+                            "max_tokens %d is too small: the shortest valid output needs %d tokens",
+                            p->max_tokens, need);
+            goto fail;
+        }
+    }
+    s->handle = ++g->next_handle;
+    s->user = user;
+    s->state = GS_QUEUED;
+    s->t_add = gen_now_ms();
+    gen_seq **tail = &g->head;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = s;
+    if (handle)
+        *handle = s->handle;
+    return SX_OK;
+fail:
+    seq_free(g, s);
+    return rc;
+}
+
+void sx_gen_cancel(sx_gen *g, int handle)
+{
+    for (gen_seq *s = g->head; s; s = s->next)
+        if (s->handle == handle)
+            s->cancelled = 1;
+}
+
+void gen_finish(sx_gen *g, gen_seq *s, int finish, const sx_error *error)
+{
+    sx_gen_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.handle = s->handle;
+    ev.user = s->user;
+    ev.done = 1;
+    ev.finish = finish;
+    if (error)
+        ev.error = *error;
+    ev.n_prompt = s->n_prompt;
+    ev.n_completion = s->n_completion;
+    ev.n_forced = s->n_forced;
+    ev.ttft_ms = s->t_first > 0 ? s->t_first - s->t_add : 0;
+    /* flush a held-back partial character into the last piece */
+    g->piece.n = 0;
+    sx_detok_finish(&s->detok, &g->piece);
+    ev.piece = g->piece.v ? g->piece.v : "";
+    ev.piece_len = g->piece.n;
+    ev.token = -1;
+    s->state = GS_DONE;
+    g->cb(&ev, g->cb_ctx);
+}
+
+/* Removes finished requests from the list and releases them. */
+void gen_reap(sx_gen *g)
+{
+    gen_seq **pp = &g->head;
+    while (*pp) {
+        gen_seq *s = *pp;
+        if (s->state == GS_DONE) {
+            *pp = s->next;
+            seq_free(g, s);
+        } else {
+            pp = &s->next;
+        }
+    }
+}

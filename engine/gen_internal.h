@@ -1,0 +1,80 @@
+/* Internals of sx_gen (engine/generate.h), shared by gen.c and gen_step.c. */
+#ifndef SX_GEN_INTERNAL_H
+#define SX_GEN_INTERNAL_H
+
+#include <pthread.h>
+#include "engine/generate.h"
+
+enum { GS_QUEUED, GS_PREFILL, GS_DECODE, GS_DONE };
+
+typedef struct gen_seq {
+    int          handle;
+    void        *user;
+    int          state;
+    int          cancelled;
+    int32_t     *prompt;
+    int          n_prompt, n_fed;     /* prompt tokens given to the engine so far */
+    sx_gen_params p;
+    sx_matcher  *m;                   /* NULL when unconstrained */
+    sx_sampler  *s;
+    int          kv;                  /* engine sequence, -1 before admission */
+    int64_t      reserve;             /* KV tokens reserved for this request */
+    /* tokens chosen but not yet run through the model (sampled + forced) */
+    int32_t     *feed;
+    int          n_feed, cap_feed;
+    int          n_completion, n_forced;
+    sx_detok     detok;
+    double       t_add, t_first;
+    uint32_t    *mask;                /* mask for the next sample (grammar only) */
+    int          mask_ok;             /* mask filled for the current state */
+    struct gen_seq *next;             /* live list, in admission order */
+} gen_seq;
+
+struct sx_gen {
+    sx_engine          *e;
+    const sx_tokenizer *tok;
+    sx_gen_opts         o;
+    sx_gen_cb           cb;
+    void               *cb_ctx;
+    int                 vocab_rows, mask_words;
+    int32_t             eos[2];
+    int64_t             kv_capacity, kv_reserved;
+    int                 next_handle;
+    gen_seq            *head;         /* queued and live requests, oldest first */
+    /* per-step scratch */
+    sx_step_item       *items;
+    gen_seq           **item_seq;
+    float              *logits;
+    int                 cap_items;
+    sx_bytes            piece;
+    uint8_t            *cbuf;         /* shortest-completion bytes */
+    sx_ids              cids;         /* ... and their tokens */
+    /* mask workers: fill masks while the forward pass runs */
+    pthread_t          *workers;
+    int                 n_workers;
+    pthread_mutex_t     mu;
+    pthread_cond_t      cv_work, cv_done;
+    gen_seq           **mask_jobs;
+    int                 n_jobs, next_job, jobs_done, generation, stop;
+};
+
+double gen_now_ms(void);
+int    gen_masks_start(sx_gen *g);
+void   gen_masks_stop(sx_gen *g);
+/* Fills the masks of `jobs` on the workers (returns at once); gen_masks_wait
+ * blocks until all are done. */
+void   gen_masks_post(sx_gen *g, gen_seq **jobs, int n);
+void   gen_masks_wait(sx_gen *g);
+int    gen_feed_push(gen_seq *s, int32_t tok);
+void   gen_finish(sx_gen *g, gen_seq *s, int finish, const sx_error *error);
+void   gen_reap(sx_gen *g);
+
+/* Bytes of completion text looked at; a document whose shortest completion
+ * is longer is steered only once it fits. */
+#define GEN_CBUF (256 * 1024)
+/* Tokens in the shortest completion of s's document from its matcher's
+ * current state (left in g->cids), 0 when complete, -1 when none was found
+ * within GEN_CBUF bytes or the text does not tokenize. */
+int    gen_completion_tokens(sx_gen *g, gen_seq *s);
+
+#endif

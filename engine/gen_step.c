@@ -1,0 +1,293 @@
+/* sx_gen_step: one batched forward pass, then a token per sequence.
+ *
+ * Budget invariant (grammar requests): after every accepted token the
+ * shortest completion of the document fits in the tokens left.  A sampled
+ * token that would break it is rolled back and the document is closed with
+ * its shortest completion instead, so a tight max_tokens still ends in
+ * valid output. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/gen_internal.h"
+
+int gen_completion_tokens(sx_gen *g, gen_seq *s)
+{
+    g->cids.n = 0;
+    if (sx_matcher_is_complete(s->m))
+        return 0;
+    size_t n = sx_matcher_shortest_completion(s->m, g->cbuf, GEN_CBUF);
+    if (n == (size_t)-1)
+        return -1;
+    if (n == 0)
+        return 0;
+    if (sx_tok_encode(g->tok, (const char *)g->cbuf, n, 0, &g->cids, NULL))
+        return -1;
+    return (int)g->cids.n;
+}
+
+static int is_eos(const sx_gen *g, int32_t t)
+{
+    return t == g->eos[0] || t == g->eos[1];
+}
+
+/* Reports a token to the caller and counts it. */
+static int emit(sx_gen *g, gen_seq *s, int32_t t, int forced, const sx_sample *smp)
+{
+    sx_gen_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.handle = s->handle;
+    ev.user = s->user;
+    ev.token = t;
+    ev.forced = forced;
+    ev.logprob = smp ? smp->logprob : 0.0f;
+    ev.sample = smp;
+    g->piece.n = 0;
+    if (sx_detok_push(g->tok, &s->detok, t, &g->piece, NULL))
+        return SX_EINTERNAL;
+    ev.piece = g->piece.v ? g->piece.v : "";
+    ev.piece_len = g->piece.n;
+    s->n_completion++;
+    if (forced)
+        s->n_forced++;
+    if (s->t_first == 0)
+        s->t_first = gen_now_ms();
+    sx_sampler_accept(s->s, t);
+    g->cb(&ev, g->cb_ctx);
+    return SX_OK;
+}
+
+/* Appends the shortest completion (already accepted into the matcher by
+ * the caller's check or accepted here) and finishes. */
+static int close_document(sx_gen *g, gen_seq *s)
+{
+    int n = gen_completion_tokens(g, s);
+    if (n < 0 || n > s->p.max_tokens - s->n_completion) {
+        gen_finish(g, s, SX_FINISH_LENGTH, NULL);
+        return SX_OK;
+    }
+    /* g->cids is overwritten by nothing below */
+    for (int i = 0; i < n; i++) {
+        int32_t t = g->cids.v[i];
+        if (sx_matcher_accept(s->m, t, NULL))
+            return SX_EINTERNAL;
+        int rc = emit(g, s, t, 1, NULL);
+        if (rc)
+            return rc;
+    }
+    gen_finish(g, s, SX_FINISH_STOP, NULL);
+    return SX_OK;
+}
+
+/* After a token was accepted: 1 if the document still fits the budget. */
+static int fits(sx_gen *g, gen_seq *s, int n_after)
+{
+    int c = gen_completion_tokens(g, s);
+    if (c < 0)
+        return 1; /* too long to know: nothing to steer yet */
+    return c <= s->p.max_tokens - n_after;
+}
+
+/* Appends the text every continuation must start with, as tokens the model
+ * does not have to choose. */
+static int force(sx_gen *g, gen_seq *s)
+{
+    uint8_t buf[512];
+    size_t n = sx_matcher_forced_bytes(s->m, buf, sizeof buf);
+    if (n == 0)
+        return SX_OK;
+    sx_ids ids = {0};
+    if (sx_tok_encode(g->tok, (const char *)buf, n, 0, &ids, NULL)) {
+        sx_ids_free(&ids);
+        return SX_OK; /* e.g. ends inside a character: let the model choose */
+    }
+    size_t ok = 0;
+    while (ok < ids.n && s->n_completion + (int)ok < s->p.max_tokens &&
+           sx_matcher_accept(s->m, ids.v[ok], NULL) == 0)
+        ok++;
+    if (ok > 0 && !fits(g, s, s->n_completion + (int)ok)) {
+        sx_matcher_rollback(s->m, ok);
+        ok = 0;
+    }
+    int rc = SX_OK;
+    for (size_t i = 0; i < ok && !rc; i++) {
+        rc = emit(g, s, ids.v[i], 1, NULL);
+        if (!rc)
+            rc = gen_feed_push(s, ids.v[i]);
+    }
+    sx_ids_free(&ids);
+    return rc;
+}
+
+/* Chooses the next token(s) of s from its logits row. */
+static int advance(sx_gen *g, gen_seq *s, float *row)
+{
+    sx_error err;
+    sx_err_clear(&err);
+    sx_sample smp;
+    if (s->m && !s->mask_ok) {
+        sx_err_set(&err, SX_EINTERNAL, "the grammar could not fill a mask");
+        gen_finish(g, s, SX_FINISH_ERROR, &err);
+        return SX_OK;
+    }
+    if (sx_sampler_sample(s->s, row, s->m ? s->mask : NULL, &smp, &err)) {
+        gen_finish(g, s, SX_FINISH_ERROR, &err);
+        return SX_OK;
+    }
+    int32_t t = smp.token;
+    if (is_eos(g, t)) {
+        if (s->m && sx_matcher_accept(s->m, t, &err)) {
+            gen_finish(g, s, SX_FINISH_ERROR, &err);
+            return SX_OK;
+        }
+        gen_finish(g, s, SX_FINISH_STOP, NULL);
+        return SX_OK;
+    }
+    if (s->m) {
+        if (sx_matcher_accept(s->m, t, &err)) {
+            gen_finish(g, s, SX_FINISH_ERROR, &err);
+            return SX_OK;
+        }
+        if (!fits(g, s, s->n_completion + 1)) {
+            sx_matcher_rollback(s->m, 1);
+            return close_document(g, s);
+        }
+    }
+    int rc = emit(g, s, t, 0, &smp);
+    if (rc)
+        return rc;
+    if ((rc = gen_feed_push(s, t)))
+        return rc;
+    if (s->m) {
+        if (sx_matcher_is_complete(s->m)) {
+            gen_finish(g, s, SX_FINISH_STOP, NULL);
+            return SX_OK;
+        }
+        if ((rc = force(g, s)))
+            return rc;
+        if (sx_matcher_is_complete(s->m)) {
+            gen_finish(g, s, SX_FINISH_STOP, NULL);
+            return SX_OK;
+        }
+    }
+    if (s->n_completion >= s->p.max_tokens) {
+        /* With a grammar this only happens when can_end holds (the budget
+         * invariant) or the completion was too long to know. */
+        int ok = !s->m || sx_matcher_can_end(s->m);
+        gen_finish(g, s, ok && s->m ? SX_FINISH_STOP : SX_FINISH_LENGTH, NULL);
+        return SX_OK;
+    }
+    s->state = GS_DECODE;
+    return SX_OK;
+}
+
+static int grow(sx_gen *g, int n)
+{
+    if (n <= g->cap_items)
+        return SX_OK;
+    int cap = n < 16 ? 16 : n;
+    sx_step_item *it = realloc(g->items, (size_t)cap * sizeof *it);
+    if (!it)
+        return SX_ENOMEM;
+    g->items = it;
+    gen_seq **is = realloc(g->item_seq, (size_t)cap * sizeof *is);
+    if (!is)
+        return SX_ENOMEM;
+    g->item_seq = is;
+    float *lg = realloc(g->logits, (size_t)cap * (size_t)g->vocab_rows * sizeof *lg);
+    if (!lg)
+        return SX_ENOMEM;
+    g->logits = lg;
+    g->cap_items = cap;
+    return SX_OK;
+}
+
+static void admit(sx_gen *g, int *n_running)
+{
+    for (gen_seq *s = g->head; s && *n_running < g->o.max_batch; s = s->next) {
+        if (s->state != GS_QUEUED || s->cancelled)
+            continue;
+        if (g->kv_reserved + s->reserve > g->kv_capacity)
+            break; /* keep arrival order: wait for room */
+        if (sx_engine_seq_new(g->e, &s->kv, NULL))
+            break;
+        g->kv_reserved += s->reserve;
+        s->state = GS_PREFILL;
+        (*n_running)++;
+    }
+}
+
+int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
+{
+    int rc, n_running = 0, n = 0, n_jobs = 0;
+    for (gen_seq *s = g->head; s; s = s->next) {
+        if (s->cancelled && s->state != GS_DONE)
+            gen_finish(g, s, SX_FINISH_CANCELLED, NULL);
+        else if (s->state == GS_PREFILL || s->state == GS_DECODE)
+            n_running++;
+    }
+    gen_reap(g);
+    admit(g, &n_running);
+    if ((rc = grow(g, n_running)))
+        return sx_err_set(err, rc, "out of memory");
+    for (gen_seq *s = g->head; s; s = s->next) {
+        if (s->state == GS_PREFILL) {
+            int chunk = s->n_prompt - s->n_fed;
+            if (chunk > g->o.prefill_chunk)
+                chunk = g->o.prefill_chunk;
+            g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0};
+        } else if (s->state == GS_DECODE) {
+            g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0};
+        } else {
+            continue;
+        }
+        g->item_seq[n++] = s;
+    }
+    if (n == 0) {
+        *n_live = 0;
+        for (gen_seq *s = g->head; s; s = s->next)
+            (*n_live)++;
+        if (*n_live)
+            return sx_err_set(err, SX_ELIMIT, "queued requests do not fit the KV cache");
+        return SX_OK;
+    }
+    /* masks for every sequence that samples after this step, filled while
+     * the model runs */
+    gen_seq **mj = calloc((size_t)n, sizeof *mj);
+    if (!mj)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        gen_seq *s = g->item_seq[i];
+        s->mask_ok = 0;
+        int samples = s->state == GS_DECODE || s->n_fed + g->items[i].n == s->n_prompt;
+        if (samples && s->m)
+            mj[n_jobs++] = s;
+    }
+    gen_masks_post(g, mj, n_jobs);
+    sx_error serr;
+    rc = sx_engine_step(g->e, g->items, n, g->logits, &serr);
+    gen_masks_wait(g);
+    free(mj);
+    if (rc) {
+        for (int i = 0; i < n; i++)
+            gen_finish(g, g->item_seq[i], SX_FINISH_ERROR, &serr);
+        gen_reap(g);
+        return sx_err_set(err, rc, "forward step failed: %s", serr.msg);
+    }
+    for (int i = 0; i < n; i++) {
+        gen_seq *s = g->item_seq[i];
+        float *row = g->logits + (size_t)i * (size_t)g->vocab_rows;
+        if (s->state == GS_PREFILL) {
+            s->n_fed += g->items[i].n;
+            if (s->n_fed < s->n_prompt)
+                continue;
+        } else {
+            s->n_feed = 0;
+        }
+        if ((rc = advance(g, s, row)))
+            return sx_err_set(err, rc, "generation failed");
+    }
+    gen_reap(g);
+    *n_live = 0;
+    for (gen_seq *s = g->head; s; s = s->next)
+        (*n_live)++;
+    return SX_OK;
+}

@@ -1,0 +1,384 @@
+/* sx_gen end to end on a small random-weight Qwen3 (the real tokenizer and
+ * the full 151,936-row vocabulary): constrained outputs always validate,
+ * also with budgets tight enough to force early closing; batching does not
+ * change greedy outputs; cancellation, too-small budgets and the
+ * unconstrained path behave. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/chat.h"
+#include "engine/engine.h"
+#include "engine/generate.h"
+#include "engine/model.h"
+#include "engine/tok_vocab.h"
+#include "grammar/grammar.h"
+#include "grammar/validator.h"
+
+static sx_tokenizer *TOK;
+static sx_vocab *VOC;
+static sx_model *MODEL;
+static sx_engine *ENG;
+static char DIR_[256];
+
+#define MAXR 16
+typedef struct result {
+    sx_bytes text;
+    sx_ids ids;
+    int done, finish, n_completion, n_forced;
+} result;
+
+static void on_event(const sx_gen_event *ev, void *ctx)
+{
+    result *r = (result *)ev->user;
+    (void)ctx;
+    if (ev->piece_len)
+        assert_int_equal(sx_bytes_append(&r->text, ev->piece, ev->piece_len), 0);
+    if (!ev->done) {
+        assert_int_equal(sx_ids_push(&r->ids, ev->token), 0);
+        return;
+    }
+    assert_int_equal(r->done, 0);
+    r->done = 1;
+    r->finish = ev->finish;
+    r->n_completion = ev->n_completion;
+    r->n_forced = ev->n_forced;
+    if (ev->finish == SX_FINISH_ERROR)
+        print_error("generation error: %s\n", ev->error.msg);
+}
+
+static void result_free(result *r)
+{
+    sx_bytes_free(&r->text);
+    sx_ids_free(&r->ids);
+    memset(r, 0, sizeof *r);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *shared = getenv("STRUX_SHARED");
+    char tp[1024];
+    snprintf(tp, sizeof tp, "%s/qwen3-tokenizer/tokenizer.json", shared ? shared : "../shared");
+    sx_error err;
+    if (sx_tok_load(tp, &TOK, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    sx_tok_set_n_rows(TOK, 151936);
+    if (sx_tok_make_vocab(TOK, &VOC, &err))
+        return -1;
+    sx_qwen3_config cfg;
+    if (sx_qwen3_shape("tiny", &cfg, &err))
+        return -1;
+    snprintf(DIR_, sizeof DIR_, "/tmp/strux_test_generate_%d", (int)getpid());
+    if (sx_model_write_random(&cfg, 7, DIR_, NULL, &err) || sx_model_load(DIR_, &MODEL, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    sx_engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.n_threads = 2;
+    eo.max_seqs = 16;
+    eo.kv_tokens = 16384;
+    if (sx_engine_new(MODEL, &eo, &ENG, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    sx_engine_free(ENG);
+    sx_model_free(MODEL);
+    sx_vocab_free(VOC);
+    sx_tok_free(TOK);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void encode_prompt(const char *user, sx_ids *ids)
+{
+    sx_chat_msg m[2] = {{"system", "Reply with JSON."}, {"user", user}};
+    assert_int_equal(sx_chat_encode(TOK, m, 2, 1, ids, NULL), 0);
+}
+
+/* Runs requests to completion on one sx_gen. */
+static void run_all(sx_gen *g)
+{
+    int live = 1, steps = 0;
+    sx_error err;
+    while (live > 0) {
+        if (sx_gen_step(g, &live, &err))
+            fail_msg("sx_gen_step: %s", err.msg);
+        assert_true(++steps < 5000);
+    }
+}
+
+static int validates(const json_t *schema, const sx_bytes *text)
+{
+    json_error_t je;
+    json_t *inst = json_loadb(text->v ? text->v : "", text->n, JSON_DECODE_ANY, &je);
+    if (!inst) {
+        print_error("not JSON: '%.*s' (%s)\n", (int)text->n, text->v ? text->v : "", je.text);
+        return 0;
+    }
+    sx_validator *val;
+    int valid = 0;
+    sx_error err;
+    assert_int_equal(sx_val_compile(schema, NULL, &val, &err), 0);
+    assert_int_equal(sx_val_validate(val, inst, &valid, &err), 0);
+    if (!valid)
+        print_error("invalid: '%.*s': %s\n", (int)text->n, text->v, err.msg);
+    sx_val_free(val);
+    json_decref(inst);
+    return valid;
+}
+
+static const char *SCHEMAS[] = {
+    "schemas/invoice.json", "schemas/contact_card.json", "schemas/support_ticket.json",
+    "schemas/sentiment_labels.json",
+};
+
+static const char *INLINE[] = {
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
+    "\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":150}},\"required\":[\"name\",\"age\"],"
+    "\"additionalProperties\":false}",
+    "{\"type\":\"array\",\"items\":{\"enum\":[\"red\",\"green\",\"blue\"]},\"minItems\":2,\"maxItems\":4}",
+    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}-[0-9]{4}$\"},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"format\":\"date\"}}},"
+    "\"required\":[\"id\",\"tags\"]}",
+};
+
+/* Every schema, several seeds, a roomy and a tight budget: all valid. */
+static void constrained_outputs_validate(void **state)
+{
+    (void)state;
+    int n_schemas = (int)(sizeof SCHEMAS / sizeof *SCHEMAS + sizeof INLINE / sizeof *INLINE);
+    int checked = 0, tight_closed = 0;
+    for (int k = 0; k < n_schemas; k++) {
+        json_error_t je;
+        json_t *schema = k < 4 ? json_load_file(SCHEMAS[k], 0, &je)
+                               : json_loads(INLINE[k - 4], 0, &je);
+        if (!schema)
+            fail_msg("schema %d: %s", k, je.text);
+        sx_grammar *gr;
+        sx_gr_opts o;
+        sx_gr_opts_default(&o);
+        sx_error err;
+        if (sx_gr_compile_json(VOC, schema, &o, &gr, &err))
+            fail_msg("compile %d: %s", k, err.msg);
+        /* the shortest document's length in tokens sets the tight budget */
+        sx_matcher *m;
+        assert_int_equal(sx_matcher_new(gr, &m, NULL), 0);
+        uint8_t buf[65536];
+        size_t cn = sx_matcher_shortest_completion(m, buf, sizeof buf);
+        assert_true(cn != (size_t)-1);
+        sx_ids cids = {0};
+        assert_int_equal(sx_tok_encode(TOK, (const char *)buf, cn, 0, &cids, NULL), 0);
+        int shortest = (int)cids.n;
+        sx_ids_free(&cids);
+        sx_matcher_free(m);
+
+        result r[6];
+        memset(r, 0, sizeof r);
+        sx_gen *g;
+        assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+        sx_ids p = {0};
+        encode_prompt("Extract the record from: Jane Doe, 41, jane@example.com, order ABC-1234.", &p);
+        for (int i = 0; i < 6; i++) {
+            sx_gen_params gp;
+            memset(&gp, 0, sizeof gp);
+            sx_sampling_default(&gp.sampling);
+            gp.sampling.temperature = 1.0f;
+            gp.sampling.seed = (uint64_t)(100 * k + i);
+            gp.grammar = gr;
+            gp.max_tokens = i < 3 ? 200 : shortest + (i - 3);
+            if (sx_gen_add(g, p.v, (int)p.n, &gp, &r[i], NULL, &err))
+                fail_msg("add: %s", err.msg);
+        }
+        run_all(g);
+        for (int i = 0; i < 6; i++) {
+            assert_int_equal(r[i].done, 1);
+            int budget = i < 3 ? 200 : shortest + (i - 3);
+            assert_true(r[i].n_completion <= budget);
+            if (r[i].finish == SX_FINISH_STOP) {
+                assert_true(validates(schema, &r[i].text));
+                checked++;
+                if (i >= 3)
+                    tight_closed++;
+            } else {
+                /* only a roomy budget may run out (the document was long) */
+                assert_int_equal(r[i].finish, SX_FINISH_LENGTH);
+                assert_true(i < 3);
+            }
+            result_free(&r[i]);
+        }
+        sx_ids_free(&p);
+        sx_gen_free(g);
+        sx_gr_free(gr);
+        json_decref(schema);
+    }
+    /* every tight budget must have produced a complete, valid document */
+    assert_int_equal(tight_closed, 3 * n_schemas);
+    assert_true(checked >= 3 * n_schemas);
+}
+
+/* Greedy outputs of sequences run together equal those run alone. */
+static void batching_is_invisible(void **state)
+{
+    (void)state;
+    const char *users[4] = {"One.", "Two words here.", "A longer prompt with more tokens in it, to "
+                            "give the batch sequences of different lengths.", "Four"};
+    sx_ids p[4] = {{0}};
+    result alone[4], together[4];
+    memset(alone, 0, sizeof alone);
+    memset(together, 0, sizeof together);
+    sx_gen_params gp;
+    memset(&gp, 0, sizeof gp);
+    sx_sampling_default(&gp.sampling);
+    gp.sampling.temperature = 0;
+    gp.max_tokens = 12;
+    for (int i = 0; i < 4; i++)
+        encode_prompt(users[i], &p[i]);
+    for (int i = 0; i < 4; i++) {
+        sx_gen *g;
+        assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+        assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &alone[i], NULL, NULL), 0);
+        run_all(g);
+        sx_gen_free(g);
+    }
+    sx_gen_opts go = {.prefill_chunk = 7, .max_batch = 4, .mask_threads = 2};
+    sx_gen *g;
+    assert_int_equal(sx_gen_new(ENG, TOK, &go, on_event, NULL, &g, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &together[i], NULL, NULL), 0);
+    run_all(g);
+    sx_gen_free(g);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(alone[i].done, 1);
+        assert_int_equal(together[i].done, 1);
+        assert_true(alone[i].ids.n > 0);
+        assert_true(alone[i].ids.n <= 12);
+        assert_int_equal(alone[i].ids.n, together[i].ids.n);
+        assert_memory_equal(alone[i].ids.v, together[i].ids.v, alone[i].ids.n * sizeof(int32_t));
+        result_free(&alone[i]);
+        result_free(&together[i]);
+        sx_ids_free(&p[i]);
+    }
+}
+
+static void budget_and_cancel(void **state)
+{
+    (void)state;
+    sx_grammar *gr;
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"const\":\"a long constant "
+                         "value that takes many tokens to write out in full\"}},\"required\":[\"a\"]}";
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    o.max_ws = 0; /* compact: the whole document is forced text */
+    assert_int_equal(sx_gr_compile_schema(VOC, schema, strlen(schema), &o, &gr, NULL), 0);
+    sx_gen *g;
+    assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+    sx_ids p = {0};
+    encode_prompt("x", &p);
+    sx_gen_params gp;
+    memset(&gp, 0, sizeof gp);
+    sx_sampling_default(&gp.sampling);
+    gp.grammar = gr;
+    gp.max_tokens = 3;
+    sx_error err;
+    result r[2];
+    memset(r, 0, sizeof r);
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[0], NULL, &err), SX_ELIMIT);
+    assert_non_null(strstr(err.msg, "too small"));
+    /* the whole document is forced: every token is the grammar's */
+    gp.max_tokens = 64;
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[0], NULL, &err), 0);
+    int h;
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[1], &h, &err), 0);
+    sx_gen_cancel(g, h);
+    run_all(g);
+    assert_int_equal(r[0].finish, SX_FINISH_STOP);
+    assert_int_equal(r[0].text.n, strlen("{\"a\":\"a long constant value that takes many tokens to "
+                                         "write out in full\"}"));
+    assert_true(r[0].n_forced >= r[0].n_completion - 2);
+    assert_int_equal(r[1].finish, SX_FINISH_CANCELLED);
+    assert_int_equal(r[1].n_completion, 0);
+    /* bad requests */
+    gp.max_tokens = 0;
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[0], NULL, &err), SX_EINVAL);
+    gp.max_tokens = 10;
+    int32_t bad = 200000;
+    assert_int_equal(sx_gen_add(g, &bad, 1, &gp, &r[0], NULL, &err), SX_EINVAL);
+    gp.max_tokens = 1 << 30;
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[0], NULL, &err), SX_ELIMIT);
+    result_free(&r[0]);
+    result_free(&r[1]);
+    sx_ids_free(&p);
+    sx_gen_free(g);
+    sx_gr_free(gr);
+}
+
+static void choices_and_unconstrained(void **state)
+{
+    (void)state;
+    const char *labels[] = {"positive", "negative", "neutral"};
+    sx_grammar *gr;
+    assert_int_equal(sx_gr_compile_choices(VOC, labels, 3, NULL, &gr, NULL), 0);
+    sx_gen *g;
+    assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+    sx_ids p = {0};
+    encode_prompt("Great product!", &p);
+    result r[5];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 4; i++) {
+        sx_gen_params gp;
+        memset(&gp, 0, sizeof gp);
+        sx_sampling_default(&gp.sampling);
+        gp.sampling.seed = (uint64_t)i;
+        gp.grammar = gr;
+        gp.max_tokens = 16;
+        assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[i], NULL, NULL), 0);
+    }
+    sx_gen_params gu;
+    memset(&gu, 0, sizeof gu);
+    sx_sampling_default(&gu.sampling);
+    gu.max_tokens = 9;
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gu, &r[4], NULL, NULL), 0);
+    run_all(g);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r[i].finish, SX_FINISH_STOP);
+        int hit = 0;
+        for (int k = 0; k < 3; k++)
+            hit |= r[i].text.n == strlen(labels[k]) && !memcmp(r[i].text.v, labels[k], r[i].text.n);
+        assert_true(hit);
+        result_free(&r[i]);
+    }
+    assert_true(r[4].n_completion <= 9);
+    assert_true(r[4].finish == SX_FINISH_LENGTH || r[4].finish == SX_FINISH_STOP);
+    result_free(&r[4]);
+    sx_ids_free(&p);
+    sx_gen_free(g);
+    sx_gr_free(gr);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(constrained_outputs_validate),
+        cmocka_unit_test(batching_is_invisible),
+        cmocka_unit_test(budget_and_cancel),
+        cmocka_unit_test(choices_and_unconstrained),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

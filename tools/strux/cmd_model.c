@@ -1,0 +1,346 @@
+/* strux model: write random-weight Qwen3 models, and size up a model
+ * (parameters, KV cache, how many sequences fit in memory). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/sx_file.h"
+#include "engine/model.h"
+#include "engine/safetensors.h"
+#include "engine/tokenizer.h"
+#include "tools/strux/commands.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: strux model random [--shape NAME] [--seed N] --out DIR [--tokenizer PATH]\n"
+            "                          [--no-tokenizer] [SHAPE OPTIONS]\n"
+            "       strux model info DIR [--memory-gib G]\n"
+            "       strux model info --shape NAME [SHAPE OPTIONS] [--memory-gib G]\n\n"
+            "random  writes a Hugging Face-format Qwen3 model with random bf16 weights into\n"
+            "        DIR: config.json, model.safetensors and the Qwen3 tokenizer (tokenizer.json,\n"
+            "        tokenizer_config.json).  The weights depend only on the shape and --seed\n"
+            "        (default 0).  Shapes: tiny (2 layers, hidden 128, all Qwen3 features, full\n"
+            "        151,936-row vocabulary; the default), 0.6b, 1.7b, 4b, 8b.  transformers'\n"
+            "        AutoModelForCausalLM.from_pretrained(DIR) loads the result.\n"
+            "info    loads and checks the model in DIR (or takes a named shape) and prints its\n"
+            "        parameters, weight bytes, KV-cache bytes per token, and how many sequences\n"
+            "        of 1k/4k/8k/32k tokens fit in the memory left after the weights.  The memory\n"
+            "        is --memory-gib G (total, e.g. a GPU's), else this machine's available RAM.\n\n"
+            "shape options (change the chosen shape; the vocabulary stays 151,936 rows):\n"
+            "  --hidden N  --intermediate N  --layers N  --heads N  --kv-heads N  --head-dim N\n"
+            "  --no-tie (separate lm_head.weight)  --tie\n"
+            "  --tokenizer PATH  tokenizer.json to copy (default: $STRUX_SHARED or ../shared\n"
+            "                    /qwen3-tokenizer/tokenizer.json); --no-tokenizer copies none\n\n"
+            "Exit status: 0 ok, 1 the model could not be written or loaded, 2 usage.\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Shape options shared by both subcommands.  Returns 1 if argv[*i] was
+ * one (consuming its value), 0 if not, -1 on a bad value. */
+static int shape_option(int argc, char **argv, int *i, sx_qwen3_config *c, int *changed)
+{
+    static const struct {
+        const char *opt;
+        size_t      off;
+    } o[] = {
+        {"--hidden", offsetof(sx_qwen3_config, hidden)},
+        {"--intermediate", offsetof(sx_qwen3_config, intermediate)},
+        {"--layers", offsetof(sx_qwen3_config, n_layers)},
+        {"--heads", offsetof(sx_qwen3_config, n_heads)},
+        {"--kv-heads", offsetof(sx_qwen3_config, n_kv_heads)},
+        {"--head-dim", offsetof(sx_qwen3_config, head_dim)},
+    };
+    if (!strcmp(argv[*i], "--no-tie") || !strcmp(argv[*i], "--tie")) {
+        c->tied = !strcmp(argv[*i], "--tie");
+        *changed = 1;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof o / sizeof o[0]; k++)
+        if (!strcmp(argv[*i], o[k].opt)) {
+            long v;
+            if (*i + 1 >= argc || parse_long(argv[*i + 1], 1, 1 << 20, &v)) {
+                fprintf(stderr, "strux model: %s needs a positive integer\n", o[k].opt);
+                return -1;
+            }
+            int iv = (int)v;
+            memcpy((char *)c + o[k].off, &iv, sizeof iv);
+            *changed = 1;
+            (*i)++;
+            return 1;
+        }
+    return 0;
+}
+
+typedef struct progress_state {
+    const char *path;
+    double      t0;
+    int         last, tty;
+} progress_state;
+
+static void on_progress(void *ctx, int64_t done, int64_t total)
+{
+    progress_state *p = ctx;
+    if (total < (64 << 20))
+        return; /* small models are done before anyone could read it */
+    int pct = (int)(100 * done / total);
+    /* a terminal gets every percent; a log gets every tenth */
+    if (pct == p->last || (!p->tty && pct / 10 == p->last / 10 && pct != 100))
+        return;
+    p->last = pct;
+    double t = now_s() - p->t0;
+    fprintf(stderr, "%swriting %s: %3d%% (%.0f / %.0f MB, %.0f MB/s)%s", p->tty ? "\r" : "",
+            p->path, pct, done / 1e6, total / 1e6, t > 0 ? done / 1e6 / t : 0.0,
+            p->tty && pct < 100 ? "" : "\n");
+}
+
+static int cmd_random(int argc, char **argv)
+{
+    const char *shape = "tiny", *out = NULL, *tok = NULL;
+    int no_tok = 0, changed = 0;
+    long seed = 0;
+    sx_qwen3_config c;
+    sx_error err;
+    /* the shape comes first so that the options can change it */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--shape"))
+            shape = argv[i + 1];
+    if (sx_qwen3_shape(shape, &c, &err)) {
+        fprintf(stderr, "strux model random: %s\n", err.msg);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        int r = shape_option(argc, argv, &i, &c, &changed);
+        if (r < 0)
+            return 2;
+        if (r)
+            continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            i++;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
+            tok = argv[++i];
+        } else if (!strcmp(argv[i], "--no-tokenizer")) {
+            no_tok = 1;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (parse_long(argv[++i], 0, 0x7fffffffL, &seed)) {
+                fprintf(stderr, "strux model random: --seed needs an integer 0..2147483647\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "strux model random: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "strux model random: --out DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    char tok_path[4096];
+    if (!no_tok) {
+        if (sx_tok_resolve_path(tok, NULL, NULL, tok_path, sizeof tok_path, &err)) {
+            fprintf(stderr, "strux model random: %s\n", err.msg);
+            return 1;
+        }
+        if (!sx_file_exists(tok_path)) {
+            fprintf(stderr, "strux model random: no tokenizer at %s (--tokenizer PATH or "
+                            "--no-tokenizer)\n", tok_path);
+            return 1;
+        }
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    progress_state ps = {path, now_s(), -1, isatty(2)};
+    int rc = sx_model_write_random_ex(&c, (uint64_t)seed, out, no_tok ? NULL : tok_path,
+                                      on_progress, &ps, &err);
+    if (rc) {
+        fprintf(stderr, "strux model random: %s\n", err.msg);
+        return rc == SX_EINVAL ? 2 : 1;
+    }
+    double t = now_s() - ps.t0;
+    int64_t bytes = 2 * sx_qwen3_n_params(&c);
+    printf("wrote %s: shape %s%s, seed %ld, %lld parameters, %lld bytes of bf16 weights in "
+           "%.2f s (%.0f MB/s)\n",
+           out, shape, changed ? " (changed)" : "", seed, (long long)sx_qwen3_n_params(&c),
+           (long long)bytes, t, t > 0 ? bytes / 1e6 / t : 0.0);
+    return 0;
+}
+
+/* MemAvailable from /proc/meminfo, in bytes; 0 if unknown. */
+static double available_ram(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+static void print_info(const sx_qwen3_config *c, double budget, const char *budget_from)
+{
+    int64_t params = sx_qwen3_n_params(c), wbytes = 2 * params;
+    int64_t kv16 = sx_qwen3_kv_bytes_per_token(c, 2), kv32 = sx_qwen3_kv_bytes_per_token(c, 4);
+    printf("shape:        hidden %d, intermediate %d, layers %d, heads %d (kv %d), head_dim %d, "
+           "vocab %d, %s\n",
+           c->hidden, c->intermediate, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
+           c->vocab_rows, c->tied ? "tied embeddings" : "separate lm_head");
+    printf("parameters:   %lld (%.3f B)\n", (long long)params, params / 1e9);
+    printf("weights:      %lld bytes as bf16 (%.2f GiB)\n", (long long)wbytes, wbytes / GIB);
+    printf("kv per token: %lld bytes bf16, %lld bytes f32\n", (long long)kv16, (long long)kv32);
+    double kv_budget = budget - (double)wbytes;
+    if (kv_budget < 0)
+        kv_budget = 0;
+    printf("memory:       %.2f GiB (%s) - weights = %.2f GiB for the KV cache\n", budget / GIB,
+           budget_from, kv_budget / GIB);
+    printf("concurrent sequences at full context:\n");
+    printf("  %-8s %12s %12s\n", "context", "bf16 cache", "f32 cache");
+    static const int ctx[] = {1024, 4096, 8192, 32768};
+    for (size_t i = 0; i < sizeof ctx / sizeof ctx[0]; i++)
+        printf("  %-8d %12lld %12lld\n", ctx[i], (long long)(kv_budget / ((double)kv16 * ctx[i])),
+               (long long)(kv_budget / ((double)kv32 * ctx[i])));
+}
+
+/* What the files hold: shards, and tensors and bytes by dtype. */
+static void print_files(const char *dir)
+{
+    sx_st_set *set;
+    sx_error err;
+    if (sx_st_set_open(dir, &set, &err))
+        return; /* the load just succeeded; nothing new to say */
+    long long count[3] = {0}, bytes[3] = {0};
+    for (size_t i = 0; i < sx_st_set_files(set); i++) {
+        const sx_st_file *f = sx_st_set_file(set, i);
+        for (size_t k = 0; k < sx_st_count(f); k++) {
+            const sx_st_tensor *t = sx_st_at(f, k);
+            count[t->dtype]++;
+            bytes[t->dtype] += (long long)t->nbytes;
+        }
+    }
+    printf("files:        %zu safetensors file%s;", sx_st_set_files(set),
+           sx_st_set_files(set) == 1 ? "" : "s");
+    for (int d = 0; d < 3; d++)
+        if (count[d])
+            printf(" %lld %s tensors (%lld bytes)", count[d], sx_st_dtype_name(d), bytes[d]);
+    printf("\n");
+    sx_st_set_close(set);
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    const char *dir = NULL, *shape = NULL;
+    double gib = 0;
+    int changed = 0;
+    sx_qwen3_config c;
+    sx_error err;
+    memset(&c, 0, sizeof c);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--shape"))
+            shape = argv[i + 1];
+    if (shape && sx_qwen3_shape(shape, &c, &err)) {
+        fprintf(stderr, "strux model info: %s\n", err.msg);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        int r = shape ? shape_option(argc, argv, &i, &c, &changed) : 0;
+        if (r < 0)
+            return 2;
+        if (r)
+            continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            i++;
+        } else if (!strcmp(argv[i], "--memory-gib") && i + 1 < argc) {
+            char *end;
+            gib = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(gib > 0 && gib < 1e6)) {
+                fprintf(stderr, "strux model info: --memory-gib needs a positive number\n");
+                return 2;
+            }
+        } else if (argv[i][0] == '-' || dir) {
+            fprintf(stderr, "strux model info: unknown or extra argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else {
+            dir = argv[i];
+        }
+    }
+    if (!dir == !shape) {
+        fprintf(stderr, "strux model info: give a model DIR or --shape NAME\n");
+        usage(stderr);
+        return 2;
+    }
+    double budget = gib > 0 ? gib * GIB : available_ram();
+    const char *from = gib > 0 ? "--memory-gib" : "available RAM";
+    if (shape) {
+        if (sx_qwen3_config_check(&c, &err)) {
+            fprintf(stderr, "strux model info: %s\n", err.msg);
+            return 2;
+        }
+        printf("model:        shape %s%s\n", shape, changed ? " (changed)" : "");
+        print_info(&c, budget, from);
+        return 0;
+    }
+    sx_model *m = NULL;
+    double t0 = now_s();
+    if (sx_model_load(dir, &m, &err)) {
+        fprintf(stderr, "strux model info: %s\n", err.msg);
+        return 1;
+    }
+    double t = now_s() - t0;
+    printf("model:        %s (loaded and checked in %.3f s)\n", dir, t);
+    print_files(dir);
+    print_info(&m->cfg, budget, from);
+    sx_model_free(m);
+    return 0;
+}
+
+int cmd_model(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "random"))
+        return cmd_random(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "info"))
+        return cmd_info(argc - 1, argv + 1);
+    fprintf(stderr, "strux model: unknown subcommand '%s' (random, info)\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
