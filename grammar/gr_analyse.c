@@ -18,12 +18,12 @@ static uint64_t obj_forbidden(const gr_node *n, const uint8_t *ne, const gr_node
     uint64_t bad = 0;
     for (uint32_t i = 0; i < n->u.obj.n; i++)
         if (!ok(ne, nodes, n->u.obj.props[i].node))
-            bad |= 1ull << n->u.obj.props[i].index;
+            bad |= gr_prop_bit(&n->u.obj.props[i]);
     for (int changed = 1; changed && n->u.obj.dep_req;) {
         changed = 0;
         for (uint32_t i = 0; i < n->u.obj.n; i++) {
-            uint64_t b = 1ull << n->u.obj.props[i].index;
-            if (!(bad & b) && (n->u.obj.dep_req[n->u.obj.props[i].index] & bad)) {
+            uint64_t b = gr_prop_bit(&n->u.obj.props[i]);
+            if (b && !(bad & b) && (n->u.obj.dep_req[n->u.obj.props[i].index] & bad)) {
                 bad |= b;
                 changed = 1;
             }
@@ -63,7 +63,7 @@ static int obj_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *node
         changed = 0;
         for (uint32_t i = 0; i < n->u.obj.n; i++) {
             int idx = n->u.obj.props[i].index;
-            if ((req >> idx & 1) && (n->u.obj.dep_req[idx] & ~req)) {
+            if (idx < 64 && (req >> idx & 1) && (n->u.obj.dep_req[idx] & ~req)) {
                 req |= n->u.obj.dep_req[idx];
                 changed = 1;
             }
@@ -88,9 +88,11 @@ static int obj_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *node
             return 0;
     }
     int64_t nreq = __builtin_popcountll(req), avail = 0;
-    for (uint32_t i = 0; i < n->u.obj.n; i++)
-        if (!(bad >> n->u.obj.props[i].index & 1))
+    for (uint32_t i = 0; i < n->u.obj.n; i++) {
+        uint64_t b = gr_prop_bit(&n->u.obj.props[i]);
+        if (b ? !(bad & b) : ok(ne, nodes, n->u.obj.props[i].node))
             avail++;
+    }
     int64_t mx = n->u.obj.max_props, mn = n->u.obj.min_props;
     if (mx >= 0 && (nreq > mx || mn > mx))
         return 0;
@@ -200,9 +202,11 @@ int gc_analyse(gc_ctx *c)
             x->u.alt.n = m;
         } else if (x->kind == GK_OBJECT) {
             uint64_t bad = obj_forbidden(x, ne, N);
-            for (uint32_t k = 0; k < x->u.obj.n; k++)
-                if (bad >> x->u.obj.props[k].index & 1)
+            for (uint32_t k = 0; k < x->u.obj.n; k++) {
+                uint64_t b = gr_prop_bit(&x->u.obj.props[k]);
+                if (b ? (bad & b) != 0 : !ok(ne, N, x->u.obj.props[k].node))
                     x->u.obj.props[k].node = -1; /* the key may never appear */
+            }
             if (!ok(ne, N, x->u.obj.additional))
                 x->u.obj.additional = -1;
             if (x->u.obj.keyx) {

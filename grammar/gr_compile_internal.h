@@ -63,6 +63,28 @@ int gc_spellings(const json_t *v, char **out, int *n, int cap);
 /* Canonical JSON string body (no quotes) of UTF-8 text; malloc'd. */
 char *gc_encode_string(const char *s, size_t len, size_t *out_len);
 
+/* gr_finite.c: when s admits only values from a finite list (an enum or
+ * const in s or in an allOf conjunct, also through $ref) and asserts more
+ * than type/enum/const, the validator decides every listed value against
+ * all of s: *texts gets the accepted scalar spellings (JSON texts as
+ * strings) and *values the accepted objects and arrays, both new arrays.
+ * Both stay NULL when s is not such a schema or the validator cannot
+ * decide it; the caller then compiles s the ordinary way. */
+int gc_finite_values(gc_ctx *c, const json_t *s, json_t **texts, json_t **values);
+/* 1 if an integral number occurs anywhere in v. */
+int gc_has_integral(const json_t *v);
+
+/* gr_deps.c: s with its schema dependencies (dependentSchemas, or
+ * `dependencies` with schema values) written as anyOf branches, one per
+ * set of dependency keys present (*out new); *out NULL when s has none. */
+int gc_rewrite_dependencies(gc_ctx *c, const json_t *s, json_t **out);
+
+/* gr_ifthen.c: s with its if/then/else written as one more allOf member,
+ * anyOf [allOf [if, then], allOf [not if, else]] with the negation of a
+ * property test pushed down to the properties (*out new); *out NULL when
+ * s has no `if`. */
+int gc_rewrite_if(gc_ctx *c, const json_t *s, json_t **out);
+
 /* gr_strx.c: the automaton of a string's pattern and/or format (either may
  * be NULL); *out stays NULL when neither is given. */
 int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,

@@ -235,14 +235,16 @@ static int num_ok(const gr_node *n, const gr_frame *f, int ending)
         int closed = f->phase == N_ZERO || f->phase == N_DOT || f->phase == N_FRAC;
         if (ending || closed)
             return int_range_ok(n, v, v);
-        /* N_INT: more digits may follow: v*10^k + [0, 10^k) */
+        /* N_INT: more digits may follow: v*10^k + [0, 10^k), up to the
+         * 18 digits feed_num lets an integer have */
+        const __int128 most = 999999999999999999LL;
         __int128 scale = 1;
         for (int k = 0; k <= 19; k++) {
             __int128 lo = (__int128)f->val * scale, hi = lo + scale - 1;
-            if (lo > (__int128)INT64_MAX)
+            if (lo > most)
                 break;
-            if (hi > (__int128)INT64_MAX)
-                hi = INT64_MAX;
+            if (hi > most)
+                hi = most;
             int ok = neg ? int_range_ok(n, -hi, -lo) : int_range_ok(n, lo, hi);
             if (ok)
                 return 1;
@@ -308,8 +310,9 @@ static void feed_num(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     case N_INT:
         if (digit && ph == N_INT)
             next = N_INT;
-        else if (c == '.' && !n->u.num.no_frac)
-            next = N_DOT;
+        else if (c == '.' && !n->u.num.no_frac &&
+                 !(n->u.num.integer && f->val > 9007199254740992LL))
+            next = N_DOT; /* past 2^53 a parser reads "N.0" as a rounded double */
         else if ((c == 'e' || c == 'E') && !bounded)
             next = N_E;
         break;
@@ -592,7 +595,7 @@ static uint64_t obj_required(const gr_node *n, uint64_t seen)
     if (n->u.obj.dep_req)
         for (uint32_t i = 0; i < n->u.obj.n; i++) {
             int idx = n->u.obj.props[i].index;
-            if (seen >> idx & 1)
+            if (idx < 64 && (seen >> idx & 1))
                 r |= n->u.obj.dep_req[idx];
         }
     return r;
@@ -619,7 +622,7 @@ static uint64_t obj_allowed(const gr_node *n)
     uint64_t a = 0;
     for (uint32_t i = 0; i < n->u.obj.n; i++)
         if (n->u.obj.props[i].node >= 0)
-            a |= 1ull << n->u.obj.props[i].index;
+            a |= gr_prop_bit(&n->u.obj.props[i]);
     return a;
 }
 
@@ -678,10 +681,16 @@ static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count)
         return 0;
     if (count < n->u.obj.min_props) {
         /* enough optional keys left to reach the minimum? */
-        int64_t unseen = 0;
-        for (uint32_t i = 0; i < n->u.obj.n; i++)
-            if (!(seen >> n->u.obj.props[i].index & 1))
-                unseen++;
+        int64_t unseen = 0, hashed = 0;
+        for (uint32_t i = 0; i < n->u.obj.n; i++) {
+            uint64_t b = gr_prop_bit(&n->u.obj.props[i]);
+            hashed += !b;
+            unseen += b && !(seen & b);
+        }
+        /* without additional keys every key counted is a listed one, so
+         * the hashed keys present are the count less the bits */
+        if (hashed)
+            unseen += hashed - (count - popcount64(seen));
         if (!gr_obj_has_gen(n) && count + unseen < n->u.obj.min_props)
             return 0;
         if (n->u.obj.max_props >= 0 && n->u.obj.max_props < n->u.obj.min_props)
@@ -706,9 +715,9 @@ static int obj_can_close(const gr_node *n, const gr_frame *f)
 static int obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t hi)
 {
     for (uint32_t i = lo; i < hi; i++) {
-        uint64_t bit = 1ull << n->u.obj.props[i].index;
-        if (n->u.obj.props[i].node >= 0 && !(f->seen & bit) &&
-            obj_feasible(n, f->seen | bit, f->count + 1))
+        const gr_prop *p = &n->u.obj.props[i];
+        if (p->node >= 0 && !gr_prop_seen(p, f->seen, f->ext) &&
+            obj_feasible(n, f->seen | gr_prop_bit(p), f->count + 1))
             return 1;
     }
     return 0;
@@ -725,6 +734,11 @@ static int key_hash_seen(const key_hash *k, uint64_t h)
         if (k->h == h)
             return 1;
     return 0;
+}
+
+int gr_key_listed(const void *list, uint64_t h)
+{
+    return key_hash_seen(list, h);
 }
 
 /* Can one more additional key be added (it must also be a new one)? */
@@ -766,12 +780,21 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
     if (c == '"' && !(f->flags & F_KESC) && f->aux == 0) {
         /* end of the key: a known property if one matches exactly */
         if (lo < hi && P[lo].key_len == pos) {
-            uint64_t bit = 1ull << P[lo].index;
-            if (P[lo].node < 0 || (f->seen & bit) || !obj_feasible(n, f->seen | bit, f->count + 1))
+            uint64_t bit = gr_prop_bit(&P[lo]);
+            if (P[lo].node < 0 || gr_prop_seen(&P[lo], f->seen, f->ext) ||
+                !obj_feasible(n, f->seen | bit, f->count + 1))
                 return;
             gr_frame *nf = clone(cx, f);
             if (!nf)
                 return;
+            if (!bit) {
+                key_hash *kh = gr_arena_alloc(cx->arena, sizeof *kh);
+                if (!kh)
+                    return;
+                kh->next = f->ext;
+                kh->h = P[lo].hash;
+                nf->ext = kh;
+            }
             nf->seen |= bit;
             nf->count++;
             nf->lo = (uint32_t)P[lo].node;

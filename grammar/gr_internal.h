@@ -29,8 +29,28 @@ typedef struct gr_prop {
     const uint8_t *key; /* JSON-encoded key without quotes */
     uint32_t key_len;
     int32_t node;       /* value node */
-    int32_t index;      /* position in `properties` (bit in the seen set) */
+    int32_t index;      /* bit in the seen set when < 64 (every key that a
+                           key condition names); past 64, optional keys
+                           whose presence the frame's key-hash list records */
+    uint64_t hash;      /* gr_key_hash of key */
 } gr_prop;
+
+#define GR_KEY_BASIS 1469598103934665603ULL /* FNV-1a */
+#define GR_KEY_PRIME 1099511628211ULL
+
+/* Hash of a key's spelling, as the matcher computes it byte by byte. */
+static inline uint64_t gr_key_hash(const uint8_t *b, size_t n)
+{
+    uint64_t h = GR_KEY_BASIS;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * GR_KEY_PRIME;
+    return h;
+}
+
+static inline uint64_t gr_prop_bit(const gr_prop *p)
+{
+    return p->index < 64 ? 1ull << p->index : 0;
+}
 
 /* A string's pattern/format as a byte DFA over its decoded content, with
  * what the matcher needs to stay exact when lengths are bounded too. */
@@ -234,6 +254,16 @@ int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int 
  * within the search budget. */
 long gr_keyauto_new_key(const gr_strx *x, const int32_t *close, int32_t st, uint64_t h,
                         const void *seen, uint8_t *out, size_t cap, int32_t *final);
+
+/* gr_feed.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
+int gr_key_listed(const void *list, uint64_t h);
+
+/* The property is already in the object (seen bits, key-hash list). */
+static inline int gr_prop_seen(const gr_prop *p, uint64_t seen, const void *keys)
+{
+    uint64_t b = gr_prop_bit(p);
+    return b ? (seen & b) != 0 : gr_key_listed(keys, p->hash);
+}
 
 /* gr_feed.c: with keys `seen` (count of them), can the object still be
  * completed validly? */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grammar/gr_compile_internal.h"
+#include "grammar/regex.h"
 
 static int merge_local(gc_ctx *c, json_t *dst, const json_t *src);
 
@@ -54,6 +55,49 @@ static json_t *all_of(const json_t *a, const json_t *b)
     return json_pack("{s:[OO]}", "allOf", a, b);
 }
 
+/* 1 if key k matches one of the patterns of map pp (an object or NULL);
+ * -1 if a pattern cannot be compiled. */
+static int key_matches(const json_t *pp, const char *k)
+{
+    const char *pk;
+    json_t *pv;
+    if (!json_is_object(pp))
+        return 0;
+    json_object_foreach((json_t *)pp, pk, pv) {
+        sx_re *re;
+        if (sx_re_compile(pk, strlen(pk), SX_RE_SEARCH, NULL, &re, NULL))
+            return -1;
+        int m = sx_re_matches(re, k, strlen(k));
+        sx_re_free(re);
+        if (m)
+            return 1;
+    }
+    return 0;
+}
+
+/* What one side asks of the value of key k beyond its patterns (which
+ * the merged node applies to every key they match): its own property
+ * schema, else its additionalProperties when no pattern of it matches. */
+static int side_rest(const json_t *props, const json_t *pp, const json_t *addl, const char *k,
+                     const json_t **out)
+{
+    const json_t *v = json_is_object(props) ? json_object_get(props, k) : NULL;
+    if (v) {
+        *out = v;
+        return 0;
+    }
+    int m = addl ? key_matches(pp, k) : 0;
+    if (m < 0)
+        return -1;
+    *out = m ? NULL : addl;
+    return 0;
+}
+
+static int is_open(const json_t *a)
+{
+    return !a || json_is_true(a);
+}
+
 static int merge_properties(gc_ctx *c, json_t *dst, const json_t *src)
 {
     json_t *dp = json_object_get(dst, "properties"), *sp = json_object_get(src, "properties");
@@ -61,34 +105,50 @@ static int merge_properties(gc_ctx *c, json_t *dst, const json_t *src)
     const json_t *sa = json_object_get(src, "additionalProperties");
     const json_t *dpp = json_object_get(dst, "patternProperties");
     const json_t *spp = json_object_get(src, "patternProperties");
-    if (dpp || spp) {
-        /* pattern maps join exactly only when neither side has an
-         * additionalProperties that the other side's keys would fall to */
-        int d_open = !da || json_is_true(da), s_open = !sa || json_is_true(sa);
-        if (!d_open || !s_open || (dpp && !json_is_object(dpp)) || (spp && !json_is_object(spp)))
-            return gc_unsupported(c, "patternProperties",
-                                  "inside allOf together with additionalProperties");
-        if (spp) {
-            json_t *pm = dpp ? json_deep_copy(dpp) : json_object();
-            const char *pk;
-            json_t *pv;
-            json_object_foreach((json_t *)spp, pk, pv)
-                json_object_set_new(pm, pk, all_of(json_object_get(pm, pk), pv));
-            json_object_set_new(dst, "patternProperties", pm);
-        }
+    if (dpp && json_is_object(dpp) && json_object_size(dpp) == 0)
+        dpp = NULL;
+    if (spp && json_is_object(spp) && json_object_size(spp) == 0)
+        spp = NULL;
+    if ((dpp && !json_is_object(dpp)) || (spp && !json_is_object(spp)))
+        return gc_invalid(c, "patternProperties", "must be an object");
+    /* a key one side's patterns match but the other's do not falls to the
+     * other side's additionalProperties, which the merged node would not
+     * apply: exact only while that is open */
+    if ((dpp && !is_open(sa)) || (spp && !is_open(da)))
+        return gc_unsupported(c, "patternProperties",
+                              "inside allOf together with additionalProperties");
+    json_t *pm = NULL;
+    if (spp) {
+        pm = dpp ? json_deep_copy(dpp) : json_object();
+        const char *pk;
+        json_t *pv;
+        json_object_foreach((json_t *)spp, pk, pv)
+            json_object_set_new(pm, pk, all_of(json_object_get(pm, pk), pv));
     }
     json_t *out = json_object();
     const char *k;
     json_t *v;
+    int bad = 0;
     if (dp)
         json_object_foreach(dp, k, v) {
-            const json_t *other = sp ? json_object_get(sp, k) : NULL;
-            json_object_set_new(out, k, all_of(v, other ? other : sa));
+            const json_t *other = NULL;
+            bad |= side_rest(sp, spp, sa, k, &other);
+            json_object_set_new(out, k, all_of(v, other));
         }
     if (sp)
         json_object_foreach((json_t *)sp, k, v)
-            if (!dp || !json_object_get(dp, k))
-                json_object_set_new(out, k, all_of(da, v));
+            if (!dp || !json_object_get(dp, k)) {
+                const json_t *mine = NULL;
+                bad |= side_rest(dp, dpp, da, k, &mine);
+                json_object_set_new(out, k, all_of(mine, v));
+            }
+    if (bad) {
+        json_decref(out);
+        json_decref(pm);
+        return gc_unsupported(c, "patternProperties", "a pattern that cannot be compiled");
+    }
+    if (pm)
+        json_object_set_new(dst, "patternProperties", pm);
     if (json_object_size(out))
         json_object_set_new(dst, "properties", out);
     else
@@ -217,6 +277,23 @@ int gc_merge(gc_ctx *c, json_t *dst, const json_t *src_in)
     return rc;
 }
 
+/* Appends the alternatives of a `not` operand: the branches of a bare
+ * anyOf, else the operand itself. */
+static int not_branches(json_t *alts, const json_t *x)
+{
+    const json_t *any = json_is_object(x) ? json_object_get(x, "anyOf") : NULL;
+    const char *k;
+    json_t *v;
+    if (json_is_array(any)) {
+        json_object_foreach((json_t *)x, k, v)
+            if (strcmp(k, "anyOf") && gc_is_assertion(k))
+                any = NULL;
+    }
+    if (json_is_array(any))
+        return json_array_extend(alts, (json_t *)any);
+    return json_array_append(alts, (json_t *)x);
+}
+
 static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
 {
     static const char *const lower[] = {"minimum", "exclusiveMinimum", "minLength", "minItems",
@@ -260,6 +337,8 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             }
             continue;
         }
+        if (!strcmp(k, "enum") || !strcmp(k, "const"))
+            continue; /* intersected below, against what dst had */
         if (!dv) {
             json_object_set(dst, k, sv);
             continue;
@@ -285,6 +364,42 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             continue;
         } else if (!strcmp(k, "uniqueItems")) {
             json_object_set(dst, k, json_is_true(dv) ? dv : sv);
+        } else if (!strcmp(k, "anyOf") && json_is_array(dv) && json_is_array(sv) &&
+                   json_array_size(dv) * json_array_size(sv) <= 64) {
+            /* (a1 or a2) and (b1 or b2) is the or of every pair */
+            json_t *alts = json_array();
+            size_t i, j;
+            json_t *a, *b;
+            json_array_foreach(dv, i, a)
+                json_array_foreach(sv, j, b)
+                    json_array_append_new(alts, json_pack("{s:[OO]}", "allOf", a, b));
+            if (!alts || json_array_size(alts) != json_array_size(dv) * json_array_size(sv)) {
+                json_decref(alts);
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            }
+            json_object_set_new(dst, "anyOf", alts);
+        } else if (!strcmp(k, "multipleOf") && json_is_integer(dv) && json_is_integer(sv) &&
+                   json_integer_value(dv) > 0 && json_integer_value(sv) > 0) {
+            /* multiples of both integers are the multiples of their lcm */
+            json_int_t a = json_integer_value(dv), b = json_integer_value(sv), x = a, y = b;
+            while (y) {
+                json_int_t t = x % y;
+                x = y;
+                y = t;
+            }
+            if (a / x > (json_int_t)1e15 / b)
+                return gc_unsupported(c, k, "two different values inside allOf");
+            json_object_set_new(dst, k, json_integer(a / x * b));
+        } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
+            json_array_extend(dv, sv); /* all of both lists */
+        } else if (!strcmp(k, "not")) {
+            /* not A and not B is not (A or B) */
+            json_t *alts = json_array();
+            if (!alts || not_branches(alts, dv) || not_branches(alts, sv)) {
+                json_decref(alts);
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            }
+            json_object_set_new(dst, "not", json_pack("{s:o}", "anyOf", alts));
         } else {
             return gc_unsupported(c, k, "two different values inside allOf");
         }

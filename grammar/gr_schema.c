@@ -409,6 +409,8 @@ static int string_node(gc_ctx *c, const json_t *s, int32_t *node)
 typedef struct prop_tmp {
     const char *name;
     const json_t *schema; /* NULL: present only through required/dependencies */
+    int cond;             /* named by a key condition: needs a bit in the seen set */
+    int index;            /* its gr_prop.index */
 } prop_tmp;
 
 static int cmp_prop(const void *a, const void *b)
@@ -426,6 +428,43 @@ static int prop_index(prop_tmp *t, int n, const char *name)
         if (!strcmp(t[i].name, name))
             return i;
     return -1;
+}
+
+/* Adds a name (once); cond marks it as one a key condition names. */
+static void prop_add(prop_tmp *t, int *n, const char *name, const json_t *schema, int cond)
+{
+    int i = prop_index(t, *n, name);
+    if (i < 0) {
+        i = (*n)++;
+        t[i].name = name;
+        t[i].schema = schema;
+        t[i].cond = 0;
+    }
+    t[i].cond |= cond;
+}
+
+/* The seen-set bit of a name that a key condition names (index < 64). */
+static uint64_t prop_bit(prop_tmp *t, int n, const char *name)
+{
+    return 1ull << t[prop_index(t, n, name)].index;
+}
+
+/* Upper bound of the names an object node lists. */
+static size_t names_bound(const json_t *s, const json_t *pres, const json_t *const *forbid,
+                          int n_forbid, const json_t *deps)
+{
+    size_t n = json_object_size(json_object_get(s, "properties")) +
+               json_array_size(json_object_get(s, "required")), i;
+    const char *k;
+    json_t *v;
+    json_array_foreach((json_t *)pres, i, v)
+        n += json_array_size(v);
+    for (int f = 0; f < n_forbid; f++)
+        n += json_array_size(forbid[f]);
+    if (json_is_object(deps))
+        json_object_foreach((json_t *)deps, k, v)
+            n += 1 + json_array_size(v);
+    return n;
 }
 
 /* A regex over key contents, kept with the grammar. */
@@ -573,8 +612,8 @@ done:
 
 static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
 {
-    enum { MAXP = 64 };
-    prop_tmp tmp[MAXP];
+    enum { MAXP = 4096 };
+    prop_tmp *tmp = NULL;
     int np = 0, rc;
     const json_t *props = json_object_get(s, "properties");
     const json_t *req = json_object_get(s, "required");
@@ -608,20 +647,21 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         return gc_invalid(c, "properties", "must be an object");
     if (req && !json_is_array(req))
         return gc_invalid(c, "required", "must be an array");
+    json_t *dep_src = (json_t *)(dr ? dr : deps);
+    size_t bound = names_bound(s, pres, forbid_lists, n_forbid, dep_src);
+    if (bound > MAXP)
+        return gc_unsupported(c, "properties", "more than 4096 property names");
+    tmp = gc_alloc(c, (bound ? bound : 1) * sizeof *tmp);
+    if (!tmp)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     if (props) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)props, k, v) {
-            if (np == MAXP)
-                return gc_unsupported(c, "properties", "more than 64 properties");
-            tmp[np].name = k;
-            tmp[np++].schema = v;
-        }
+        json_object_foreach((json_t *)props, k, v)
+            prop_add(tmp, &np, k, v, 0);
     }
     /* names that must or may appear without their own schema get the
      * additionalProperties schema, tracked like the others */
-    const json_t *lists[3] = {req, NULL, NULL};
-    json_t *dep_src = (json_t *)(dr ? dr : deps);
     if (dep_src && !json_is_object(dep_src))
         return gc_invalid(c, dr ? "dependentRequired" : "dependencies", "must be an object");
     size_t i;
@@ -629,34 +669,18 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     json_array_foreach((json_t *)req, i, e) {
         if (!json_is_string(e))
             return gc_invalid(c, "required", "must hold strings");
-        if (prop_index(tmp, np, json_string_value(e)) < 0) {
-            if (np == MAXP)
-                return gc_unsupported(c, "required", "more than 64 properties");
-            tmp[np].name = json_string_value(e);
-            tmp[np++].schema = NULL;
-        }
+        prop_add(tmp, &np, json_string_value(e), NULL, 1);
     }
-    (void)lists;
     size_t pi2;
     json_t *pl;
     json_array_foreach((json_t *)pres, pi2, pl)
         json_array_foreach(pl, i, e)
-            if (prop_index(tmp, np, json_string_value(e)) < 0) {
-                if (np == MAXP)
-                    return gc_unsupported(c, "required", "more than 64 properties");
-                tmp[np].name = json_string_value(e);
-                tmp[np++].schema = NULL;
-            }
+            prop_add(tmp, &np, json_string_value(e), NULL, 1);
     for (int fi = 0; fi < n_forbid; fi++)
         json_array_foreach((json_t *)forbid_lists[fi], i, e) {
             if (!json_is_string(e))
                 return gc_invalid(c, "not", "required must hold strings");
-            if (prop_index(tmp, np, json_string_value(e)) < 0) {
-                if (np == MAXP)
-                    return gc_unsupported(c, "not", "more than 64 properties");
-                tmp[np].name = json_string_value(e);
-                tmp[np++].schema = NULL;
-            }
+            prop_add(tmp, &np, json_string_value(e), NULL, 1);
         }
     if (dep_src) {
         const char *k;
@@ -665,25 +689,26 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
             if (!json_is_array(v))
                 return gc_unsupported(c, dr ? "dependentRequired" : "dependencies",
                                       "schema dependencies are not enforced yet");
-            const char *names[MAXP + 1];
-            int nn = 0;
-            names[nn++] = k;
+            prop_add(tmp, &np, k, NULL, 1);
             json_array_foreach(v, i, e) {
                 if (!json_is_string(e))
                     return gc_invalid(c, dr ? "dependentRequired" : "dependencies",
                                       "must hold strings");
-                if (nn <= MAXP)
-                    names[nn++] = json_string_value(e);
+                prop_add(tmp, &np, json_string_value(e), NULL, 1);
             }
-            for (int j = 0; j < nn; j++)
-                if (prop_index(tmp, np, names[j]) < 0) {
-                    if (np == MAXP)
-                        return gc_unsupported(c, "dependentRequired", "more than 64 properties");
-                    tmp[np].name = names[j];
-                    tmp[np++].schema = NULL;
-                }
         }
     }
+    /* names under key conditions take the 64 bits of the seen set; the
+     * rest are optional and tracked by key hash at run time */
+    int n_cond = 0, n_idx = 0;
+    for (int k = 0; k < np; k++)
+        if (tmp[k].cond)
+            tmp[k].index = n_cond++;
+    if (n_cond > 64)
+        return gc_unsupported(c, "required", "more than 64 properties under key conditions");
+    for (int k = 0; k < np; k++)
+        if (!tmp[k].cond)
+            tmp[k].index = n_cond + n_idx++;
 
     int32_t id, addl_node = -1;
     if (!addl || json_is_true(addl)) {
@@ -730,7 +755,7 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     if ((rc = gc_new_node(c, GK_OBJECT, &id)))
         return rc;
     gr_prop *P = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *P);
-    uint64_t *dep = dep_src ? gc_alloc(c, MAXP * sizeof *dep) : NULL;
+    uint64_t *dep = dep_src ? gc_alloc(c, 64 * sizeof *dep) : NULL;
     if (!P || (dep_src && !dep))
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     for (int k = 0; k < np; k++) {
@@ -745,7 +770,8 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         free(enc);
         P[k].key = kb;
         P[k].key_len = (uint32_t)klen;
-        P[k].index = k;
+        P[k].index = tmp[k].index;
+        P[k].hash = gr_key_hash(kb, klen);
         /* a listed name still has to satisfy propertyNames, and the
          * patterns it matches apply to its value too */
         const char *nm = tmp[k].name;
@@ -782,19 +808,21 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     gr_node *n = &c->g->nodes[id];
     uint64_t required = 0;
     json_array_foreach((json_t *)req, i, e)
-        required |= 1ull << prop_index(tmp, np, json_string_value(e));
+        required |= prop_bit(tmp, np, json_string_value(e));
     if (dep_src) {
         const char *k;
         json_t *v;
         json_object_foreach(dep_src, k, v) {
-            int at = prop_index(tmp, np, k);
+            int at = tmp[prop_index(tmp, np, k)].index;
             json_array_foreach(v, i, e)
-                dep[at] |= 1ull << prop_index(tmp, np, json_string_value(e));
+                dep[at] |= prop_bit(tmp, np, json_string_value(e));
         }
     }
     if (names || npat) {
         /* the listed names, excluded from the additional keys */
-        const char *lit[64];
+        const char **lit = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *lit);
+        if (!lit)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         for (int k = 0; k < np; k++)
             lit[k] = tmp[k].name;
         sx_re *listed = NULL;
@@ -831,12 +859,12 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         json_array_foreach((json_t *)pres, pi2, pl)
             json_array_foreach(pl, i, e)
-                n->u.obj.pres[pi2] |= 1ull << prop_index(tmp, np, json_string_value(e));
+                n->u.obj.pres[pi2] |= prop_bit(tmp, np, json_string_value(e));
     }
     for (int fi = 0; fi < n_forbid; fi++) {
         uint64_t bits = 0;
         json_array_foreach((json_t *)forbid_lists[fi], i, e)
-            bits |= 1ull << prop_index(tmp, np, json_string_value(e));
+            bits |= prop_bit(tmp, np, json_string_value(e));
         n->u.obj.forbid[n->u.obj.n_forbid++] = bits;
     }
     if ((rc = get_count(c, s, "minProperties", &n->u.obj.min_props)) ||
@@ -1160,6 +1188,12 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
         if (filter && (sx_val_validate(filter, v, &ok, NULL) || !ok))
             continue;
         if (json_is_object(v) || json_is_array(v)) {
+            /* nested numbers are spelled both ways, which draft-04's
+             * integer type tells apart */
+            if (filter && c->draft4 && gc_has_integral(v)) {
+                rc = gc_unsupported(c, sib, "draft-04 integers inside listed values");
+                break;
+            }
             rc = const_node(c, v, &alts[na]);
             if (!rc)
                 na++;
@@ -1175,8 +1209,19 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
             break;
         }
         for (int j = 0; j < k; j++) {
-            /* with "integer" only, an integral real keeps both spellings */
-            texts[nt++] = sp[j];
+            /* with "integer" only, an integral real keeps both spellings --
+             * except in draft-04, where 1.0 is not an integer */
+            int keep = !(c->draft4 && json_is_number(v) && !(types & T_NUM) &&
+                         strpbrk(sp[j], ".eE"));
+            if (keep && filter && c->draft4 && json_is_number(v)) {
+                json_t *back = json_loads(sp[j], JSON_DECODE_ANY, NULL);
+                keep = back && !sx_val_validate(filter, back, &ok, NULL) && ok;
+                json_decref(back);
+            }
+            if (keep)
+                texts[nt++] = sp[j];
+            else
+                free(sp[j]);
         }
     }
     if (!rc && nt)
@@ -1693,15 +1738,81 @@ static int has_assertions_besides(const json_t *s, const char *const *except)
     return 0;
 }
 
+/* The values gc_finite_values accepted: a literal set of the scalar
+ * spellings and one exact node per object or array. */
+static int finite_node(gc_ctx *c, const json_t *texts, const json_t *vals, int32_t *node)
+{
+    size_t nt = json_array_size(texts), nv = json_array_size(vals), i;
+    char **tx = malloc((nt + 1) * sizeof *tx);
+    int32_t *alts = malloc((nv + 1) * sizeof *alts);
+    int na = 0, rc = (tx && alts) ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (i = 0; i < nt && !rc; i++)
+        if (!(tx[i] = strdup(json_string_value(json_array_get(texts, i))))) {
+            for (size_t j = 0; j < i; j++)
+                free(tx[j]);
+            rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        }
+    if (!rc && nt)
+        rc = lit_node(c, tx, (int)nt, &alts[na++]);
+    for (i = 0; i < nv && !rc; i++)
+        rc = const_node(c, json_array_get(vals, i), &alts[na++]);
+    if (!rc)
+        rc = alt_node(c, alts, na, node);
+    free(tx);
+    free(alts);
+    return rc;
+}
+
+static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node);
+
 int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
 {
-    int rc;
     if (json_is_true(s))
         return any_node(c, node);
     if (json_is_false(s))
         return empty_node(c, node);
     if (!json_is_object(s))
         return gc_invalid(c, NULL, "a schema must be an object or a boolean");
+    const json_t *ref = json_object_get(s, "$ref");
+    static const char *const only_ref[] = {"$ref", NULL};
+    int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, only_ref));
+    /* what a failed attempt must leave as it found it */
+    int32_t n_nodes = c->g->n_nodes, any = c->any_node;
+    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
+    gc_ref *refs = c->refs;
+    const json_t *pres = c->pres;
+    size_t plen = strlen(c->ptr);
+    int rc = schema_object(c, s, plain_ref, node);
+    /* what the grammar cannot express may still be a finite list of values
+     * (a presence condition from anyOf/oneOf is not part of s, though) */
+    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || pres)
+        return rc;
+    sx_error first;
+    if (c->err)
+        first = *c->err;
+    /* nodes built for s are unreachable from what came before */
+    c->g->n_nodes = n_nodes;
+    c->any_node = any;
+    c->any_built = any_built;
+    c->depth = depth;
+    c->n_forbid = n_forbid;
+    c->refs = refs;
+    c->pres = NULL;
+    c->ptr[plen] = '\0';
+    json_t *texts = NULL, *vals = NULL;
+    int frc = gc_finite_values(c, s, &texts, &vals);
+    if (!frc && texts)
+        frc = finite_node(c, texts, vals, node);
+    else if (!frc && c->err)
+        *c->err = first;
+    json_decref(texts);
+    json_decref(vals);
+    return frc ? frc : texts ? SX_OK : rc;
+}
+
+static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node)
+{
+    int rc;
     if (++c->depth > c->opts.max_depth) {
         c->depth--;
         return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
@@ -1714,8 +1825,7 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
             rc = gc_invalid(c, "$ref", "must be a string");
             goto out;
         }
-        static const char *const only_ref[] = {"$ref", NULL};
-        if (c->opts.draft7 || !has_assertions_besides(s, only_ref)) {
+        if (plain_ref) {
             const json_t *t = gc_resolve_ref(c, json_string_value(ref));
             if (!t) {
                 char p[256];
@@ -1731,6 +1841,15 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
         /* 2020-12: $ref applies together with its siblings */
         if ((rc = inline_member(c, s, &work, 0)))
             goto out;
+        s = work;
+    }
+    /* if/then/else: one more allOf member, a choice of two branches */
+    json_t *iw = NULL;
+    if ((rc = gc_rewrite_if(c, s, &iw)))
+        goto out;
+    if (iw) {
+        json_decref(work);
+        work = iw;
         s = work;
     }
     const json_t *all = json_object_get(s, "allOf");
@@ -1753,6 +1872,11 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
             json_t *im = NULL;
             size_t o2 = gc_ptr_pushi(c, i);
             rc = inline_member(c, m, &im, 0);
+            json_t *imw = NULL;
+            if (!rc && (rc = gc_rewrite_if(c, im, &imw)) == SX_OK && imw) {
+                json_decref(im);
+                im = imw;
+            }
             if (!rc)
                 rc = gc_merge(c, merged, im);
             json_decref(im);
@@ -1771,6 +1895,14 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
             rc = gc_schema(c, s, node);
             goto out;
         }
+    }
+    json_t *dw = NULL;
+    if ((rc = gc_rewrite_dependencies(c, s, &dw)))
+        goto out;
+    if (dw) {
+        rc = gc_schema(c, dw, node);
+        json_decref(dw);
+        goto out;
     }
     int has_any = json_object_get(s, "anyOf") != NULL, has_one = json_object_get(s, "oneOf") != NULL;
     if (has_any && has_one) {

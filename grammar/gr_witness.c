@@ -130,7 +130,7 @@ static int64_t node_len(const gr_node *N, int32_t i, const int64_t *len, char *n
     case GK_OBJECT: {
         int64_t t = 2, cnt = 0;
         for (uint32_t k = 0; k < n->u.obj.n; k++)
-            if (n->u.obj.required >> n->u.obj.props[k].index & 1) {
+            if (n->u.obj.required & gr_prop_bit(&n->u.obj.props[k])) {
                 if (n->u.obj.props[k].node < 0 || len[n->u.obj.props[k].node] >= INF_LEN)
                     return INF_LEN;
                 t += n->u.obj.props[k].key_len + 3 + len[n->u.obj.props[k].node] + (cnt ? 1 : 0);
@@ -234,12 +234,12 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
  * is needed before the first member written. */
 static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, int64_t count,
                            int need_comma, const int64_t *len, wbuf *w, int depth,
-                           const void *seen_keys)
+                           const void *seen_keys, int32_t skip)
 {
     uint64_t req = n->u.obj.required;
     if (n->u.obj.dep_req)
         for (uint32_t k = 0; k < n->u.obj.n; k++)
-            if (seen >> n->u.obj.props[k].index & 1)
+            if (seen & gr_prop_bit(&n->u.obj.props[k]))
                 req |= n->u.obj.dep_req[n->u.obj.props[k].index];
     if (n->u.obj.n_pres && !gr_obj_pres_holds(n, seen | req)) {
         /* complete the first key list that satisfies the condition */
@@ -255,9 +255,10 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t k = 0; k < n->u.obj.n; k++) {
             const gr_prop *p = &n->u.obj.props[k];
-            uint64_t bit = 1ull << p->index;
+            uint64_t bit = gr_prop_bit(p);
             int wanted = pass == 0 ? (req & bit) != 0 : count < n->u.obj.min_props;
-            if (!wanted || (seen & bit) || p->node < 0)
+            /* pass 0 writes bit keys only, so a hashed key comes up once */
+            if (!wanted || gr_prop_seen(p, seen, seen_keys) || (int32_t)k == skip || p->node < 0)
                 continue;
             if (pass == 1 && !gr_obj_feasible(n, seen | bit, count + 1))
                 continue;
@@ -349,7 +350,7 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
         return;
     case GK_OBJECT:
         puts_(w, "{");
-        object_members(N, n, 0, 0, 0, len, w, depth, NULL);
+        object_members(N, n, 0, 0, 0, len, w, depth, NULL, -1);
         puts_(w, "}");
         return;
     case GK_ARRAY:
@@ -550,11 +551,11 @@ static int finish_key(const gr_node *n, const gr_frame *f, wbuf *w)
 {
     const gr_prop *P = n->u.obj.props;
     int best = -1;
-    for (uint32_t i = f->lo; i < f->hi; i++) {
-        uint64_t bit = 1ull << P[i].index;
-        if (P[i].node >= 0 && !(f->seen & bit) && (best < 0 || P[i].key_len < P[best].key_len))
+    for (uint32_t i = f->lo; i < f->hi; i++)
+        if (P[i].node >= 0 && !gr_prop_seen(&P[i], f->seen, f->ext) &&
+            (best < 0 || P[i].key_len < P[best].key_len) &&
+            gr_obj_feasible(n, f->seen | gr_prop_bit(&P[i]), f->count + 1))
             best = (int)i;
-    }
     if (best >= 0) {
         put(w, P[best].key + f->pos, P[best].key_len - f->pos);
         puts_(w, "\":");
@@ -625,6 +626,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             uint64_t seen = f->seen;
             int64_t count = f->count;
             int ph = f->phase;
+            int32_t skip = -1; /* a hashed key just written */
             if (ph == O_START) {
                 wit(N, f->node, &w);
                 break;
@@ -655,7 +657,8 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
                     wit(N, n->u.obj.additional, &w);
                 } else {
                     wit(N, n->u.obj.props[best].node, &w);
-                    seen |= 1ull << n->u.obj.props[best].index;
+                    seen |= gr_prop_bit(&n->u.obj.props[best]);
+                    skip = best;
                 }
                 count++;
                 ph = O_AFTER;
@@ -668,15 +671,15 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             if (ph == O_COMMA) {
                 /* a member must follow the comma */
                 size_t before = w.n;
-                object_members(N, n, seen, count, 0, NULL, &w, 0, f->ext);
+                object_members(N, n, seen, count, 0, NULL, &w, 0, f->ext, skip);
                 if (w.n == before) {
                     /* nothing required: any usable optional key, else an
                      * invented additional one */
                     int done = 0;
                     for (uint32_t k = 0; k < n->u.obj.n && !done; k++) {
                         const gr_prop *p = &n->u.obj.props[k];
-                        if (p->node >= 0 && !(seen >> p->index & 1) &&
-                            gr_obj_feasible(n, seen | 1ull << p->index, count + 1)) {
+                        if (p->node >= 0 && !gr_prop_seen(p, seen, f->ext) &&
+                            gr_obj_feasible(n, seen | gr_prop_bit(p), count + 1)) {
                             puts_(&w, "\"");
                             put(&w, p->key, p->key_len);
                             puts_(&w, "\":");
@@ -697,7 +700,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
                     }
                 }
             } else {
-                object_members(N, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext);
+                object_members(N, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext, skip);
             }
             puts_(&w, "}");
             break;
