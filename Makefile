@@ -72,6 +72,7 @@ help:
 
 deps:
 	@bash tools/install_deps.sh
+	@bash tools/install_pyenv.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -9,8 +9,11 @@
  * blocks are reused.
  *
  * Ownership: the engine borrows the model (it must outlive the engine) and
- * owns its threads, KV cache and scratch.  One engine is driven by one thread
- * at a time (the scheduler); it parallelises internally over n_threads. */
+ * owns its threads, KV cache and scratch, and a copy of the weight matrices
+ * repacked for the CPU kernels (bf16, or int8 in SX_W_INT8 mode; after
+ * sx_engine_new only the model's embedding and norm vectors are read).
+ * One engine is driven by one thread at a time (the scheduler); it
+ * parallelises internally over n_threads. */
 #ifndef SX_ENGINE_H
 #define SX_ENGINE_H
 

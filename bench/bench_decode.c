@@ -1,0 +1,637 @@
+/* CPU forward-pass figures for sx_engine, bf16 and int8 weights:
+ *   - the machine's memory-read bandwidth (all threads reading a buffer far
+ *     larger than the last-level cache) and f32 FMA peak (register-only);
+ *   - single-stream decode tok/s and TPOT, and that as a percentage of the
+ *     bandwidth ceiling (weight bytes read per token / bandwidth);
+ *   - batched decode at 1, 4 and 16 sequences (total tok/s, median step);
+ *   - prefill tok/s and TTFT for one --prompt token prompt, and the
+ *     prefill's matrix FLOP rate against the FMA peak;
+ *   - int8's quality cost next to bf16 on one 128-token sequence:
+ *     perplexity of it under each, mean KL divergence, top-1 agreement.
+ * Medians throughout.  Performance depends on shapes, not values, so the
+ * default model is random with Qwen3-0.6B's shapes (--random-0.6b); --model
+ * DIR loads a Hugging Face directory instead.  --layers N keeps only the
+ * first N layers (the figures then describe that shorter model, and say so).
+ *
+ * usage: bench_decode [--model DIR | --random-0.6b] [--layers N] [--threads N]
+ *                     [--prompt N] [--decode N] [--modes bf16,int8] [--bw-mib N] */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "common/sx_error.h"
+#include "engine/cpu_kernels.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "engine/threadpool.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- machine figures ----------------------------------------------------- */
+
+typedef struct bw_ctx {
+    const sx_cpu_kernels *kr;
+    const float *buf;
+    long n;
+    int prefetch;
+    float sink[64];
+} bw_ctx;
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* a pure read: four independent ORs of 64-byte loads, optionally with a
+ * software prefetch 8 KiB ahead; the better of the two is the ceiling */
+__attribute__((target("avx512f"))) static float read512(const float *p, long n, int pf)
+{
+    __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+    for (long i = 0; i + 64 <= n; i += 64) {
+        if (pf)
+            _mm_prefetch((const char *)(p + i) + 8192, _MM_HINT_T0);
+        a = _mm512_or_si512(a, _mm512_loadu_si512((const void *)(p + i)));
+        b = _mm512_or_si512(b, _mm512_loadu_si512((const void *)(p + i + 16)));
+        c = _mm512_or_si512(c, _mm512_loadu_si512((const void *)(p + i + 32)));
+        d = _mm512_or_si512(d, _mm512_loadu_si512((const void *)(p + i + 48)));
+    }
+    a = _mm512_or_si512(_mm512_or_si512(a, b), _mm512_or_si512(c, d));
+    return (float)_mm512_reduce_or_epi32(a);
+}
+#endif
+
+static void bw_read(void *arg, int tid, int nth)
+{
+    bw_ctx *c = arg;
+    long lo, hi;
+    sx_pool_range(c->n, nth, tid, 4096, &lo, &hi);
+    float s = 0;
+#if defined(__x86_64__)
+    if (c->kr->path == SX_CPU_AVX512) {
+        c->sink[tid % 64] = read512(c->buf + lo, hi - lo, c->prefetch);
+        return;
+    }
+#endif
+    for (long i = lo; i < hi; i++)
+        s += c->buf[i];
+    c->sink[tid % 64] = s;
+}
+
+/* bytes per second read by all threads, best of several passes; *per_cpu
+ * the same per second of CPU time given to each thread (what an unshared
+ * machine would show: this one is shared, so both are printed) */
+static double measure_bandwidth(sx_pool *pool, const sx_cpu_kernels *kr, size_t mib,
+                                double *per_cpu)
+{
+    size_t n = mib << 18;   /* floats */
+    /* huge pages where allowed, as the engine's weights get */
+    float *buf = mmap(NULL, n * sizeof *buf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+    if (buf == MAP_FAILED)
+        return 0;
+    (void)madvise(buf, n * sizeof *buf, MADV_HUGEPAGE);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (float)(i & 7);
+    bw_ctx c = { .kr = kr, .buf = buf, .n = (long)n };
+    double best = 0, best_cpu = 0;
+    for (int rep = 0; rep < 6; rep++) {
+        c.prefetch = rep & 1;
+        double t0 = now(), c0 = cpu_now();
+        sx_pool_run(pool, bw_read, &c);
+        double bytes = (double)n * sizeof *buf;
+        double bw = bytes / (now() - t0), bwc = bytes / ((cpu_now() - c0) / sx_pool_size(pool));
+        best = bw > best ? bw : best;
+        best_cpu = bwc > best_cpu ? bwc : best_cpu;
+    }
+    munmap(buf, n * sizeof *buf);
+    *per_cpu = best_cpu;
+    return best;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float fma_loop512(long iters)
+{
+    __m512 a[12], m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < 12; i++)
+        a[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++)
+            a[i] = _mm512_fmadd_ps(a[i], m, b);
+    __m512 s = a[0];
+    for (int i = 1; i < 12; i++)
+        s = _mm512_add_ps(s, a[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float fma_loop256(long iters)
+{
+    __m256 a[12], m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < 12; i++)
+        a[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++)
+            a[i] = _mm256_fmadd_ps(a[i], m, b);
+    __m256 s = a[0];
+    for (int i = 1; i < 12; i++)
+        s = _mm256_add_ps(s, a[i]);
+    float v[8];
+    _mm256_storeu_ps(v, s);
+    return v[0];
+}
+#endif
+
+typedef struct fma_ctx {
+    int   path;
+    long  iters;
+    float sink[64];
+} fma_ctx;
+
+static void fma_run(void *arg, int tid, int nth)
+{
+    fma_ctx *c = arg;
+    (void)nth;
+#if defined(__x86_64__)
+    c->sink[tid % 64] = c->path == SX_CPU_AVX512 ? fma_loop512(c->iters) : fma_loop256(c->iters);
+#endif
+}
+
+/* f32 FLOP/s of independent FMAs on every thread: the compute ceiling of
+ * an f32-accumulating matrix multiply on this machine. */
+static double measure_fma_peak(sx_pool *pool, int path, double *per_cpu)
+{
+    *per_cpu = 0;
+    if (path == SX_CPU_SCALAR)
+        return 0;
+    fma_ctx c = { .path = path, .iters = 20000000 };
+    int lanes = path == SX_CPU_AVX512 ? 16 : 8;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now(), c0 = cpu_now();
+        sx_pool_run(pool, fma_run, &c);
+        double flops = (double)c.iters * 12 * lanes * 2 * sx_pool_size(pool);
+        double f = flops / (now() - t0), fc = flops / ((cpu_now() - c0) / sx_pool_size(pool));
+        best = f > best ? f : best;
+        *per_cpu = fc > *per_cpu ? fc : *per_cpu;
+    }
+    return best;
+}
+
+/* ---- a random model with real shapes, in memory --------------------------- */
+
+typedef struct rmodel {
+    sx_model          m;
+    uint16_t         *mats;
+    float            *norms;
+} rmodel;
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static inline uint64_t xs(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void fill_bf16(uint16_t *w, size_t n, float amp)
+{
+    /* a 4096-entry table of bf16 values: filling 600M weights stays fast */
+    static uint16_t tab[4096];
+    for (int i = 0; i < 4096; i++)
+        tab[i] = sx_f32_to_bf16(amp * ((float)(xs() >> 40) / (float)(1 << 24) * 2.0f - 1.0f));
+    for (size_t i = 0; i < n; i++)
+        w[i] = tab[(xs() >> 20) & 4095];
+}
+
+static int random_model(const sx_qwen3_config *cfg, rmodel *out)
+{
+    memset(out, 0, sizeof *out);
+    sx_qwen3_config c = *cfg;
+    size_t H = (size_t)c.hidden, I = (size_t)c.intermediate;
+    size_t qd = (size_t)c.n_heads * c.head_dim, kvd = (size_t)c.n_kv_heads * c.head_dim;
+    size_t per_layer = qd * H * 2 + kvd * H * 2 + I * H * 3;
+    size_t total = (size_t)c.vocab_rows * H + per_layer * (size_t)c.n_layers;
+    out->mats = malloc(total * sizeof *out->mats);
+    out->norms = malloc(((size_t)c.n_layers * (2 * H + 2 * (size_t)c.head_dim) + H) * sizeof(float));
+    out->m.layers = calloc((size_t)c.n_layers, sizeof *out->m.layers);
+    if (!out->mats || !out->norms || !out->m.layers)
+        return SX_ENOMEM;
+    out->m.cfg = c;
+    uint16_t *w = out->mats;
+    float *nw = out->norms;
+    out->m.embed = w;
+    out->m.lm_head = w;
+    fill_bf16(w, (size_t)c.vocab_rows * H, 0.1f);   /* tied: logits of a few nats */
+    w += (size_t)c.vocab_rows * H;
+    for (int l = 0; l < c.n_layers; l++) {
+        sx_layer_weights *L = &out->m.layers[l];
+        float ah = sqrtf(3.0f / (float)H), aq = sqrtf(3.0f / (float)qd), ai = sqrtf(3.0f / (float)I);
+#define TAKE(field, rows, cols, amp) \
+        do { L->field = w; fill_bf16(w, (rows) * (cols), amp); w += (rows) * (cols); } while (0)
+        TAKE(wq, qd, H, ah);
+        TAKE(wk, kvd, H, ah);
+        TAKE(wv, kvd, H, ah);
+        TAKE(wo, H, qd, aq);
+        TAKE(w_gate, I, H, ah);
+        TAKE(w_up, I, H, ah);
+        TAKE(w_down, H, I, ai);
+#undef TAKE
+        float *n0 = nw;
+        for (size_t i = 0; i < 2 * H + 2 * (size_t)c.head_dim; i++)
+            nw[i] = 1.0f;
+        L->attn_norm = n0;
+        L->mlp_norm = n0 + H;
+        L->q_norm = n0 + 2 * H;
+        L->k_norm = n0 + 2 * H + c.head_dim;
+        nw += 2 * H + 2 * (size_t)c.head_dim;
+    }
+    for (size_t i = 0; i < H; i++)
+        nw[i] = 1.0f;
+    out->m.final_norm = nw;
+    snprintf(out->m.dir, sizeof out->m.dir, "(random)");
+    return SX_OK;
+}
+
+static void random_model_free(rmodel *r)
+{
+    free(r->mats);
+    free(r->norms);
+    free(r->m.layers);
+}
+
+/* ---- engine figures --------------------------------------------------------- */
+
+/* int8's quality cost: the same QUAL_TOKENS tokens through both modes, every
+ * row's logits kept; perplexity of the sequence under each, mean KL(bf16 ||
+ * int8) per position and how often the argmax agrees. */
+enum { QUAL_TOKENS = 128 };
+static float *qual_bf16;
+
+static void log_softmax(const float *z, int n, double *out)
+{
+    double mx = z[0], s = 0;
+    for (int i = 1; i < n; i++)
+        mx = z[i] > mx ? z[i] : mx;
+    for (int i = 0; i < n; i++)
+        s += exp(z[i] - mx);
+    double lse = mx + log(s);
+    for (int i = 0; i < n; i++)
+        out[i] = z[i] - lse;
+}
+
+static void quality(const float *a, const float *b, const int32_t *tok, int V)
+{
+    double *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
+    if (!la || !lb) {
+        free(la);
+        free(lb);
+        return;
+    }
+    double nll_a = 0, nll_b = 0, kl = 0;
+    int agree = 0, n = QUAL_TOKENS - 1;
+    for (int t = 0; t < n; t++) {
+        log_softmax(a + (size_t)t * V, V, la);
+        log_softmax(b + (size_t)t * V, V, lb);
+        nll_a -= la[tok[t + 1]];
+        nll_b -= lb[tok[t + 1]];
+        int ia = 0, ib = 0;
+        for (int i = 0; i < V; i++) {
+            kl += exp(la[i]) * (la[i] - lb[i]);
+            ia = la[i] > la[ia] ? i : ia;
+            ib = lb[i] > lb[ib] ? i : ib;
+        }
+        agree += ia == ib;
+    }
+    printf("int8 quality (%d positions, random weights and tokens): ppl bf16 %.2f, ppl int8 %.2f "
+           "(%+.3f%%), mean KL(bf16||int8) %.2e nats, top-1 agreement %.1f%%\n", n,
+           exp(nll_a / n), exp(nll_b / n), 100 * (exp(nll_b / n) / exp(nll_a / n) - 1), kl / n,
+           100.0 * agree / n);
+    free(la);
+    free(lb);
+}
+
+static void rand_tokens(int32_t *t, int n, int vocab)
+{
+    for (int i = 0; i < n; i++)
+        t[i] = (int32_t)(xs() % (uint64_t)vocab);
+}
+
+typedef struct machine {
+    sx_pool              *pool;
+    const sx_cpu_kernels *kr;
+    size_t                bw_mib;
+    double                bw;     /* best read bandwidth seen in this run */
+    double                bw_cpu; /* the same per CPU second (measure_bandwidth) */
+    double                peak;
+    double                peak_cpu;
+} machine;
+
+/* bandwidth again, just before a decode measurement: the ceiling is the best
+ * seen, so a busy moment cannot flatter the percentage */
+static void remeasure(machine *mc)
+{
+    double bc, b = measure_bandwidth(mc->pool, mc->kr, mc->bw_mib, &bc);
+    mc->bw = b > mc->bw ? b : mc->bw;
+    mc->bw_cpu = bc > mc->bw_cpu ? bc : mc->bw_cpu;
+}
+
+static int run_mode(const sx_model *m, int mode, int threads, int prompt, int n_decode,
+                    machine *mc, int layers_note)
+{
+    const sx_qwen3_config *c = &m->cfg;
+    const char *name = mode == SX_W_INT8 ? "int8" : "bf16";
+    sx_error err;
+    sx_engine *e = NULL;
+    sx_engine_opts o = { .n_threads = threads, .max_seqs = 32,
+                         .kv_tokens = 16 * 64 + (int64_t)prompt + QUAL_TOKENS + 64,
+                         .weight_mode = mode };
+    double t0 = now();
+    if (sx_engine_new(m, &o, &e, &err)) {
+        fprintf(stderr, "bench_decode: %s\n", err.msg);
+        return 1;
+    }
+    double t_new = now() - t0;
+    int V = c->vocab_rows, rc = 0;
+    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
+    size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+    double layer_w = (double)(qd * H * 2 + kvd * H * 2 + I * H * 3) * c->n_layers;
+    double head_w = (double)V * H;
+    double rows = (double)(qd + 2 * kvd + H + 3 * I) * c->n_layers + V;
+    double bytes_tok = mode == SX_W_INT8 ? layer_w + head_w + rows * 4 : 2 * (layer_w + head_w);
+    float *lg = malloc((size_t)16 * V * sizeof *lg);
+    int32_t *tok = malloc((size_t)(prompt + n_decode + 64) * sizeof *tok);
+    if (!lg || !tok) {
+        rc = 1;
+        goto done;
+    }
+    rand_tokens(tok, prompt + n_decode + 64, V);
+    printf("== %s weights (%s, %d layers%s, %d threads%s) ==\n", name, m->dir, c->n_layers,
+           layers_note ? ", cut with --layers" : "", threads,
+           mode == SX_W_INT8 ? ", quantised at start-up" : "");
+    if (mode == SX_W_INT8)
+        printf("%s quantise_s: %.2f\n", name, t_new);
+    printf("%s weight_bytes_per_token: %.0f (%.1f MB)\n", name, bytes_tok, bytes_tok / 1e6);
+
+    /* every row's logits of a fixed sequence, for the int8 quality figures */
+    {
+        float *q = malloc((size_t)QUAL_TOKENS * V * sizeof *q);
+        int32_t qt[QUAL_TOKENS];
+        uint64_t keep = rng;
+        rng = 0x9e3779b97f4a7c15ull;
+        rand_tokens(qt, QUAL_TOKENS, V);
+        rng = keep;
+        int s;
+        if (q && sx_engine_seq_new(e, &s, NULL) == SX_OK) {
+            sx_step_item it = { .seq = s, .tokens = qt, .n = QUAL_TOKENS, .logits_all = 1 };
+            if (sx_engine_step(e, &it, 1, q, &err) == SX_OK) {
+                if (mode == SX_W_BF16) {
+                    free(qual_bf16);
+                    qual_bf16 = q;
+                    q = NULL;
+                } else if (qual_bf16) {
+                    quality(qual_bf16, q, qt, V);
+                }
+            }
+            sx_engine_seq_free(e, s);
+        }
+        free(q);
+    }
+
+    /* prefill / TTFT: a fresh sequence, the whole prompt in one step */
+    double ttft[3], c0 = 0, w0 = 0;
+    for (int r = 0; r < 4; r++) {
+        if (r == 1) {
+            c0 = cpu_now();
+            w0 = now();
+        }
+        int s;
+        sx_engine_seq_new(e, &s, NULL);
+        sx_step_item it = { .seq = s, .tokens = tok, .n = prompt };
+        double a = now();
+        if ((rc = sx_engine_step(e, &it, 1, lg, &err)))
+            goto fail;
+        if (r > 0)   /* the first run warms pages and caches */
+            ttft[r - 1] = now() - a;
+        sx_engine_seq_free(e, s);
+    }
+    double cpu_prefill = (cpu_now() - c0) / threads / 3;
+    double util = (cpu_now() - c0) / ((now() - w0) * threads);
+    double tt = median(ttft, 3);
+    double mm_flops = 2.0 * layer_w;   /* per prompt token; lm_head runs once */
+    printf("%s prefill_tokens: %d\n", name, prompt);
+    printf("%s ttft_ms_median: %.1f\n", name, tt * 1e3);
+    printf("%s prefill_tok_s: %.1f (cpu share %.0f%%)\n", name, prompt / tt, 100 * util);
+    printf("%s prefill_matmul_gflops: %.1f", name, mm_flops * prompt / tt / 1e9);
+    if (mc->peak > 0)
+        printf(" (%.0f%% of the %.0f GFLOP/s FMA peak; goal >= 50%%)",
+               100 * mm_flops * prompt / tt / mc->peak, mc->peak / 1e9);
+    printf("\n");
+    if (mc->peak_cpu > 0)
+        printf("%s prefill_pct_of_fma_peak_per_cpu_second: %.0f%% (%.1f tok/s per thread-CPU-s)\n",
+               name, 100 * mm_flops * prompt / cpu_prefill / mc->peak_cpu, prompt / cpu_prefill);
+
+    /* single-stream decode: TPOT over n_decode tokens after a 16-token prompt */
+    {
+        int s;
+        sx_engine_seq_new(e, &s, NULL);
+        sx_step_item it = { .seq = s, .tokens = tok, .n = 16 };
+        if ((rc = sx_engine_step(e, &it, 1, lg, &err)))
+            goto fail;
+        double *tp = malloc((size_t)n_decode * sizeof *tp);
+        if (!tp) {
+            rc = 1;
+            goto done;
+        }
+        remeasure(mc);
+        c0 = cpu_now();
+        w0 = now();
+        for (int i = 0; i < n_decode; i++) {
+            it.tokens = tok + 16 + i;
+            it.n = 1;
+            double a = now();
+            if ((rc = sx_engine_step(e, &it, 1, lg, &err))) {
+                free(tp);
+                goto fail;
+            }
+            tp[i] = now() - a;
+        }
+        double cpu_per_tok = (cpu_now() - c0) / threads / n_decode;
+        util = (cpu_now() - c0) / ((now() - w0) * threads);
+        double tpot = median(tp, n_decode), best = tp[0];
+        free(tp);
+        sx_engine_seq_free(e, s);
+        double ceil_tok = mc->bw / bytes_tok;
+        printf("%s tpot_ms_median: %.2f (best %.2f)\n", name, tpot * 1e3, best * 1e3);
+        printf("%s decode_tok_s: %.2f (cpu share %.0f%%)\n", name, 1.0 / tpot, 100 * util);
+        printf("%s memory_read_gb_s_best: %.2f\n", name, mc->bw / 1e9);
+        printf("%s decode_ceiling_tok_s: %.2f\n", name, ceil_tok);
+        printf("%s decode_pct_of_ceiling: %.1f%%\n", name, 100.0 / tpot / ceil_tok);
+        /* per CPU second: contention on a shared machine cancels out */
+        printf("%s decode_pct_of_ceiling_per_cpu_second: %.1f%% (%.2f tok/s per thread-CPU-s, "
+               "read %.2f GB/s per thread-CPU-s)\n", name,
+               100.0 * bytes_tok / cpu_per_tok / mc->bw_cpu, 1.0 / cpu_per_tok, mc->bw_cpu / 1e9);
+    }
+
+    /* batched decode: B sequences of 16 prompt tokens, then 12 timed steps of
+     * B items; tok/s = B / median step time */
+    static const int Bs[] = { 1, 4, 16 };
+    for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
+        enum { STEPS = 12 };
+        int B = Bs[bi], seq[16];
+        double st_t[STEPS];
+        sx_step_item it[16];
+        for (int b = 0; b < B; b++) {
+            sx_engine_seq_new(e, &seq[b], NULL);
+            it[b] = (sx_step_item){ .seq = seq[b], .tokens = tok + b, .n = 16 };
+        }
+        if ((rc = sx_engine_step(e, it, B, lg, &err)))
+            goto fail;
+        for (int st = 0; st < STEPS; st++) {
+            for (int b = 0; b < B; b++)
+                it[b] = (sx_step_item){ .seq = seq[b], .tokens = tok + 16 + b + st, .n = 1 };
+            double a = now();
+            if ((rc = sx_engine_step(e, it, B, lg, &err)))
+                goto fail;
+            st_t[st] = now() - a;
+        }
+        printf("%s batched_decode_B%d_tok_s: %.2f\n", name, B, B / median(st_t, STEPS));
+        for (int b = 0; b < B; b++)
+            sx_engine_seq_free(e, seq[b]);
+    }
+    goto done;
+fail:
+    fprintf(stderr, "bench_decode: step: %s\n", err.msg);
+done:
+    free(lg);
+    free(tok);
+    sx_engine_free(e);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL, *modes = "bf16,int8";
+    int layers = 0, threads = 0, prompt = 512, n_decode = 24;
+    size_t bw_mib = 2048;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--model") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--random-0.6b"))
+            dir = NULL;
+        else if (!strcmp(argv[i], "--layers") && i + 1 < argc)
+            layers = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--prompt") && i + 1 < argc)
+            prompt = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--decode") && i + 1 < argc)
+            n_decode = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--modes") && i + 1 < argc)
+            modes = argv[++i];
+        else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc)
+            bw_mib = (size_t)atol(argv[++i]);
+        else {
+            fprintf(stderr, "usage: bench_decode [--model DIR | --random-0.6b] [--layers N] "
+                            "[--threads N] [--prompt N] [--decode N] [--modes bf16,int8] "
+                            "[--bw-mib N]\n");
+            return 2;
+        }
+    }
+    if (prompt < 1 || n_decode < 1 || bw_mib < 1) {
+        fprintf(stderr, "bench_decode: --prompt, --decode and --bw-mib must be positive\n");
+        return 2;
+    }
+    sx_error err;
+    machine mc = { .bw_mib = bw_mib };
+    if (sx_cpu_kernels_select(&mc.kr, &err) || sx_pool_new(threads, &mc.pool, &err)) {
+        fprintf(stderr, "bench_decode: %s\n", err.msg);
+        return 1;
+    }
+    threads = sx_pool_size(mc.pool);
+    printf("cpu_path: %s\nthreads: %d\n", mc.kr->name, threads);
+    mc.bw = measure_bandwidth(mc.pool, mc.kr, bw_mib, &mc.bw_cpu);
+    mc.peak = measure_fma_peak(mc.pool, mc.kr->path, &mc.peak_cpu);
+    printf("memory_read_gb_s: %.2f (%zu MiB buffer, %d threads; %.2f per thread-CPU-second)\n",
+           mc.bw / 1e9, bw_mib, threads, mc.bw_cpu / 1e9);
+    if (mc.peak > 0)
+        printf("fma_peak_gflops: %.1f (f32, %s, %d threads; %.1f per thread-CPU-second)\n",
+               mc.peak / 1e9, mc.kr->name, threads, mc.peak_cpu / 1e9);
+
+    sx_model *loaded = NULL;
+    rmodel rm;
+    const sx_model *m;
+    memset(&rm, 0, sizeof rm);
+    if (dir) {
+        double a = now();
+        if (sx_model_load(dir, &loaded, &err)) {
+            fprintf(stderr, "bench_decode: %s\n", err.msg);
+            sx_pool_free(mc.pool);
+            return 1;
+        }
+        printf("model_load_s: %.2f\n", now() - a);
+        m = loaded;
+    } else {
+        sx_qwen3_config c = { .vocab_rows = 151936, .hidden = 1024, .intermediate = 3072,
+                              .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .head_dim = 128,
+                              .max_pos = 40960, .tied = 1, .rms_eps = 1e-6f,
+                              .rope_theta = 1000000.0 };
+        if (layers > 0 && layers < c.n_layers)
+            c.n_layers = layers;
+        double a = now();
+        if (random_model(&c, &rm)) {
+            fprintf(stderr, "bench_decode: out of memory for the random model\n");
+            random_model_free(&rm);
+            sx_pool_free(mc.pool);
+            return 1;
+        }
+        printf("random_model_build_s: %.2f\n", now() - a);
+        m = &rm.m;
+    }
+    sx_model cut;
+    int layers_note = 0;
+    if (dir && layers > 0 && layers < m->cfg.n_layers) {
+        cut = *m;
+        cut.cfg.n_layers = layers;
+        m = &cut;
+        layers_note = 1;
+    } else if (!dir && layers > 0 && layers < 28) {
+        layers_note = 1;
+    }
+    int rc = 0;
+    if (strstr(modes, "bf16"))
+        rc |= run_mode(m, SX_W_BF16, threads, prompt, n_decode, &mc, layers_note);
+    if (strstr(modes, "int8"))
+        rc |= run_mode(m, SX_W_INT8, threads, prompt, n_decode, &mc, layers_note);
+    free(qual_bf16);
+    sx_pool_free(mc.pool);
+    sx_model_free(loaded);
+    random_model_free(&rm);
+    return rc;
+}

@@ -1,0 +1,108 @@
+/* sx_cpu: the CPU kernels of the forward pass, one table per instruction
+ * set (AVX-512, AVX2+FMA, plain C), picked at run time.
+ *
+ * Weight matrices ([rows][k] row-major in the model, rows = output
+ * features) are repacked once into panels of SX_PANEL rows so a kernel
+ * reads one contiguous stream per panel and keeps 32 output rows in vector
+ * lanes, with each activation broadcast:
+ *   bf16 panel: for each pair kp of k, the 32 rows' (w[r][2kp], w[r][2kp+1]),
+ *     i.e. 64 bf16 = two 512-bit vectors whose 32-bit lanes are rows; a shift
+ *     widens the even element to f32, a mask the odd one;
+ *   int8 panel: for each k, the 32 rows' int8 values (per-row symmetric
+ *     scale, w = q * scale[r]).
+ * k is padded to even and rows to a multiple of SX_PANEL with zeros.
+ *
+ * Activations are packed too, in tiles of `tile` tokens (the path's tile
+ * height): tile j holds tokens [j*tile, j*tile + Tj), Tj = min(tile, n - j*tile),
+ * as [k pair][Tj][2] floats, so a kernel broadcasts them from one pointer.
+ *
+ * The matrix kernels compute, for rows [r0, r1) (r0 a multiple of
+ * SX_PANEL) and tokens [0, n_tok):
+ *     y[t*ldy + r] (= or +=) sum_i w[r][i] * x[t][i]
+ * in f32 (activations stay f32; weights are widened in registers).  Callers
+ * split panels across threads; a call writes only its rows of y.
+ *
+ * Tables are static constants: nothing to free. */
+#ifndef SX_CPU_KERNELS_H
+#define SX_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/sx_error.h"
+
+#define SX_PANEL 32
+
+typedef enum sx_cpu_path {
+    SX_CPU_SCALAR = 0,
+    SX_CPU_AVX2   = 1,
+    SX_CPU_AVX512 = 2,
+    SX_CPU_PATHS
+} sx_cpu_path;
+
+typedef struct sx_cpu_kernels {
+    const char *name;   /* "scalar", "avx2", "avx512" */
+    int         path;   /* sx_cpu_path */
+    int         tile;   /* tokens per activation tile */
+    void  (*mm_bf16)(const uint16_t *wp, int k, const float *xp, int n_tok,
+                     float *y, long ldy, int r0, int r1, int accumulate);
+    void  (*mm_q8)(const int8_t *wp, const float *scale, int k, const float *xp,
+                   int n_tok, float *y, long ldy, int r0, int r1, int accumulate);
+    /* Online-softmax attention of nq queries (q + i*ldq, hd floats each)
+     * over keys/values [0, nj) of one cache block: kt holds the block's keys
+     * transposed ([hd][bt]), v its values ([bt][hd]).  Per query i, with
+     * s_j = scale * q.k_j: m[i] is the running max, l[i] the running sum of
+     * e^(s_j - m[i]), acc[i*hd ..] the running sum of e^(s_j - m[i]) v_j;
+     * start from m = -inf, l = 0, acc = 0 and divide acc by l at the end. */
+    void  (*att_block)(const float *q, long ldq, int nq, const float *kt, const float *v,
+                       int bt, int nj, int hd, float scale, float *m, float *l, float *acc);
+    void  (*exp)(float *y, const float *x, int n);             /* y = e^x, y may be x */
+} sx_cpu_kernels;
+
+/* The table for a path, or NULL when this CPU (or compiler) lacks it. */
+const sx_cpu_kernels *sx_cpu_kernels_for(int path);
+
+/* The fastest path this CPU runs, unless STRUX_CPU=avx512|avx2|scalar names
+ * one; a path the CPU lacks is SX_EUNSUPPORTED, an unknown name SX_EINVAL. */
+int sx_cpu_kernels_select(const sx_cpu_kernels **out, sx_error *err);
+
+/* Per-path tables, defined in cpu_matmul_<path>.c. */
+extern const sx_cpu_kernels sx_cpu_scalar_kernels;
+extern const sx_cpu_kernels sx_cpu_avx2_kernels;
+extern const sx_cpu_kernels sx_cpu_avx512_kernels;
+
+/* Activations: row t (k floats) of an n_tok-row matrix into its tile. */
+static inline size_t sx_xpack_size(int n_tok, int k) { return (size_t)n_tok * ((k + 1) & ~1); }
+void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp);
+
+/* Packing (cpu_pack.c, quant.c).  Sizes are in elements of the packed
+ * type; rows [r0, r1) of the source go to their panels (r0 a multiple of
+ * SX_PANEL), so threads can pack disjoint row ranges. */
+static inline int sx_pad_rows(int rows) { return (rows + SX_PANEL - 1) / SX_PANEL * SX_PANEL; }
+size_t sx_pack_bf16_size(int rows, int k);
+void   sx_pack_bf16(const uint16_t *w, int rows, int k, int r0, int r1, uint16_t *wp);
+size_t sx_pack_q8_size(int rows, int k);
+/* Quantises rows [r0, r1) (per-row symmetric) and packs them; scale has
+ * sx_pad_rows(rows) entries, padding rows get 0. */
+void   sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int8_t *wp, float *scale);
+/* Per-row symmetric int8 of a row-major matrix: scale[r] = max|w[r]| / 127,
+ * q = round(w / scale) (unpacked; the reference the packed form follows). */
+void   sx_quant_q8_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q, float *scale);
+
+/* Elementwise ops of the forward pass (cpu_ops.c), all in f32. */
+/* y = x * rsqrt(mean(x^2) + eps) * w over n elements (y may be x). */
+void sx_cpu_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
+/* rotate-half RoPE on one head: v[i], v[i+d/2] rotated by cos/sin[i]. */
+void sx_cpu_rope(float *v, const float *cos_t, const float *sin_t, int head_dim);
+/* cos/sin tables for one position: angle_i = pos * inv_freq[i] (f32). */
+void sx_cpu_rope_angles(int pos, const float *inv_freq, int half, float *cos_t, float *sin_t);
+void sx_cpu_rope_inv_freq(double theta, int head_dim, float *inv_freq);
+/* g[i] = silu(g[i]) * u[i] */
+void sx_cpu_swiglu(const sx_cpu_kernels *k, float *g, const float *u, int n);
+static inline float sx_bf16_to_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } c = { (uint32_t)h << 16 };
+    return c.f;
+}
+uint16_t sx_f32_to_bf16(float f);   /* round to nearest even, NaN kept */
+
+#endif

@@ -1,0 +1,351 @@
+/* AVX-512 kernels (avx512f/bw/vl + fma) over packed panels: the 32 rows of
+ * a panel sit in two vectors' lanes and each activation is broadcast from
+ * its tile, so 32 rows x 12 tokens keep 24 accumulators in registers and
+ * need no horizontal sums.  bf16 widens with one shift (even k) or one mask
+ * (odd k) per 16 weights; int8 with a sign-extend and a convert. */
+#include "engine/cpu_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include <math.h>
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
+#define INL static inline __attribute__((always_inline)) TGT
+
+enum { TT = 12, KSLICE = 256, X_BUDGET = 1 << 20, PF_AHEAD = 2048 };
+
+/* Tokens per chunk: a chunk's activations (~1 MiB) stay in L2 while every
+ * panel of the call streams past them. */
+static int token_chunk(int n_tok, int k)
+{
+    if (n_tok <= TT)
+        return n_tok;
+    int c = X_BUDGET / (k * 4) / TT * TT;
+    return c < TT ? TT : c;
+}
+
+INL __m512 widen16(const int8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+INL __mmask16 lanes(int n)   /* the first n (clamped to 0..16) lanes */
+{
+    return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1);
+}
+
+INL void store_tile(float *y, long ldy, int T, int nrows, const __m512 *a0, const __m512 *a1,
+                    int add)
+{
+    __mmask16 m0 = lanes(nrows), m1 = lanes(nrows - 16);
+#pragma GCC unroll 12
+    for (int t = 0; t < T; t++) {
+        float *yt = y + t * ldy;
+        __m512 v0 = a0[t], v1 = a1[t];
+        if (add) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, yt));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, yt + 16));
+        }
+        _mm512_mask_storeu_ps(yt, m0, v0);
+        _mm512_mask_storeu_ps(yt + 16, m1, v1);
+    }
+}
+
+/* one panel x one tile of T tokens; y points at the panel's first row of
+ * the tile's first token */
+INL void tile_bf16(const uint16_t *pan, int k2, const float *xt, float *y, long ldy, int nrows,
+                   const int T, int add, int pf)
+{
+    __m512 a0[TT], a1[TT];
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 12
+    for (int t = 0; t < T; t++)
+        a0[t] = a1[t] = _mm512_setzero_ps();
+    for (int kp = 0; kp < k2; kp++) {
+        if (pf) {   /* the panel comes from memory once: overlap it with the FMAs */
+            _mm_prefetch((const char *)(pan + (size_t)kp * 64) + PF_AHEAD, _MM_HINT_T0);
+            _mm_prefetch((const char *)(pan + (size_t)kp * 64) + PF_AHEAD + 64, _MM_HINT_T0);
+        }
+        __m512i v0 = _mm512_loadu_si512((const void *)(pan + (size_t)kp * 64));
+        __m512i v1 = _mm512_loadu_si512((const void *)(pan + (size_t)kp * 64 + 32));
+        __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(v0, 16));
+        __m512 e1 = _mm512_castsi512_ps(_mm512_slli_epi32(v1, 16));
+        __m512 o0 = _mm512_castsi512_ps(_mm512_and_si512(v0, hi));
+        __m512 o1 = _mm512_castsi512_ps(_mm512_and_si512(v1, hi));
+        const float *xk = xt + (size_t)kp * 2 * T;
+#pragma GCC unroll 12
+        for (int t = 0; t < T; t++) {
+            __m512 xa = _mm512_set1_ps(xk[2 * t]);
+            __m512 xb = _mm512_set1_ps(xk[2 * t + 1]);
+            a0[t] = _mm512_fmadd_ps(e0, xa, a0[t]);
+            a1[t] = _mm512_fmadd_ps(e1, xa, a1[t]);
+            a0[t] = _mm512_fmadd_ps(o0, xb, a0[t]);
+            a1[t] = _mm512_fmadd_ps(o1, xb, a1[t]);
+        }
+    }
+    store_tile(y, ldy, T, nrows, a0, a1, add);
+}
+
+/* decode (one token): four independent sums so the loads, not the FMA
+ * latency, set the pace; bf16 needs no software prefetch at this rate */
+INL void vec_bf16(const uint16_t *pan, int k2, const float *xt, float *y, int nrows, int add)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (int kp = 0; kp < k2; kp++) {
+        __m512i v0 = _mm512_loadu_si512((const void *)(pan + (size_t)kp * 64));
+        __m512i v1 = _mm512_loadu_si512((const void *)(pan + (size_t)kp * 64 + 32));
+        __m512 xa = _mm512_set1_ps(xt[2 * kp]), xb = _mm512_set1_ps(xt[2 * kp + 1]);
+        a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)), xa, a0);
+        a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v1, 16)), xa, a1);
+        b0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hi)), xb, b0);
+        b1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v1, hi)), xb, b1);
+    }
+    a0 = _mm512_add_ps(a0, b0);
+    a1 = _mm512_add_ps(a1, b1);
+    store_tile(y, 0, 1, nrows, &a0, &a1, add);
+}
+
+#define BF16_CASE(N) case N: tile_bf16(pan, k2, xt, y, ldy, nrows, N, add, pf); break
+
+TGT static void tile_bf16_any(const uint16_t *pan, int k2, const float *xt, float *y, long ldy,
+                              int nrows, int T, int add, int pf)
+{
+    switch (T) {
+    case 1: vec_bf16(pan, k2, xt, y, nrows, add); break;
+    BF16_CASE(2); BF16_CASE(3); BF16_CASE(4); BF16_CASE(5); BF16_CASE(6);
+    BF16_CASE(7); BF16_CASE(8); BF16_CASE(9); BF16_CASE(10); BF16_CASE(11);
+    default: tile_bf16(pan, k2, xt, y, ldy, nrows, TT, add, pf); break;
+    }
+}
+
+TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
+                        long ldy, int r0, int r1, int accumulate)
+{
+    int k2 = (k + 1) / 2;
+    size_t pstride = (size_t)SX_PANEL * 2 * k2;
+    int tc = token_chunk(n_tok, k);
+    /* several tiles: walk k in slices so a panel slice and a tile's
+     * activations share L1 */
+    int ks = n_tok <= TT ? k2 : KSLICE;
+    for (int c0 = 0; c0 < n_tok; c0 += tc) {
+        int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
+        for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+            const uint16_t *pan = wp + (size_t)(p0 / SX_PANEL) * pstride;
+            int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
+            for (int s0 = 0; s0 < k2; s0 += ks) {
+                int ns = k2 - s0 < ks ? k2 - s0 : ks;
+                for (int t0 = c0; t0 < c1; t0 += TT) {
+                    int T = n_tok - t0 < TT ? n_tok - t0 : TT;
+                    tile_bf16_any(pan + (size_t)s0 * 2 * SX_PANEL, ns,
+                                  xp + (size_t)t0 * 2 * k2 + (size_t)s0 * 2 * T,
+                                  y + t0 * ldy + p0, ldy, nrows, T, s0 ? 1 : accumulate,
+                                  t0 == c0);
+                }
+            }
+        }
+    }
+}
+
+INL void tile_q8(const int8_t *pan, const float *scale, int k2, const float *xt, float *y,
+                 long ldy, int nrows, const int T, int add, int pf)
+{
+    __m512 a0[TT], a1[TT];
+#pragma GCC unroll 12
+    for (int t = 0; t < T; t++)
+        a0[t] = a1[t] = _mm512_setzero_ps();
+    for (int kp = 0; kp < k2; kp++) {
+        const int8_t *p = pan + (size_t)kp * 2 * SX_PANEL;
+        if (pf)
+            _mm_prefetch((const char *)(p + PF_AHEAD), _MM_HINT_T0);
+        __m512 e0 = widen16(p), e1 = widen16(p + 16), o0 = widen16(p + 32), o1 = widen16(p + 48);
+        const float *xk = xt + (size_t)kp * 2 * T;
+#pragma GCC unroll 12
+        for (int t = 0; t < T; t++) {
+            __m512 xa = _mm512_set1_ps(xk[2 * t]);
+            __m512 xb = _mm512_set1_ps(xk[2 * t + 1]);
+            a0[t] = _mm512_fmadd_ps(e0, xa, a0[t]);
+            a1[t] = _mm512_fmadd_ps(e1, xa, a1[t]);
+            a0[t] = _mm512_fmadd_ps(o0, xb, a0[t]);
+            a1[t] = _mm512_fmadd_ps(o1, xb, a1[t]);
+        }
+    }
+    __m512 s0 = _mm512_loadu_ps(scale), s1 = _mm512_loadu_ps(scale + 16);
+#pragma GCC unroll 12
+    for (int t = 0; t < T; t++) {
+        a0[t] = _mm512_mul_ps(a0[t], s0);
+        a1[t] = _mm512_mul_ps(a1[t], s1);
+    }
+    store_tile(y, ldy, T, nrows, a0, a1, add);
+}
+
+INL void vec_q8(const int8_t *pan, const float *scale, int k2, const float *xt, float *y,
+                int nrows, int add)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    for (int kp = 0; kp < k2; kp++) {
+        const int8_t *p = pan + (size_t)kp * 2 * SX_PANEL;
+        /* int8 streams faster than the hardware prefetcher asks */
+        _mm_prefetch((const char *)(p + PF_AHEAD), _MM_HINT_T0);
+        __m512 xa = _mm512_set1_ps(xt[2 * kp]), xb = _mm512_set1_ps(xt[2 * kp + 1]);
+        a0 = _mm512_fmadd_ps(widen16(p), xa, a0);
+        a1 = _mm512_fmadd_ps(widen16(p + 16), xa, a1);
+        b0 = _mm512_fmadd_ps(widen16(p + 32), xb, b0);
+        b1 = _mm512_fmadd_ps(widen16(p + 48), xb, b1);
+    }
+    a0 = _mm512_mul_ps(_mm512_add_ps(a0, b0), _mm512_loadu_ps(scale));
+    a1 = _mm512_mul_ps(_mm512_add_ps(a1, b1), _mm512_loadu_ps(scale + 16));
+    store_tile(y, 0, 1, nrows, &a0, &a1, add);
+}
+
+#define Q8_CASE(N) case N: tile_q8(pan, scale, k2, xt, y, ldy, nrows, N, add, pf); break
+
+TGT static void tile_q8_any(const int8_t *pan, const float *scale, int k2, const float *xt,
+                            float *y, long ldy, int nrows, int T, int add, int pf)
+{
+    switch (T) {
+    case 1: vec_q8(pan, scale, k2, xt, y, nrows, add); break;
+    Q8_CASE(2); Q8_CASE(3); Q8_CASE(4); Q8_CASE(5); Q8_CASE(6);
+    Q8_CASE(7); Q8_CASE(8); Q8_CASE(9); Q8_CASE(10); Q8_CASE(11);
+    default: tile_q8(pan, scale, k2, xt, y, ldy, nrows, TT, add, pf); break;
+    }
+}
+
+TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
+                      float *y, long ldy, int r0, int r1, int accumulate)
+{
+    int k2 = (k + 1) / 2;
+    int tc = token_chunk(n_tok, k);
+    int ks = n_tok <= TT ? k2 : KSLICE;
+    for (int c0 = 0; c0 < n_tok; c0 += tc) {
+        int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
+        for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+            const int8_t *pan = wp + (size_t)p0 * 2 * k2;
+            int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
+            for (int s0 = 0; s0 < k2; s0 += ks) {
+                int ns = k2 - s0 < ks ? k2 - s0 : ks;
+                for (int t0 = c0; t0 < c1; t0 += TT) {
+                    int T = n_tok - t0 < TT ? n_tok - t0 : TT;
+                    tile_q8_any(pan + (size_t)s0 * 2 * SX_PANEL, scale + p0, ns,
+                                xp + (size_t)t0 * 2 * k2 + (size_t)s0 * 2 * T,
+                                y + t0 * ldy + p0, ldy, nrows, T, s0 ? 1 : accumulate,
+                                t0 == c0);
+                }
+            }
+        }
+    }
+}
+
+/* e^x = 2^n * e^r, n = round(x / ln2), |r| <= ln2/2, e^r by its degree-7
+ * Taylor polynomial (error < 1e-8 relative); scalef applies 2^n and
+ * saturates to 0 / inf outside the f32 range. */
+INL __m512 exp16(__m512 v)
+{
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+    const __m512 ln2hi = _mm512_set1_ps(0.693359375f);
+    const __m512 ln2lo = _mm512_set1_ps(-2.12194440e-4f);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(v, log2e), _MM_FROUND_TO_NEAREST_INT);
+    __m512 r = _mm512_fnmadd_ps(k, ln2hi, v);
+    r = _mm512_fnmadd_ps(k, ln2lo, r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, k);
+}
+
+TGT static void vexp(float *y, const float *x, int n)
+{
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = lanes(n - i);
+        _mm512_mask_storeu_ps(y + i, m, exp16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+INL __m512 kcol(const float *kc, int d, int bt, __mmask16 km)
+{
+    return _mm512_maskz_loadu_ps(km, kc + (size_t)d * bt);
+}
+
+/* 16 keys at a time: scores are one vector (keys in lanes, from the
+ * transposed block), values are added row by row into 4-vector slices of
+ * the accumulator. */
+TGT static void att_block(const float *q, long ldq, int nq, const float *kt, const float *v,
+                          int bt, int nj, int hd, float scale, float *m, float *l, float *acc)
+{
+    float p[16];
+    for (int j0 = 0; j0 < nj; j0 += 16) {
+        int nc = nj - j0 < 16 ? nj - j0 : 16;
+        __mmask16 km = lanes(nc);
+        for (int i = 0; i < nq; i++) {
+            const float *qi = q + i * ldq;
+            float *a = acc + (size_t)i * hd;
+            /* scores of 16 keys: one vector, four partial sums over d */
+            __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+            const float *kc = kt + j0;
+            int d = 0;
+            for (; d + 4 <= hd; d += 4) {
+                s0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), kcol(kc, d, bt, km), s0);
+                s1 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 1]), kcol(kc, d + 1, bt, km), s1);
+                s2 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 2]), kcol(kc, d + 2, bt, km), s2);
+                s3 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 3]), kcol(kc, d + 3, bt, km), s3);
+            }
+            for (; d < hd; d++)
+                s0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), kcol(kc, d, bt, km), s0);
+            __m512 sv = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
+            sv = _mm512_mul_ps(sv, _mm512_set1_ps(scale));
+            float mx = _mm512_mask_reduce_max_ps(km, sv);
+            if (mx > m[i]) {
+                float corr = m[i] == -INFINITY ? 0.0f : expf(m[i] - mx);
+                l[i] *= corr;
+                for (int e = 0; e < hd; e += 16) {
+                    __mmask16 me = lanes(hd - e);
+                    __m512 ae = _mm512_maskz_loadu_ps(me, a + e);
+                    _mm512_mask_storeu_ps(a + e, me, _mm512_mul_ps(_mm512_set1_ps(corr), ae));
+                }
+                m[i] = mx;
+            }
+            __m512 pv = _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(sv, _mm512_set1_ps(m[i]))));
+            l[i] += _mm512_reduce_add_ps(pv);
+            _mm512_storeu_ps(p, pv);
+            /* values row by row into 64-wide slices of the accumulator */
+            const float *vj = v + (size_t)j0 * hd;
+            for (int e = 0; e < hd; e += 64) {
+                __mmask16 mk[4] = { lanes(hd - e), lanes(hd - e - 16), lanes(hd - e - 32),
+                                    lanes(hd - e - 48) };
+                __m512 av[4];
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    av[u] = _mm512_maskz_loadu_ps(mk[u], a + e + 16 * u);
+                for (int j = 0; j < nc; j++) {
+                    const float *vr = vj + (size_t)j * hd + e;
+                    __m512 pj = _mm512_set1_ps(p[j]);
+#pragma GCC unroll 4
+                    for (int u = 0; u < 4; u++)
+                        av[u] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(mk[u], vr + 16 * u),
+                                                av[u]);
+                }
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    _mm512_mask_storeu_ps(a + e + 16 * u, mk[u], av[u]);
+            }
+        }
+    }
+}
+
+const sx_cpu_kernels sx_cpu_avx512_kernels = {
+    .name = "avx512", .path = SX_CPU_AVX512, .tile = TT,
+    .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
+    .att_block = att_block, .exp = vexp,
+};
+
+#else
+/* Not x86-64: the table exists so the program links; the dispatcher never
+ * hands it out because the CPU check fails. */
+const sx_cpu_kernels sx_cpu_avx512_kernels = { .name = "avx512", .path = SX_CPU_AVX512 };
+#endif

@@ -1,0 +1,455 @@
+/* The Qwen3 forward pass over the paged KV cache.
+ *
+ * A step is validated and its cache blocks reserved before anything runs,
+ * so a step either appends every item or nothing.  The rows of all items
+ * then go through the layers together, at most SX_ENGINE_PASS_TOKENS rows
+ * per pass: each weight matrix is streamed once per pass and serves every
+ * row in it.  Each stage is one parallel-for over the pool: matrix stages
+ * split output rows across threads, attention hands out (piece, kv head,
+ * query rows) tasks from an atomic counter. */
+#include "engine/engine_internal.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pass {
+    sx_engine     *e;
+    const sx_seg  *segs;
+    int            nseg, T, layer;
+    /* matrix stage: y_i = in x W_i^T for up to three matrices; in is
+     * packed (cpu_kernels.h) */
+    const float   *mm_in;
+    int            mm_ntok, mm_n, mm_acc;
+    const sx_wmat *mm_w[3];
+    float         *mm_y[3];
+    long           mm_ldy[3];
+    /* norm stage: rows (all, or norm_rows[0..norm_n)) of x -> xin */
+    const float   *norm_w;
+    const int32_t *norm_rows;
+    int            norm_n;
+    /* attention */
+    int            n_tasks;
+    atomic_int     next_task;
+} pass;
+
+static float *thr_scratch(sx_engine *e, int tid)
+{
+    return e->thr + (size_t)tid * e->thr_floats;
+}
+
+static void rows_of(int n, int tid, int nth, int *lo, int *hi)
+{
+    long a, b;
+    sx_pool_range(n, nth, tid, 1, &a, &b);
+    *lo = (int)a;
+    *hi = (int)b;
+}
+
+static void stage_embed(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    sx_engine *e = p->e;
+    int H = e->cfg.hidden, half = e->cfg.head_dim / 2, lo, hi;
+    rows_of(p->T, tid, nth, &lo, &hi);
+    for (int t = lo; t < hi; t++) {
+        const sx_seg *s = &p->segs[e->row_seg[t]];
+        int i = t - s->row0;
+        const uint16_t *src = e->m->embed + (size_t)s->tok[i] * H;
+        float *x = e->x + (size_t)t * H;
+        for (int j = 0; j < H; j++)
+            x[j] = sx_bf16_to_f32(src[j]);
+        sx_cpu_rope_angles(s->pos0 + i, e->inv_freq, half, e->cos_t + (size_t)t * half,
+                           e->sin_t + (size_t)t * half);
+    }
+}
+
+/* RMSNorm of rows of x, packed as the next matrix stage's input */
+static void stage_norm(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    sx_engine *e = p->e;
+    int H = e->cfg.hidden, lo, hi;
+    float *tmp = thr_scratch(e, tid);
+    rows_of(p->norm_n, tid, nth, &lo, &hi);
+    for (int i = lo; i < hi; i++) {
+        int r = p->norm_rows ? p->norm_rows[i] : i;
+        sx_cpu_rmsnorm(tmp, e->x + (size_t)r * H, p->norm_w, H, e->cfg.rms_eps);
+        sx_pack_x_row(tmp, i, p->norm_n, H, e->kr->tile, e->xin);
+    }
+}
+
+static void stage_mm(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    const sx_cpu_kernels *kr = p->e->kr;
+    long total = 0;
+    for (int i = 0; i < p->mm_n; i++)
+        total += sx_pad_rows(p->mm_w[i]->rows);
+    long lo, hi, base = 0;
+    sx_pool_range(total, nth, tid, SX_PANEL, &lo, &hi);
+    for (int i = 0; i < p->mm_n; i++) {
+        const sx_wmat *w = p->mm_w[i];
+        long a = lo > base ? lo - base : 0, b = hi - base < w->rows ? hi - base : w->rows;
+        base += sx_pad_rows(w->rows);
+        if (a >= b)
+            continue;
+        if (w->q8)
+            kr->mm_q8(w->q8, w->scale, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
+                      (int)a, (int)b, p->mm_acc);
+        else
+            kr->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
+                        (int)a, (int)b, p->mm_acc);
+    }
+}
+
+/* per-head q/k RMSNorm, RoPE, and the new keys/values into the cache */
+static void stage_qk(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    sx_engine *e = p->e;
+    const sx_qwen3_config *c = &e->cfg;
+    const sx_layer_weights *lw = &e->m->layers[p->layer];
+    int hd = c->head_dim, half = hd / 2, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    int bt = e->kv.block_tokens, lo, hi;
+    rows_of(p->T, tid, nth, &lo, &hi);
+    for (int t = lo; t < hi; t++) {
+        const sx_seg *s = &p->segs[e->row_seg[t]];
+        int pos = s->pos0 + (t - s->row0);
+        const float *ct = e->cos_t + (size_t)t * half, *st = e->sin_t + (size_t)t * half;
+        for (int h = 0; h < c->n_heads; h++) {
+            float *q = e->q + (size_t)t * qd + (size_t)h * hd;
+            sx_cpu_rmsnorm(q, q, lw->q_norm, hd, c->rms_eps);
+            sx_cpu_rope(q, ct, st, hd);
+        }
+        int32_t blk = e->kv.seqs[s->seq].blocks[pos / bt];
+        for (int g = 0; g < c->n_kv_heads; g++) {
+            float *k = e->k + (size_t)t * kvd + (size_t)g * hd;
+            sx_cpu_rmsnorm(k, k, lw->k_norm, hd, c->rms_eps);
+            sx_cpu_rope(k, ct, st, hd);
+            /* keys transposed ([hd][bt]) so attention scores a block in one pass */
+            float *kt = sx_kv_k(&e->kv, blk, p->layer, g) + pos % bt;
+            for (int d = 0; d < hd; d++)
+                kt[(size_t)d * bt] = k[d];
+            memcpy(sx_kv_k(&e->kv, blk, p->layer, g) + (size_t)bt * hd + (size_t)(pos % bt) * hd,
+                   e->v + (size_t)t * kvd + (size_t)g * hd, (size_t)hd * sizeof *kt);
+        }
+    }
+}
+
+/* Causal attention of query rows [i0, i1) of one piece, for the q heads of
+ * one kv head, over the cache with an online softmax: each cache block is
+ * read once for all the rows and heads of the task (and stays in L1). */
+static void att_task(pass *p, const sx_att_task *tk, float *scr)
+{
+    sx_engine *e = p->e;
+    const sx_cpu_kernels *kr = e->kr;
+    const sx_qwen3_config *c = &e->cfg;
+    int hd = c->head_dim, G = c->n_heads / c->n_kv_heads, qd = c->n_heads * hd;
+    int bt = e->kv.block_tokens, nr = tk->i1 - tk->i0;
+    const sx_seg *s = &p->segs[tk->seg];
+    const int32_t *blocks = e->kv.seqs[s->seq].blocks;
+    float *acc = scr, *mx = acc + (size_t)nr * G * hd, *l = mx + nr * G;
+    memset(acc, 0, (size_t)nr * G * hd * sizeof *acc);
+    for (int i = 0; i < nr * G; i++) {
+        mx[i] = -INFINITY;
+        l[i] = 0.0f;
+    }
+    int last = s->pos0 + tk->i1 - 1;
+    for (int b = 0; b <= last / bt; b++) {
+        const float *kt = sx_kv_k(&e->kv, blocks[b], p->layer, tk->kvh);
+        const float *V = kt + (size_t)bt * hd;
+        int j0 = b * bt;
+        for (int i = 0; i < nr; i++) {
+            int pos = s->pos0 + tk->i0 + i;
+            if (pos < j0)
+                continue;
+            int nj = pos - j0 + 1 < bt ? pos - j0 + 1 : bt;
+            size_t t = (size_t)s->row0 + tk->i0 + i;
+            kr->att_block(e->q + t * qd + (size_t)tk->kvh * G * hd, hd, G, kt, V, bt, nj, hd,
+                          e->att_scale, mx + i * G, l + i * G, acc + (size_t)i * G * hd);
+        }
+    }
+    for (int i = 0; i < nr; i++) {
+        size_t t = (size_t)s->row0 + tk->i0 + i;
+        for (int h = 0; h < G; h++) {
+            float *dst = e->att + t * qd + (size_t)(tk->kvh * G + h) * hd;
+            const float *a = acc + (size_t)(i * G + h) * hd;
+            float inv = 1.0f / l[i * G + h];
+            for (int d = 0; d < hd; d++)
+                dst[d] = a[d] * inv;
+        }
+    }
+}
+
+static void stage_att(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    float *scr = thr_scratch(p->e, tid) + p->e->cfg.hidden;
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
+        if (i >= p->n_tasks)
+            break;
+        att_task(p, &p->e->tasks[i], scr);
+    }
+}
+
+static void stage_pack_att(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    sx_engine *e = p->e;
+    int qd = e->cfg.n_heads * e->cfg.head_dim, lo, hi;
+    rows_of(p->T, tid, nth, &lo, &hi);
+    for (int t = lo; t < hi; t++)
+        sx_pack_x_row(e->att + (size_t)t * qd, t, p->T, qd, e->kr->tile, e->xin);
+}
+
+static void stage_swiglu(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    sx_engine *e = p->e;
+    int I = e->cfg.intermediate, lo, hi;
+    rows_of(p->T, tid, nth, &lo, &hi);
+    for (int t = lo; t < hi; t++) {
+        float *g = e->g + (size_t)t * I;
+        sx_cpu_swiglu(e->kr, g, e->u + (size_t)t * I, I);
+        sx_pack_x_row(g, t, p->T, I, e->kr->tile, e->xin);
+    }
+}
+
+static void run_mm(pass *p, const float *in, int ntok, int acc, int n,
+                   const sx_wmat *w0, float *y0, long ld0, const sx_wmat *w1, float *y1,
+                   long ld1, const sx_wmat *w2, float *y2, long ld2)
+{
+    p->mm_in = in;
+    p->mm_ntok = ntok;
+    p->mm_acc = acc;
+    p->mm_n = n;
+    p->mm_w[0] = w0; p->mm_y[0] = y0; p->mm_ldy[0] = ld0;
+    p->mm_w[1] = w1; p->mm_y[1] = y1; p->mm_ldy[1] = ld1;
+    p->mm_w[2] = w2; p->mm_y[2] = y2; p->mm_ldy[2] = ld2;
+    sx_pool_run(p->e->pool, stage_mm, p);
+}
+
+static void build_tasks(sx_engine *e, pass *p)
+{
+    int n = 0, QB = SX_ENGINE_ATT_ROWS;
+    for (int si = 0; si < p->nseg; si++) {
+        const sx_seg *s = &p->segs[si];
+        /* later rows see more keys: hand them out first */
+        for (int i1 = s->n; i1 > 0; i1 -= QB) {
+            int i0 = i1 - QB > 0 ? i1 - QB : 0;
+            for (int g = 0; g < e->cfg.n_kv_heads; g++) {
+                sx_att_task *t = &e->tasks[n++];
+                t->seg = si;
+                t->kvh = g;
+                t->i0 = i0;
+                t->i1 = i1;
+            }
+        }
+    }
+    p->n_tasks = n;
+}
+
+static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_out)
+{
+    const sx_qwen3_config *c = &e->cfg;
+    int H = c->hidden, I = c->intermediate, qd = c->n_heads * c->head_dim;
+    int kvd = c->n_kv_heads * c->head_dim;
+    pass p;
+    memset(&p, 0, sizeof p);
+    p.e = e;
+    p.segs = segs;
+    p.nseg = nseg;
+    int T = 0, n_lg = 0;
+    for (int si = 0; si < nseg; si++) {
+        for (int i = 0; i < segs[si].n; i++) {
+            e->row_seg[T + i] = si;
+            if (i >= segs[si].lg_from)
+                e->lg_rows[n_lg++] = T + i;
+        }
+        T += segs[si].n;
+    }
+    p.T = T;
+    build_tasks(e, &p);
+    sx_pool_run(e->pool, stage_embed, &p);
+    for (int l = 0; l < c->n_layers; l++) {
+        const sx_elayer *L = &e->layers[l];
+        const sx_layer_weights *lw = &e->m->layers[l];
+        p.layer = l;
+        p.norm_w = lw->attn_norm;
+        p.norm_rows = NULL;
+        p.norm_n = T;
+        sx_pool_run(e->pool, stage_norm, &p);
+        run_mm(&p, e->xin, T, 0, 3, &L->wq, e->q, qd, &L->wk, e->k, kvd, &L->wv, e->v, kvd);
+        sx_pool_run(e->pool, stage_qk, &p);
+        atomic_store(&p.next_task, 0);
+        sx_pool_run(e->pool, stage_att, &p);
+        sx_pool_run(e->pool, stage_pack_att, &p);
+        run_mm(&p, e->xin, T, 1, 1, &L->wo, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+        p.norm_w = lw->mlp_norm;
+        sx_pool_run(e->pool, stage_norm, &p);
+        run_mm(&p, e->xin, T, 0, 2, &L->gate, e->g, I, &L->up, e->u, I, NULL, NULL, 0);
+        sx_pool_run(e->pool, stage_swiglu, &p);
+        run_mm(&p, e->xin, T, 1, 1, &L->down, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+    }
+    if (n_lg == 0)
+        return;
+    p.norm_w = e->m->final_norm;
+    p.norm_rows = e->lg_rows;
+    p.norm_n = n_lg;
+    sx_pool_run(e->pool, stage_norm, &p);
+    run_mm(&p, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, c->vocab_rows, NULL, NULL, 0,
+           NULL, NULL, 0);
+}
+
+static int grow(void *pp, size_t n, size_t elem)
+{
+    void **p = pp;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return SX_ENOMEM;
+    *p = q;
+    return SX_OK;
+}
+
+/* grows the pass scratch to `rows` rows (before anything is appended, so a
+ * failure leaves the cache as it was) */
+static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
+{
+    const sx_qwen3_config *c = &e->cfg;
+    int QB = SX_ENGINE_ATT_ROWS, G = c->n_heads / c->n_kv_heads;
+    if (!e->thr) {
+        size_t f = (size_t)c->hidden + (size_t)QB * G * c->head_dim + 2 * (size_t)QB * G +
+                   (size_t)e->kv.block_tokens;
+        e->thr_floats = (f + 15) & ~(size_t)15;   /* whole cache lines per thread */
+        e->thr = aligned_alloc(64, e->thr_floats * sizeof(float) * (size_t)e->n_threads);
+        if (!e->thr)
+            goto nomem;
+    }
+    if (rows > e->cap) {
+        size_t r = (size_t)rows, half = (size_t)c->head_dim / 2;
+        size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+        if (grow(&e->x, r * c->hidden, sizeof(float)) ||
+            grow(&e->xin, sx_xpack_size(rows, e->xin_dim), sizeof(float)) ||
+            grow(&e->q, r * qd, sizeof(float)) || grow(&e->k, r * kvd, sizeof(float)) ||
+            grow(&e->v, r * kvd, sizeof(float)) || grow(&e->att, r * qd, sizeof(float)) ||
+            grow(&e->g, r * c->intermediate, sizeof(float)) ||
+            grow(&e->u, r * c->intermediate, sizeof(float)) ||
+            grow(&e->cos_t, r * half + 1, sizeof(float)) ||
+            grow(&e->sin_t, r * half + 1, sizeof(float)) ||
+            grow(&e->row_seg, r, sizeof(int32_t)) || grow(&e->lg_rows, r, sizeof(int32_t)))
+            goto nomem;
+        e->cap = rows;
+    }
+    int segs = n_items < e->cap ? n_items : e->cap;
+    if (segs > e->seg_cap) {
+        if (grow(&e->segs, (size_t)segs, sizeof *e->segs))
+            goto nomem;
+        e->seg_cap = segs;
+    }
+    int tasks = (e->cap / QB + e->seg_cap) * c->n_kv_heads;
+    if (tasks > e->task_cap) {
+        if (grow(&e->tasks, (size_t)tasks, sizeof *e->tasks))
+            goto nomem;
+        e->task_cap = tasks;
+    }
+    return SX_OK;
+nomem:
+    return sx_err_set(err, SX_ENOMEM, "engine: out of memory for step scratch (%d rows)",
+                      rows);
+}
+
+static int check_items(sx_engine *e, const sx_step_item *items, int n_items, int64_t *total,
+                       sx_error *err)
+{
+    sx_kv *kv = &e->kv;
+    if (++e->stamp == 0) {
+        memset(e->seen, 0, (size_t)kv->max_seqs * sizeof *e->seen);
+        e->stamp = 1;
+    }
+    int64_t rows = 0, blocks = 0;
+    for (int i = 0; i < n_items; i++) {
+        const sx_step_item *it = &items[i];
+        if (!sx_kv_seq_live(kv, it->seq))
+            return sx_err_set(err, SX_EINVAL, "step item %d: sequence %d is not live", i, it->seq);
+        if (e->seen[it->seq] == e->stamp)
+            return sx_err_set(err, SX_EINVAL, "step item %d: sequence %d appears twice", i,
+                              it->seq);
+        e->seen[it->seq] = e->stamp;
+        if (it->n <= 0 || !it->tokens)
+            return sx_err_set(err, SX_EINVAL, "step item %d: no tokens (n = %d)", i, it->n);
+        for (int j = 0; j < it->n; j++)
+            if (it->tokens[j] < 0 || it->tokens[j] >= e->cfg.vocab_rows)
+                return sx_err_set(err, SX_EINVAL, "step item %d: token %d is %d, outside 0..%d",
+                                  i, j, (int)it->tokens[j], e->cfg.vocab_rows - 1);
+        int64_t end = (int64_t)kv->seqs[it->seq].len + it->n;
+        int64_t limit = (int64_t)kv->max_blocks_per_seq * kv->block_tokens;
+        if (e->cfg.max_pos > 0 && e->cfg.max_pos < limit)
+            limit = e->cfg.max_pos;
+        if (end > limit)
+            return sx_err_set(err, SX_ELIMIT, "step item %d: sequence %d would hold %lld tokens, "
+                              "more than %lld", i, it->seq, (long long)end, (long long)limit);
+        rows += it->n;
+        /* a partial block shared by two items of this step counts a copy for
+         * each though the last writer needs none: at worst the step is
+         * refused one block early */
+        blocks += sx_kv_blocks_needed(kv, it->seq, it->n);
+    }
+    if (blocks > kv->n_free)
+        return sx_err_set(err, SX_ELIMIT, "kv cache full: step needs %lld blocks, %d free",
+                          (long long)blocks, (int)kv->n_free);
+    *total = rows;
+    return SX_OK;
+}
+
+int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items, float *logits,
+                   sx_error *err)
+{
+    if (!e || n_items < 0 || (n_items > 0 && (!items || !logits)))
+        return sx_err_set(err, SX_EINVAL, "engine step: bad arguments");
+    if (n_items == 0)
+        return SX_OK;
+    int64_t total = 0;
+    int rc = check_items(e, items, n_items, &total, err);
+    if (rc)
+        return rc;
+    int rows = total < SX_ENGINE_PASS_TOKENS ? (int)total : SX_ENGINE_PASS_TOKENS;
+    if ((rc = step_scratch(e, rows, n_items, err)))
+        return rc;
+    for (int i = 0; i < n_items; i++)
+        sx_kv_prepare(&e->kv, items[i].seq, items[i].n);
+
+    size_t V = (size_t)e->cfg.vocab_rows, out_row = 0;
+    int item = 0, off = 0;
+    while (item < n_items) {
+        int T = 0, nseg = 0, n_lg = 0;
+        while (item < n_items && T < e->cap) {
+            const sx_step_item *it = &items[item];
+            int take = it->n - off < e->cap - T ? it->n - off : e->cap - T;
+            sx_seg *s = &e->segs[nseg++];
+            s->seq = it->seq;
+            s->pos0 = e->kv.seqs[it->seq].len + off;
+            s->tok = it->tokens + off;
+            s->n = take;
+            s->row0 = T;
+            if (it->logits_all)
+                s->lg_from = 0;
+            else
+                s->lg_from = off + take == it->n ? take - 1 : take;
+            n_lg += take - s->lg_from;
+            T += take;
+            off += take;
+            if (off == it->n) {
+                item++;
+                off = 0;
+            }
+        }
+        forward_pass(e, e->segs, nseg, logits + out_row * V);
+        out_row += (size_t)n_lg;
+    }
+    for (int i = 0; i < n_items; i++)
+        e->kv.seqs[items[i].seq].len += items[i].n;
+    return SX_OK;
+}

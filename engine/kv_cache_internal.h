@@ -1,0 +1,71 @@
+/* sx_kv: the paged KV cache behind sx_engine (internal).
+ *
+ * Memory is one pool of fixed-size blocks; a block holds block_tokens
+ * consecutive positions of one sequence for every layer, laid out
+ * [layer][kv_head][K|V] f32, keys transposed ([head_dim][block_tokens]) and
+ * values as rows ([block_tokens][head_dim]), so attention scores a block's
+ * keys with one vector per head_dim element and adds values row by row.  Each sequence owns a block
+ * table (logical block i -> pool block).  Blocks are refcounted: fork shares
+ * the source's blocks, and a sequence about to write into a shared block
+ * first copies it (copy-on-write).  Freed blocks go on a LIFO free list so
+ * recently touched memory is reused first; the pool is reserved address
+ * space, so untouched blocks cost no RAM.
+ *
+ * Ownership: sx_kv_init allocates everything, sx_kv_destroy releases it.
+ * Not thread-safe; block contents are written by the forward pass's threads
+ * at positions sx_kv_prepare reserved. */
+#ifndef SX_KV_CACHE_INTERNAL_H
+#define SX_KV_CACHE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/sx_error.h"
+
+typedef struct sx_kv_seq {
+    int      live;
+    int      len;       /* positions cached */
+    int      n_blocks;  /* entries used in blocks[] */
+    int32_t *blocks;    /* [max_blocks_per_seq], points into sx_kv.tables */
+} sx_kv_seq;
+
+typedef struct sx_kv {
+    int       n_layers, n_kv_heads, head_dim, block_tokens;
+    int       max_seqs, max_blocks_per_seq;
+    int32_t   n_blocks;
+    size_t    block_floats;   /* floats per block */
+    float    *pool;
+    size_t    pool_bytes;
+    int32_t  *refcnt;         /* [n_blocks] */
+    int32_t  *free_list;      /* [n_blocks], a stack */
+    int32_t   n_free;
+    int32_t  *tables;         /* [max_seqs][max_blocks_per_seq] */
+    sx_kv_seq *seqs;          /* [max_seqs] */
+} sx_kv;
+
+/* max_len: the longest sequence allowed (0 = limited by capacity only). */
+int  sx_kv_init(sx_kv *kv, int n_layers, int n_kv_heads, int head_dim, int max_seqs,
+                int64_t capacity_tokens, int block_tokens, int max_len, sx_error *err);
+void sx_kv_destroy(sx_kv *kv);
+
+int  sx_kv_seq_new(sx_kv *kv, int *seq, sx_error *err);
+int  sx_kv_seq_fork(sx_kv *kv, int src, int len, int *seq, sx_error *err);
+int  sx_kv_seq_truncate(sx_kv *kv, int seq, int len, sx_error *err);
+void sx_kv_seq_free(sx_kv *kv, int seq);
+int  sx_kv_seq_live(const sx_kv *kv, int seq);
+
+/* Blocks (new ones plus copy-on-write copies) that appending n positions to
+ * seq would take. */
+int  sx_kv_blocks_needed(const sx_kv *kv, int seq, int n);
+/* Makes positions [len, len+n) of seq writable: copies a shared partial
+ * last block and appends fresh blocks.  The caller has checked
+ * sx_kv_blocks_needed against n_free; len itself is not changed. */
+void sx_kv_prepare(sx_kv *kv, int seq, int n);
+
+/* K^T of a block for one layer and kv head; V = K^T + block_tokens*head_dim. */
+static inline float *sx_kv_k(const sx_kv *kv, int32_t block, int layer, int kvh)
+{
+    return kv->pool + (size_t)block * kv->block_floats +
+           ((size_t)layer * kv->n_kv_heads + kvh) * 2 * kv->block_tokens * kv->head_dim;
+}
+
+#endif

@@ -1,0 +1,418 @@
+/* Every CPU kernel path (scalar, AVX2, AVX-512 where the CPU has it)
+ * against plain double-precision loops, on odd sizes that exercise every
+ * tile edge and tail; plus the thread pool and path selection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cpu_kernels.h"
+#include "engine/threadpool.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void)   /* [-1, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static const int ks[] = { 1, 7, 16, 31, 32, 33, 48, 100, 1000, 1057, 2100 };
+static const int toks[] = { 1, 2, 3, 4, 5, 7, 9, 12, 13, 29 };
+
+static void fill(float *x, size_t n, double amp)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(urand() * amp);
+}
+
+/* y = W x checked for rows [r0, r1) (r0 on a panel boundary); every other
+ * row must keep its sentinel. */
+static void check_mm(const sx_cpu_kernels *kr, int q8)
+{
+    static const int rows_set[] = { 1, 37, 64, 70 };
+    for (size_t ri = 0; ri < sizeof rows_set / sizeof *rows_set; ri++)
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++)
+            for (int acc = 0; acc < 2; acc++) {
+                int R = rows_set[ri], K = ks[ki], T = toks[ti];
+                int r0 = R > SX_PANEL && (ki + ti) % 2 ? SX_PANEL : 0;
+                int r1 = (ki + ti) % 3 == 1 && R > 2 ? R - 1 : R;
+                if (r1 <= r0)
+                    r1 = R;
+                long ldx = K + 5, ldy = R + 3;
+                uint16_t *w = malloc((size_t)R * K * sizeof *w);
+                uint16_t *wp = malloc(sx_pack_bf16_size(R, K) * sizeof *wp);
+                int8_t *wq = malloc((size_t)R * K);
+                int8_t *wqp = malloc(sx_pack_q8_size(R, K));
+                float *sc = malloc((size_t)sx_pad_rows(R) * sizeof *sc);
+                float *scp = malloc((size_t)sx_pad_rows(R) * sizeof *scp);
+                float *x = malloc((size_t)T * ldx * sizeof *x);
+                float *xp = malloc(sx_xpack_size(T, K) * sizeof *xp);
+                float *y = malloc((size_t)T * ldy * sizeof *y);
+                float *y0 = malloc((size_t)T * ldy * sizeof *y0);
+                assert_non_null(w); assert_non_null(wp); assert_non_null(wq); assert_non_null(wqp);
+                assert_non_null(sc); assert_non_null(scp); assert_non_null(x); assert_non_null(y);
+                assert_non_null(y0); assert_non_null(xp);
+                for (long i = 0; i < (long)R * K; i++)
+                    w[i] = sx_f32_to_bf16((float)(urand() * 0.5));
+                w[(long)R * K / 2] = sx_f32_to_bf16(-3.0f);   /* a negative extreme */
+                fill(x, (size_t)T * ldx, 2.0);
+                for (int t = 0; t < T; t++)
+                    sx_pack_x_row(x + t * ldx, t, T, K, kr->tile, xp);
+                fill(y0, (size_t)T * ldy, 1.0);
+                memcpy(y, y0, (size_t)T * ldy * sizeof *y);
+                sx_quant_q8_rows(w, 0, R, K, wq, sc);
+                if (q8) {
+                    /* packed in two row ranges, as threads would */
+                    sx_pack_q8(w, R, K, 0, SX_PANEL < R ? SX_PANEL : R, wqp, scp);
+                    if (R > SX_PANEL)
+                        sx_pack_q8(w, R, K, SX_PANEL, R, wqp, scp);
+                    for (int r = 0; r < R; r++)
+                        assert_true(scp[r] == sc[r]);
+                    for (int r = R; r < sx_pad_rows(R); r++)
+                        assert_true(scp[r] == 0.0f);
+                    kr->mm_q8(wqp, scp, K, xp, T, y, ldy, r0, r1, acc);
+                } else {
+                    sx_pack_bf16(w, R, K, 0, SX_PANEL < R ? SX_PANEL : R, wp);
+                    if (R > SX_PANEL)
+                        sx_pack_bf16(w, R, K, SX_PANEL, R, wp);
+                    kr->mm_bf16(wp, K, xp, T, y, ldy, r0, r1, acc);
+                }
+                for (int t = 0; t < T; t++)
+                    for (int r = 0; r < R + 3; r++) {
+                        float got = y[t * ldy + r];
+                        if (r < r0 || r >= r1) {
+                            if (got != y0[t * ldy + r])
+                                fail_msg("%s %s R=%d K=%d T=%d rows %d..%d: row %d touched",
+                                         kr->name, q8 ? "q8" : "bf16", R, K, T, r0, r1, r);
+                            continue;
+                        }
+                        double ref = 0, mag = 0;
+                        for (int i = 0; i < K; i++) {
+                            double wv = q8 ? (double)wq[(long)r * K + i] * sc[r]
+                                           : (double)sx_bf16_to_f32(w[(long)r * K + i]);
+                            ref += wv * x[t * ldx + i];
+                            mag += fabs(wv * x[t * ldx + i]);
+                        }
+                        if (acc)
+                            ref += y0[t * ldy + r];
+                        double tol = 2e-6 * mag + 1e-6 * (acc ? 1 : 0) + 1e-30;
+                        if (fabs(got - ref) > tol)
+                            fail_msg("%s %s R=%d K=%d T=%d acc=%d row %d tok %d: got %.9g want %.9g",
+                                     kr->name, q8 ? "q8" : "bf16", R, K, T, acc, r, t, got, ref);
+                    }
+                free(w); free(wp); free(wq); free(wqp); free(sc); free(scp); free(x); free(xp);
+                free(y); free(y0);
+            }
+}
+
+/* attention over one block against a double-precision softmax, fed in two
+ * block-shaped pieces as the engine feeds a sequence's blocks */
+static void check_att(const sx_cpu_kernels *kr)
+{
+    static const int hds[] = { 8, 40, 128, 67 };
+    static const int bts[] = { 16, 5, 33 };
+    for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+        for (size_t bi = 0; bi < sizeof bts / sizeof *bts; bi++) {
+            int hd = hds[hi], bt = bts[bi], nq = 3, n = bt + bt / 2 + 1;   /* 2 blocks */
+            float *q = malloc((size_t)nq * (hd + 3) * sizeof *q);
+            float *kt = malloc((size_t)2 * hd * bt * sizeof *kt), *v = malloc((size_t)2 * bt * hd * sizeof *v);
+            float *acc = calloc((size_t)nq * hd, sizeof *acc), m[3], l[3];
+            double *keys = malloc((size_t)n * hd * sizeof *keys), *vals = malloc((size_t)n * hd * sizeof *vals);
+            assert_non_null(q); assert_non_null(kt); assert_non_null(v); assert_non_null(acc);
+            assert_non_null(keys); assert_non_null(vals);
+            fill(q, (size_t)nq * (hd + 3), 3.0);
+            for (int j = 0; j < n; j++)
+                for (int d = 0; d < hd; d++) {
+                    float kk = (float)(urand() * 2.0), vv = (float)urand();
+                    keys[j * hd + d] = kk;
+                    vals[j * hd + d] = vv;
+                    int b = j / bt, jj = j % bt;
+                    kt[(size_t)b * hd * bt + (size_t)d * bt + jj] = kk;
+                    v[(size_t)b * bt * hd + (size_t)jj * hd + d] = vv;
+                }
+            for (int i = 0; i < nq; i++) {
+                m[i] = -INFINITY;
+                l[i] = 0.0f;
+            }
+            float scale = 1.0f / sqrtf((float)hd);
+            kr->att_block(q, hd + 3, nq, kt, v, bt, bt, hd, scale, m, l, acc);
+            kr->att_block(q, hd + 3, nq, kt + (size_t)hd * bt, v + (size_t)bt * hd, bt, n - bt, hd,
+                          scale, m, l, acc);
+            for (int i = 0; i < nq; i++) {
+                double s[100], mx = -INFINITY, sum = 0;
+                for (int j = 0; j < n; j++) {
+                    s[j] = 0;
+                    for (int d = 0; d < hd; d++)
+                        s[j] += (double)q[i * (hd + 3) + d] * keys[j * hd + d];
+                    s[j] *= scale;
+                    mx = fmax(mx, s[j]);
+                }
+                for (int j = 0; j < n; j++)
+                    sum += s[j] = exp(s[j] - mx);
+                for (int d = 0; d < hd; d++) {
+                    double ref = 0;
+                    for (int j = 0; j < n; j++)
+                        ref += s[j] * vals[j * hd + d];
+                    ref /= sum;
+                    double got = acc[i * hd + d] / l[i];
+                    if (fabs(got - ref) > 2e-6)
+                        fail_msg("%s att hd=%d bt=%d q%d d%d: %.8g vs %.8g", kr->name, hd, bt, i,
+                                 d, got, ref);
+                }
+            }
+            free(q); free(kt); free(v); free(acc); free(keys); free(vals);
+        }
+}
+
+static void check_vec(const sx_cpu_kernels *kr)
+{
+    check_att(kr);
+    /* exp over the range softmax and silu use, relative error in ulps */
+    enum { N = 4001 };
+    static float xs[N], ys[N];
+    for (int i = 0; i < N; i++)
+        xs[i] = -87.0f + 175.0f * (float)i / (N - 1);
+    kr->exp(ys, xs, N);
+    for (int i = 0; i < N; i++) {
+        double ref = exp((double)xs[i]);
+        if (fabs(ys[i] - ref) > 4e-7 * ref)
+            fail_msg("%s exp(%.9g) = %.9g, want %.9g", kr->name, xs[i], ys[i], ref);
+    }
+    float big[3] = { -200.0f, 0.0f, -100.0f }, out[3];
+    kr->exp(out, big, 3);
+    assert_true(out[0] >= 0.0f && out[0] < 1e-37f);
+    assert_true(out[1] == 1.0f);
+    assert_true(out[2] >= 0.0f && out[2] < 1e-37f);
+    /* in place */
+    float ip[17];
+    for (int i = 0; i < 17; i++)
+        ip[i] = (float)i / 4;
+    kr->exp(ip, ip, 17);
+    for (int i = 0; i < 17; i++)
+        assert_true(fabs(ip[i] - exp(i / 4.0)) <= 4e-7 * exp(i / 4.0));
+}
+
+static void run_path(int path)
+{
+    const sx_cpu_kernels *kr = sx_cpu_kernels_for(path);
+    if (!kr) {
+        fprintf(stderr, "(path %d not supported on this CPU: skipped)\n", path);
+        return;
+    }
+    check_mm(kr, 0);
+    check_mm(kr, 1);
+    check_vec(kr);
+}
+
+static void scalar_path(void **state) { (void)state; run_path(SX_CPU_SCALAR); }
+static void avx2_path(void **state) { (void)state; run_path(SX_CPU_AVX2); }
+static void avx512_path(void **state) { (void)state; run_path(SX_CPU_AVX512); }
+
+/* The paths sum in different orders, so they need not agree bit for bit,
+ * but they must agree closely on a realistic shape. */
+static void paths_agree(void **state)
+{
+    (void)state;
+    const int R = 64, K = 1024, T = 6;
+    uint16_t *w = malloc((size_t)R * K * 2), *wp = malloc(sx_pack_bf16_size(R, K) * 2);
+    float *x = malloc((size_t)T * K * 4), *xp = malloc(sx_xpack_size(T, K) * 4);
+    float ys[SX_CPU_PATHS][6 * 64];
+    assert_non_null(w); assert_non_null(wp); assert_non_null(x); assert_non_null(xp);
+    for (int i = 0; i < R * K; i++)
+        w[i] = sx_f32_to_bf16((float)(urand() * 0.05));
+    sx_pack_bf16(w, R, K, 0, R, wp);
+    fill(x, (size_t)T * K, 1.0);
+    int have[SX_CPU_PATHS] = { 0 };
+    for (int p = 0; p < SX_CPU_PATHS; p++) {
+        const sx_cpu_kernels *kr = sx_cpu_kernels_for(p);
+        if (!kr)
+            continue;
+        have[p] = 1;
+        for (int t = 0; t < T; t++)
+            sx_pack_x_row(x + t * K, t, T, K, kr->tile, xp);
+        kr->mm_bf16(wp, K, xp, T, ys[p], R, 0, R, 0);
+    }
+    for (int p = 1; p < SX_CPU_PATHS; p++)
+        if (have[p])
+            for (int i = 0; i < T * R; i++)
+                assert_true(fabs(ys[p][i] - ys[0][i]) <= 1e-5);
+    free(w); free(wp); free(x); free(xp);
+}
+
+static void norm_rope_ops(void **state)
+{
+    (void)state;
+    float x[67], w[67], y[67];
+    fill(x, 67, 3.0);
+    fill(w, 67, 1.0);
+    sx_cpu_rmsnorm(y, x, w, 67, 1e-6f);
+    double ss = 0;
+    for (int i = 0; i < 67; i++)
+        ss += (double)x[i] * x[i];
+    double inv = 1.0 / sqrt(ss / 67 + 1e-6);
+    for (int i = 0; i < 67; i++)
+        assert_true(fabs(y[i] - w[i] * x[i] * inv) <= 1e-6 * fabs(w[i] * x[i] * inv) + 1e-7);
+    /* RoPE: pairs i and i + d/2, angle pos * theta^(-2i/d) */
+    enum { D = 24 };
+    float invf[D / 2], c[D / 2], s[D / 2], v[D], v0[D];
+    sx_cpu_rope_inv_freq(10000.0, D, invf);
+    sx_cpu_rope_angles(37, invf, D / 2, c, s);
+    fill(v0, D, 1.0);
+    memcpy(v, v0, sizeof v);
+    sx_cpu_rope(v, c, s, D);
+    for (int i = 0; i < D / 2; i++) {
+        double a = 37.0 * pow(10000.0, -2.0 * i / D);
+        double r0 = v0[i] * cos(a) - v0[i + D / 2] * sin(a);
+        double r1 = v0[i + D / 2] * cos(a) + v0[i] * sin(a);
+        assert_true(fabs(v[i] - r0) < 2e-5 && fabs(v[i + D / 2] - r1) < 2e-5);
+    }
+    /* swiglu on every path */
+    for (int p = 0; p < SX_CPU_PATHS; p++) {
+        const sx_cpu_kernels *kr = sx_cpu_kernels_for(p);
+        if (!kr)
+            continue;
+        float g[300], u[300], g0[300];
+        fill(g0, 300, 12.0);
+        fill(u, 300, 1.0);
+        memcpy(g, g0, sizeof g);
+        sx_cpu_swiglu(kr, g, u, 300);
+        for (int i = 0; i < 300; i++) {
+            double ref = g0[i] / (1.0 + exp(-(double)g0[i])) * u[i];
+            assert_true(fabs(g[i] - ref) <= 1e-6 * fabs(ref) + 1e-7);
+        }
+    }
+    /* bf16 rounding: nearest even, NaN stays NaN */
+    assert_int_equal(sx_f32_to_bf16(1.0f), 0x3f80);
+    assert_int_equal(sx_f32_to_bf16(1.00390625f), 0x3f80);   /* tie -> even */
+    assert_int_equal(sx_f32_to_bf16(1.01171875f), 0x3f82);   /* tie -> even (up) */
+    assert_true(isnan(sx_bf16_to_f32(sx_f32_to_bf16(NAN))));
+}
+
+static void quant_rows(void **state)
+{
+    (void)state;
+    enum { R = 5, K = 77 };
+    uint16_t w[R * K];
+    int8_t q[R * K];
+    float sc[R];
+    for (int i = 0; i < R * K; i++)
+        w[i] = sx_f32_to_bf16((float)urand());
+    for (int i = 0; i < K; i++)
+        w[2 * K + i] = 0;   /* an all-zero row */
+    sx_quant_q8_rows(w, 0, R, K, q, sc);
+    assert_true(sc[2] == 0.0f);
+    for (int r = 0; r < R; r++) {
+        int seen127 = 0;
+        for (int i = 0; i < K; i++) {
+            double wv = sx_bf16_to_f32(w[r * K + i]);
+            assert_true(fabs(q[r * K + i] * (double)sc[r] - wv) <= sc[r] * 0.5001 + 1e-12);
+            seen127 |= abs(q[r * K + i]) == 127;
+        }
+        if (r != 2)
+            assert_true(seen127);
+    }
+}
+
+typedef struct pool_ctx {
+    atomic_int calls;
+    atomic_int mask;
+    long       sum[8];
+} pool_ctx;
+
+static void pool_fn(void *arg, int tid, int n)
+{
+    pool_ctx *c = arg;
+    atomic_fetch_add(&c->calls, 1);
+    atomic_fetch_or(&c->mask, 1 << tid);
+    long lo, hi;
+    sx_pool_range(1000, n, tid, 16, &lo, &hi);
+    for (long i = lo; i < hi; i++)
+        c->sum[tid] += i;
+}
+
+static void pool_runs_every_tid(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 4; n++) {
+        sx_pool *p = NULL;
+        assert_int_equal(sx_pool_new(n, &p, NULL), SX_OK);
+        assert_int_equal(sx_pool_size(p), n);
+        for (int rep = 0; rep < 500; rep++) {
+            pool_ctx c;
+            memset(&c, 0, sizeof c);
+            sx_pool_run(p, pool_fn, &c);
+            assert_int_equal(atomic_load(&c.calls), n);
+            assert_int_equal(atomic_load(&c.mask), (1 << n) - 1);
+            long s = 0;
+            for (int i = 0; i < n; i++)
+                s += c.sum[i];
+            assert_int_equal(s, 999L * 1000 / 2);
+        }
+        sx_pool_free(p);
+    }
+    sx_pool *p = NULL;
+    assert_int_equal(sx_pool_new(0, &p, NULL), SX_OK);   /* online CPUs */
+    assert_true(sx_pool_size(p) >= 1);
+    sx_pool_free(p);
+    sx_error err;
+    assert_int_equal(sx_pool_new(100000, &p, &err), SX_EINVAL);
+    assert_null(p);
+    /* ranges: aligned starts, cover everything, no overlap */
+    for (int parts = 1; parts < 6; parts++) {
+        long next = 0;
+        for (int i = 0; i < parts; i++) {
+            long lo, hi;
+            sx_pool_range(1001, parts, i, 16, &lo, &hi);
+            assert_int_equal(lo, next);
+            assert_true(lo % 16 == 0 || lo == 1001);
+            next = hi;
+        }
+        assert_int_equal(next, 1001);
+    }
+}
+
+static void path_selection(void **state)
+{
+    (void)state;
+    const sx_cpu_kernels *k = NULL;
+    sx_error err;
+    setenv("STRUX_CPU", "scalar", 1);
+    assert_int_equal(sx_cpu_kernels_select(&k, &err), SX_OK);
+    assert_string_equal(k->name, "scalar");
+    setenv("STRUX_CPU", "avx9000", 1);
+    assert_int_equal(sx_cpu_kernels_select(&k, &err), SX_EINVAL);
+    assert_null(k);
+    unsetenv("STRUX_CPU");
+    assert_int_equal(sx_cpu_kernels_select(&k, &err), SX_OK);
+    int best = SX_CPU_SCALAR;
+    for (int p = 0; p < SX_CPU_PATHS; p++)
+        if (sx_cpu_kernels_for(p))
+            best = p;
+    assert_int_equal(k->path, best);
+    assert_null(sx_cpu_kernels_for(-1));
+    assert_null(sx_cpu_kernels_for(SX_CPU_PATHS));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scalar_path),
+        cmocka_unit_test(avx2_path),
+        cmocka_unit_test(avx512_path),
+        cmocka_unit_test(paths_agree),
+        cmocka_unit_test(norm_rope_ops),
+        cmocka_unit_test(quant_rows),
+        cmocka_unit_test(pool_runs_every_tid),
+        cmocka_unit_test(path_selection),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,786 @@
+/* sx_engine against an independent reference forward pass.
+ *
+ * The model is built here in memory (random bf16 weights, GQA, head_dim
+ * unrelated to hidden / heads, tied embeddings), not through the loader.
+ * The reference below recomputes every position from all tokens in double
+ * precision, with no cache: plain loops over the Qwen3 definition. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/cpu_kernels.h"
+
+enum { VOCAB = 1000, HID = 72, INTER = 136, LAYERS = 2, HEADS = 4, KV_HEADS = 2, HDIM = 40 };
+
+typedef struct tmodel {
+    sx_model         m;
+    sx_layer_weights lw[LAYERS];
+    void            *bufs[LAYERS * 11 + 4];
+    int              nbufs;
+} tmodel;
+
+static uint64_t rng;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static void *tm_alloc(tmodel *t, size_t bytes)
+{
+    void *p = malloc(bytes);
+    assert_non_null(p);
+    t->bufs[t->nbufs++] = p;
+    return p;
+}
+
+static const uint16_t *rand_mat(tmodel *t, int rows, int cols, double amp)
+{
+    uint16_t *w = tm_alloc(t, (size_t)rows * cols * sizeof *w);
+    for (long i = 0; i < (long)rows * cols; i++)
+        w[i] = sx_f32_to_bf16((float)(urand() * amp));
+    return w;
+}
+
+static const float *rand_norm(tmodel *t, int n)
+{
+    float *w = tm_alloc(t, (size_t)n * sizeof *w);
+    for (int i = 0; i < n; i++)
+        w[i] = (float)(1.0 + 0.3 * urand());
+    return w;
+}
+
+static tmodel *tm_new(uint64_t seed)
+{
+    tmodel *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    rng = seed;
+    sx_qwen3_config *c = &t->m.cfg;
+    c->vocab_rows = VOCAB;
+    c->hidden = HID;
+    c->intermediate = INTER;
+    c->n_layers = LAYERS;
+    c->n_heads = HEADS;
+    c->n_kv_heads = KV_HEADS;
+    c->head_dim = HDIM;
+    c->max_pos = 4096;
+    c->tied = 1;
+    c->rms_eps = 1e-6f;
+    c->rope_theta = 10000.0;
+    /* amplitudes keep activations O(1): uniform(-a, a) has variance a^2/3 */
+    double ah = sqrt(3.0 / HID), aq = sqrt(3.0 / (HEADS * HDIM)), ai = sqrt(3.0 / INTER);
+    t->m.embed = rand_mat(t, VOCAB, HID, 1.0);
+    t->m.lm_head = t->m.embed;
+    t->m.final_norm = rand_norm(t, HID);
+    for (int l = 0; l < LAYERS; l++) {
+        sx_layer_weights *w = &t->lw[l];
+        w->wq = rand_mat(t, HEADS * HDIM, HID, ah);
+        w->wk = rand_mat(t, KV_HEADS * HDIM, HID, ah);
+        w->wv = rand_mat(t, KV_HEADS * HDIM, HID, ah);
+        w->wo = rand_mat(t, HID, HEADS * HDIM, aq);
+        w->w_gate = rand_mat(t, INTER, HID, ah);
+        w->w_up = rand_mat(t, INTER, HID, ah);
+        w->w_down = rand_mat(t, HID, INTER, ai);
+        w->attn_norm = rand_norm(t, HID);
+        w->mlp_norm = rand_norm(t, HID);
+        w->q_norm = rand_norm(t, HDIM);
+        w->k_norm = rand_norm(t, HDIM);
+    }
+    t->m.layers = t->lw;
+    return t;
+}
+
+static void tm_free(tmodel *t)
+{
+    for (int i = 0; i < t->nbufs; i++)
+        free(t->bufs[i]);
+    free(t);
+}
+
+/* ---- reference: double precision, no cache ---------------------------- */
+
+/* A matrix as doubles: bf16 values, or (q8) what per-row int8 keeps. */
+static double *ref_mat(const uint16_t *w, int rows, int cols, int q8)
+{
+    double *d = malloc((size_t)rows * cols * sizeof *d);
+    assert_non_null(d);
+    if (!q8) {
+        for (long i = 0; i < (long)rows * cols; i++)
+            d[i] = sx_bf16_to_f32(w[i]);
+        return d;
+    }
+    int8_t *q = malloc((size_t)rows * cols);
+    float *s = malloc((size_t)rows * sizeof *s);
+    assert_non_null(q);
+    assert_non_null(s);
+    sx_quant_q8_rows(w, 0, rows, cols, q, s);
+    for (long i = 0; i < (long)rows * cols; i++)
+        d[i] = (double)q[i] * s[i / cols];
+    free(q);
+    free(s);
+    return d;
+}
+
+static void matvec(const double *w, int rows, int cols, const double *x, double *y)
+{
+    for (int r = 0; r < rows; r++) {
+        double s = 0;
+        for (int i = 0; i < cols; i++)
+            s += w[(long)r * cols + i] * x[i];
+        y[r] = s;
+    }
+}
+
+static void rmsnorm_d(double *y, const double *x, const float *w, int n, double eps)
+{
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += x[i] * x[i];
+    double inv = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * inv * w[i];
+}
+
+/* The angle is rounded to f32 as Hugging Face computes it (f32 inv_freq
+ * times f32 position); at position 200 that rounding alone moves logits by
+ * ~2e-5, so a double angle would not be the model being matched. */
+static void rope_d(double *v, int pos, int hd, double theta)
+{
+    int h = hd / 2;
+    for (int i = 0; i < h; i++) {
+        float inv = (float)(1.0 / pow(theta, 2.0 * i / hd));
+        double a = (double)((float)pos * inv);
+        double x0 = v[i], x1 = v[i + h];
+        v[i] = x0 * cos(a) - x1 * sin(a);
+        v[i + h] = x1 * cos(a) + x0 * sin(a);
+    }
+}
+
+/* logits[n][VOCAB] for every position of tok[0..n) */
+static void ref_forward(const sx_model *m, int q8, const int32_t *tok, int n, double *logits)
+{
+    const sx_qwen3_config *c = &m->cfg;
+    int H = c->hidden, I = c->intermediate, nh = c->n_heads, nkv = c->n_kv_heads;
+    int hd = c->head_dim, G = nh / nkv, qd = nh * hd, kvd = nkv * hd;
+    double *x = calloc((size_t)n * H, sizeof *x), *xn = malloc(H * sizeof *xn);
+    double *q = malloc((size_t)n * qd * sizeof *q), *k = malloc((size_t)n * kvd * sizeof *k);
+    double *v = malloc((size_t)n * kvd * sizeof *v), *o = malloc(qd * sizeof *o);
+    double *tmp = malloc((H > I ? H : I) * sizeof *tmp), *gt = malloc(I * sizeof *gt);
+    double *up = malloc(I * sizeof *up), *p = malloc(n * sizeof *p);
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < H; i++)
+            x[(long)t * H + i] = sx_bf16_to_f32(m->embed[(long)tok[t] * H + i]);
+    for (int l = 0; l < c->n_layers; l++) {
+        const sx_layer_weights *w = &m->layers[l];
+        double *wq = ref_mat(w->wq, qd, H, q8), *wk = ref_mat(w->wk, kvd, H, q8);
+        double *wv = ref_mat(w->wv, kvd, H, q8), *wo = ref_mat(w->wo, H, qd, q8);
+        double *wg = ref_mat(w->w_gate, I, H, q8), *wu = ref_mat(w->w_up, I, H, q8);
+        double *wd = ref_mat(w->w_down, H, I, q8);
+        for (int t = 0; t < n; t++) {
+            rmsnorm_d(xn, x + (long)t * H, w->attn_norm, H, c->rms_eps);
+            matvec(wq, qd, H, xn, q + (long)t * qd);
+            matvec(wk, kvd, H, xn, k + (long)t * kvd);
+            matvec(wv, kvd, H, xn, v + (long)t * kvd);
+            for (int h = 0; h < nh; h++) {
+                double *qh = q + (long)t * qd + h * hd;
+                rmsnorm_d(qh, qh, w->q_norm, hd, c->rms_eps);
+                rope_d(qh, t, hd, c->rope_theta);
+            }
+            for (int g = 0; g < nkv; g++) {
+                double *kh = k + (long)t * kvd + g * hd;
+                rmsnorm_d(kh, kh, w->k_norm, hd, c->rms_eps);
+                rope_d(kh, t, hd, c->rope_theta);
+            }
+        }
+        for (int t = 0; t < n; t++) {
+            for (int h = 0; h < nh; h++) {
+                int g = h / G;
+                const double *qh = q + (long)t * qd + h * hd;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j <= t; j++) {
+                    double s = 0;
+                    for (int d = 0; d < hd; d++)
+                        s += qh[d] * k[(long)j * kvd + g * hd + d];
+                    p[j] = s / sqrt((double)hd);
+                    if (p[j] > mx)
+                        mx = p[j];
+                }
+                for (int j = 0; j <= t; j++)
+                    sum += p[j] = exp(p[j] - mx);
+                for (int d = 0; d < hd; d++) {
+                    double a = 0;
+                    for (int j = 0; j <= t; j++)
+                        a += p[j] * v[(long)j * kvd + g * hd + d];
+                    o[h * hd + d] = a / sum;
+                }
+            }
+            matvec(wo, H, qd, o, tmp);
+            for (int i = 0; i < H; i++)
+                x[(long)t * H + i] += tmp[i];
+            rmsnorm_d(xn, x + (long)t * H, w->mlp_norm, H, c->rms_eps);
+            matvec(wg, I, H, xn, gt);
+            matvec(wu, I, H, xn, up);
+            for (int i = 0; i < I; i++)
+                gt[i] = gt[i] / (1.0 + exp(-gt[i])) * up[i];
+            matvec(wd, H, I, gt, tmp);
+            for (int i = 0; i < H; i++)
+                x[(long)t * H + i] += tmp[i];
+        }
+        free(wq); free(wk); free(wv); free(wo); free(wg); free(wu); free(wd);
+    }
+    double *lm = ref_mat(m->lm_head, c->vocab_rows, H, q8);
+    for (int t = 0; t < n; t++) {
+        rmsnorm_d(xn, x + (long)t * H, m->final_norm, H, c->rms_eps);
+        matvec(lm, c->vocab_rows, H, xn, logits + (long)t * c->vocab_rows);
+    }
+    free(lm); free(x); free(xn); free(q); free(k); free(v); free(o); free(tmp); free(gt);
+    free(up); free(p);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static const char *const path_names[SX_CPU_PATHS] = { "scalar", "avx2", "avx512" };
+
+static sx_engine *engine_for(const tmodel *t, int path, int mode, int threads, int64_t kv_tokens,
+                             int max_seqs)
+{
+    setenv("STRUX_CPU", path_names[path], 1);
+    sx_engine_opts o = { .n_threads = threads, .max_seqs = max_seqs, .kv_tokens = kv_tokens,
+                         .block_tokens = 16, .weight_mode = mode };
+    sx_engine *e = NULL;
+    sx_error err;
+    int rc = sx_engine_new(&t->m, &o, &e, &err);
+    unsetenv("STRUX_CPU");
+    if (rc)
+        fail_msg("engine_new(%s): %s", path_names[path], err.msg);
+    return e;
+}
+
+static double worst;   /* largest error seen, relative to the row's scale */
+
+/* Errors are judged against the row's scale (its largest |logit|, at least
+ * 1): f32 rounding is absolute in the activations, so a logit near zero
+ * carries the same absolute error as a large one. */
+static double row_scale(const double *ref)
+{
+    double m = 1.0;
+    for (int i = 0; i < VOCAB; i++)
+        m = fmax(m, fabs(ref[i]));
+    return m;
+}
+
+static void expect_row(const float *got, const double *ref, double tol, const char *what)
+{
+    double sc = row_scale(ref);
+    for (int i = 0; i < VOCAB; i++) {
+        double d = fabs(got[i] - ref[i]) / sc;
+        if (d > worst)
+            worst = d;
+        if (!(d <= tol))
+            fail_msg("%s: logit %d is %.7g, want %.7g (row scale %.3g)", what, i, got[i],
+                     ref[i], sc);
+    }
+}
+
+static void expect_same(const float *a, const float *b, double tol, const char *what)
+{
+    double sc = 1.0;
+    for (int i = 0; i < VOCAB; i++)
+        sc = fmax(sc, fabs(b[i]));
+    for (int i = 0; i < VOCAB; i++)
+        if (!(fabs(a[i] - b[i]) <= tol * sc))
+            fail_msg("%s: logit %d is %.7g vs %.7g", what, i, a[i], b[i]);
+}
+
+static void rand_tokens(int32_t *tok, int n)
+{
+    for (int i = 0; i < n; i++)
+        tok[i] = (int32_t)((urand() + 1.0) * 0.5 * VOCAB) % VOCAB;
+}
+
+static int step1(sx_engine *e, int seq, const int32_t *tok, int n, int all, float *lg)
+{
+    sx_step_item it = { .seq = seq, .tokens = tok, .n = n, .logits_all = all };
+    sx_error err;
+    int rc = sx_engine_step(e, &it, 1, lg, &err);
+    if (rc && rc != SX_ELIMIT)
+        fail_msg("step: %s", err.msg);
+    return rc;
+}
+
+#define TOL 5e-6       /* f32 engine vs double reference, of the row scale */
+#define TOL_RUNS 5e-6  /* two engine runs that sum in different orders */
+
+/* ---- tests ---------------------------------------------------------------- */
+
+/* prefill in one step (logits for every row) vs the reference, on every
+ * path, both weight modes, one to three threads */
+static void prefill_matches_reference(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(11);
+    enum { N = 37 };
+    int32_t tok[N];
+    rand_tokens(tok, N);
+    double *ref[2];
+    for (int q8 = 0; q8 < 2; q8++) {
+        ref[q8] = malloc((size_t)N * VOCAB * sizeof(double));
+        ref_forward(&t->m, q8, tok, N, ref[q8]);
+    }
+    float *lg = malloc((size_t)N * VOCAB * sizeof *lg);
+    worst = 0;
+    for (int path = 0; path < SX_CPU_PATHS; path++) {
+        if (!sx_cpu_kernels_for(path))
+            continue;
+        for (int mode = 0; mode < 2; mode++)
+            for (int threads = 1; threads <= 3; threads++) {
+                sx_engine *e = engine_for(t, path, mode, threads, 1024, 4);
+                int seq;
+                assert_int_equal(sx_engine_seq_new(e, &seq, NULL), SX_OK);
+                assert_int_equal(step1(e, seq, tok, N, 1, lg), SX_OK);
+                assert_int_equal(sx_engine_seq_len(e, seq), N);
+                char what[96];
+                for (int r = 0; r < N; r++) {
+                    snprintf(what, sizeof what, "%s %s %d threads row %d", path_names[path],
+                             mode ? "int8" : "bf16", threads, r);
+                    expect_row(lg + (long)r * VOCAB, ref[mode] + (long)r * VOCAB, TOL, what);
+                }
+                sx_engine_free(e);
+            }
+    }
+    print_message("prefill: worst relative error %.3g\n", worst);
+    /* int8 is a different model: it must not match bf16 as tightly */
+    double diff = 0;
+    for (long i = 0; i < (long)N * VOCAB; i++)
+        diff = fmax(diff, fabs(ref[0][i] - ref[1][i]));
+    assert_true(diff > 1e-3);
+    free(ref[0]);
+    free(ref[1]);
+    free(lg);
+    tm_free(t);
+}
+
+/* token-by-token decode gives the prefill's logits, on every path */
+static void decode_matches_prefill(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(12);
+    enum { N = 40 };
+    int32_t tok[N];
+    rand_tokens(tok, N);
+    double *ref = malloc((size_t)N * VOCAB * sizeof *ref);
+    ref_forward(&t->m, 0, tok, N, ref);
+    float *pre = malloc((size_t)N * VOCAB * sizeof *pre), *one = malloc(VOCAB * sizeof *one);
+    for (int path = 0; path < SX_CPU_PATHS; path++) {
+        if (!sx_cpu_kernels_for(path))
+            continue;
+        sx_engine *e = engine_for(t, path, SX_W_BF16, 2, 1024, 4);
+        int a, b;
+        assert_int_equal(sx_engine_seq_new(e, &a, NULL), SX_OK);
+        assert_int_equal(sx_engine_seq_new(e, &b, NULL), SX_OK);
+        assert_int_equal(step1(e, a, tok, N, 1, pre), SX_OK);
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(step1(e, b, tok + i, 1, 0, one), SX_OK);
+            assert_int_equal(sx_engine_seq_len(e, b), i + 1);
+            expect_same(one, pre + (long)i * VOCAB, TOL_RUNS, "decode vs prefill");
+            expect_row(one, ref + (long)i * VOCAB, TOL, "decode vs reference");
+        }
+        /* prefill in uneven chunks, last row only */
+        int c;
+        assert_int_equal(sx_engine_seq_new(e, &c, NULL), SX_OK);
+        static const int chunks[] = { 3, 1, 17, 19 };
+        int at = 0;
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(step1(e, c, tok + at, chunks[i], 0, one), SX_OK);
+            at += chunks[i];
+            expect_row(one, ref + (long)(at - 1) * VOCAB, TOL, "chunked prefill");
+        }
+        sx_engine_free(e);
+    }
+    free(ref);
+    free(pre);
+    free(one);
+    tm_free(t);
+}
+
+/* three sequences of different lengths stepped together (prefills of
+ * different n in one call, then mixed prefill + decode items, then batched
+ * decode) give each sequence's own reference logits */
+static void batched_sequences_match_alone(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(13);
+    enum { S = 3, N = 48 };
+    static const int plen[S] = { 5, 19, 33 };
+    int32_t tok[S][N];
+    double *ref[S];
+    for (int s = 0; s < S; s++) {
+        rand_tokens(tok[s], N);
+        ref[s] = malloc((size_t)N * VOCAB * sizeof(double));
+        ref_forward(&t->m, 0, tok[s], N, ref[s]);
+    }
+    float *lg = malloc((size_t)S * N * VOCAB * sizeof *lg);
+    for (int path = 0; path < SX_CPU_PATHS; path++) {
+        if (!sx_cpu_kernels_for(path))
+            continue;
+        sx_engine *e = engine_for(t, path, SX_W_BF16, 2, 2048, 8);
+        int seq[S], len[S];
+        sx_step_item it[S];
+        for (int s = 0; s < S; s++) {
+            assert_int_equal(sx_engine_seq_new(e, &seq[s], NULL), SX_OK);
+            it[s] = (sx_step_item){ .seq = seq[s], .tokens = tok[s], .n = plen[s],
+                                    .logits_all = s == 1 };
+            len[s] = plen[s];
+        }
+        /* step 1: three prefills, the middle one with every row's logits */
+        assert_int_equal(sx_engine_step(e, it, S, lg, NULL), SX_OK);
+        expect_row(lg, ref[0] + (long)(plen[0] - 1) * VOCAB, TOL, "batch prefill seq 0");
+        for (int r = 0; r < plen[1]; r++)
+            expect_row(lg + (long)(1 + r) * VOCAB, ref[1] + (long)r * VOCAB, TOL,
+                       "batch prefill seq 1 (all rows)");
+        expect_row(lg + (long)(1 + plen[1]) * VOCAB, ref[2] + (long)(plen[2] - 1) * VOCAB, TOL,
+                   "batch prefill seq 2");
+        /* step 2: seq 0 prefills 6 more while 1 and 2 decode one each,
+         * items in a different order from their sequence ids */
+        sx_step_item mix[S] = {
+            { .seq = seq[2], .tokens = tok[2] + len[2], .n = 1 },
+            { .seq = seq[0], .tokens = tok[0] + len[0], .n = 6 },
+            { .seq = seq[1], .tokens = tok[1] + len[1], .n = 1 },
+        };
+        assert_int_equal(sx_engine_step(e, mix, S, lg, NULL), SX_OK);
+        len[2] += 1; len[0] += 6; len[1] += 1;
+        expect_row(lg, ref[2] + (long)(len[2] - 1) * VOCAB, TOL, "mixed step seq 2");
+        expect_row(lg + VOCAB, ref[0] + (long)(len[0] - 1) * VOCAB, TOL, "mixed step seq 0");
+        expect_row(lg + 2 * VOCAB, ref[1] + (long)(len[1] - 1) * VOCAB, TOL, "mixed step seq 1");
+        /* then batched decode of all three */
+        for (int step = 0; step < 6; step++) {
+            for (int s = 0; s < S; s++)
+                it[s] = (sx_step_item){ .seq = seq[s], .tokens = tok[s] + len[s], .n = 1 };
+            assert_int_equal(sx_engine_step(e, it, S, lg, NULL), SX_OK);
+            for (int s = 0; s < S; s++) {
+                len[s]++;
+                assert_int_equal(sx_engine_seq_len(e, seq[s]), len[s]);
+                expect_row(lg + (long)s * VOCAB, ref[s] + (long)(len[s] - 1) * VOCAB, TOL,
+                           "batched decode");
+            }
+        }
+        sx_engine_free(e);
+    }
+    for (int s = 0; s < S; s++)
+        free(ref[s]);
+    free(lg);
+    tm_free(t);
+}
+
+/* a step longer than one internal pass: rows split across passes, logits
+ * still land in item order */
+static void long_step_spans_passes(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(14);
+    enum { NA = 200, NB = 150 };
+    int32_t a[NA], b[NB];
+    rand_tokens(a, NA);
+    rand_tokens(b, NB);
+    double *ra = malloc((size_t)NA * VOCAB * sizeof *ra), *rb = malloc((size_t)NB * VOCAB * sizeof *rb);
+    ref_forward(&t->m, 0, a, NA, ra);
+    ref_forward(&t->m, 0, b, NB, rb);
+    float *lg = malloc((size_t)(NA + 1) * VOCAB * sizeof *lg);
+    int path = sx_cpu_kernels_for(SX_CPU_AVX512) ? SX_CPU_AVX512
+             : sx_cpu_kernels_for(SX_CPU_AVX2) ? SX_CPU_AVX2 : SX_CPU_SCALAR;
+    sx_engine *e = engine_for(t, path, SX_W_BF16, 2, 4096, 4);
+    int sa, sb;
+    assert_int_equal(sx_engine_seq_new(e, &sa, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_new(e, &sb, NULL), SX_OK);
+    sx_step_item it[2] = { { .seq = sa, .tokens = a, .n = NA, .logits_all = 1 },
+                           { .seq = sb, .tokens = b, .n = NB, .logits_all = 0 } };
+    assert_int_equal(sx_engine_step(e, it, 2, lg, NULL), SX_OK);
+    for (int r = 0; r < NA; r++)
+        expect_row(lg + (long)r * VOCAB, ra + (long)r * VOCAB, TOL, "long step item 0");
+    expect_row(lg + (long)NA * VOCAB, rb + (long)(NB - 1) * VOCAB, TOL, "long step item 1");
+    sx_engine_free(e);
+    free(ra);
+    free(rb);
+    free(lg);
+    tm_free(t);
+}
+
+/* fork shares blocks, writes copy the shared partial block, truncate frees
+ * whole blocks, freed blocks are reused without stale data leaking in */
+static void fork_truncate_free_reuse(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(15);
+    enum { N = 64, BT = 16, CAP = 256 };
+    int32_t base[N], alt[N];
+    rand_tokens(base, N);
+    rand_tokens(alt, N);
+    float *lg = malloc(VOCAB * sizeof *lg);
+    double *ref = malloc((size_t)N * VOCAB * sizeof *ref);
+    int32_t seqb[N];
+    int path = sx_cpu_kernels_for(SX_CPU_AVX512) ? SX_CPU_AVX512 : SX_CPU_SCALAR;
+    sx_engine *e = engine_for(t, path, SX_W_BF16, 2, CAP, 8);
+    assert_int_equal(sx_engine_free_tokens(e), CAP);
+
+    int a, b, c;
+    assert_int_equal(sx_engine_seq_new(e, &a, NULL), SX_OK);
+    assert_int_equal(step1(e, a, base, 21, 0, lg), SX_OK);          /* 2 blocks */
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 2 * BT);
+    assert_int_equal(sx_engine_seq_fork(e, a, 21, &b, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_len(e, b), 21);
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 2 * BT);       /* shared */
+
+    /* b appends into the shared partial block: it gets its own copy */
+    memcpy(seqb, base, 21 * sizeof *seqb);
+    seqb[21] = alt[0];
+    assert_int_equal(step1(e, b, seqb + 21, 1, 0, lg), SX_OK);
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 3 * BT);
+    ref_forward(&t->m, 0, seqb, 22, ref);
+    expect_row(lg, ref + 21L * VOCAB, TOL, "fork then append");
+    /* a appends its own token at the same position: unaffected by b */
+    assert_int_equal(step1(e, a, base + 21, 1, 0, lg), SX_OK);
+    ref_forward(&t->m, 0, base, 22, ref);
+    expect_row(lg, ref + 21L * VOCAB, TOL, "source after fork");
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 3 * BT);
+
+    /* fork in the middle of the first block, then a prefill from there */
+    assert_int_equal(sx_engine_seq_fork(e, a, 10, &c, NULL), SX_OK);
+    int32_t seqc[16];
+    memcpy(seqc, base, 10 * sizeof *seqc);
+    memcpy(seqc + 10, alt + 5, 6 * sizeof *seqc);
+    assert_int_equal(step1(e, c, seqc + 10, 6, 0, lg), SX_OK);      /* copies block 0 */
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 4 * BT);
+    ref_forward(&t->m, 0, seqc, 16, ref);
+    expect_row(lg, ref + 15L * VOCAB, TOL, "fork mid-block");
+    /* c's block 0 is now full and its own: the next token opens a new block */
+    assert_int_equal(step1(e, c, alt + 30, 1, 0, lg), SX_OK);
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 5 * BT);
+
+    /* truncate a to 16: its second block (no longer shared) is freed */
+    assert_int_equal(sx_engine_seq_truncate(e, a, 16, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_len(e, a), 16);
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 4 * BT);
+    /* block 0 of a is still shared with b: appending at 16 needs no copy */
+    int32_t seqa[17];
+    memcpy(seqa, base, 16 * sizeof *seqa);
+    seqa[16] = alt[9];
+    assert_int_equal(step1(e, a, seqa + 16, 1, 0, lg), SX_OK);
+    ref_forward(&t->m, 0, seqa, 17, ref);
+    expect_row(lg, ref + 16L * VOCAB, TOL, "append after truncate");
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 5 * BT);
+    /* truncate inside a shared block, then write: copy-on-write again */
+    assert_int_equal(sx_engine_seq_truncate(e, b, 7, NULL), SX_OK);
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 4 * BT);
+    memcpy(seqb, base, 7 * sizeof *seqb);
+    seqb[7] = alt[11];
+    assert_int_equal(step1(e, b, seqb + 7, 1, 0, lg), SX_OK);
+    ref_forward(&t->m, 0, seqb, 8, ref);
+    expect_row(lg, ref + 7L * VOCAB, TOL, "write after truncate into shared block");
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 5 * BT);
+    /* and a's view of that block is intact */
+    assert_int_equal(step1(e, a, alt + 12, 1, 0, lg), SX_OK);
+    int32_t seqa2[18];
+    memcpy(seqa2, seqa, 17 * sizeof *seqa2);
+    seqa2[17] = alt[12];
+    ref_forward(&t->m, 0, seqa2, 18, ref);
+    expect_row(lg, ref + 17L * VOCAB, TOL, "source after truncated fork wrote");
+    /* truncate to 0 keeps the sequence live and empty */
+    assert_int_equal(sx_engine_seq_truncate(e, c, 0, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_len(e, c), 0);
+
+    /* free everything: all blocks back; the same slots and blocks are reused
+     * and hold nothing stale */
+    sx_engine_seq_free(e, a);
+    sx_engine_seq_free(e, b);
+    sx_engine_seq_free(e, c);
+    sx_engine_seq_free(e, c);   /* double free is harmless */
+    assert_int_equal(sx_engine_seq_len(e, a), -1);
+    assert_int_equal(sx_engine_free_tokens(e), CAP);
+    int d;
+    assert_int_equal(sx_engine_seq_new(e, &d, NULL), SX_OK);
+    assert_int_equal(step1(e, d, alt, 40, 0, lg), SX_OK);
+    ref_forward(&t->m, 0, alt, 40, ref);
+    expect_row(lg, ref + 39L * VOCAB, TOL, "reused blocks");
+    /* many rounds of new/fill/free never leak blocks */
+    for (int round = 0; round < 20; round++) {
+        int x;
+        assert_int_equal(sx_engine_seq_new(e, &x, NULL), SX_OK);
+        assert_int_equal(step1(e, x, base, 1 + round, 0, lg), SX_OK);
+        int y;
+        assert_int_equal(sx_engine_seq_fork(e, x, round / 2, &y, NULL), SX_OK);
+        assert_int_equal(step1(e, y, alt, 3, 0, lg), SX_OK);
+        sx_engine_seq_free(e, x);
+        sx_engine_seq_free(e, y);
+    }
+    assert_int_equal(sx_engine_free_tokens(e), CAP - 3 * BT);
+    sx_engine_free(e);
+    free(lg);
+    free(ref);
+    tm_free(t);
+}
+
+/* a full cache is SX_ELIMIT and the step appends nothing */
+static void full_cache_is_elimit(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(16);
+    int32_t tok[80];
+    rand_tokens(tok, 80);
+    float *lg = malloc(3 * VOCAB * sizeof *lg);
+    double *ref = malloc(80L * VOCAB * sizeof *ref);
+    sx_engine *e = engine_for(t, SX_CPU_SCALAR, SX_W_BF16, 1, 64, 4);   /* 4 blocks */
+    int a, b;
+    sx_error err;
+    assert_int_equal(sx_engine_seq_new(e, &a, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_new(e, &b, NULL), SX_OK);
+    assert_int_equal(step1(e, a, tok, 50, 0, lg), SX_OK);               /* 4 blocks */
+    assert_int_equal(sx_engine_free_tokens(e), 0);
+    sx_step_item it = { .seq = b, .tokens = tok, .n = 1 };
+    assert_int_equal(sx_engine_step(e, &it, 1, lg, &err), SX_ELIMIT);
+    assert_non_null(strstr(err.msg, "full"));
+    assert_int_equal(sx_engine_seq_len(e, b), 0);
+    /* two items where the first alone would fit: neither is appended */
+    sx_step_item two[2] = { { .seq = a, .tokens = tok + 50, .n = 2 },
+                            { .seq = b, .tokens = tok, .n = 3 } };
+    assert_int_equal(sx_engine_step(e, two, 2, lg, &err), SX_ELIMIT);
+    assert_int_equal(sx_engine_seq_len(e, a), 50);
+    assert_int_equal(sx_engine_seq_len(e, b), 0);
+    /* a still fills its last block to the brim, token by token */
+    for (int i = 50; i < 64; i++)
+        assert_int_equal(step1(e, a, tok + i, 1, 0, lg), SX_OK);
+    ref_forward(&t->m, 0, tok, 64, ref);
+    expect_row(lg, ref + 63L * VOCAB, TOL, "last slot of a full cache");
+    assert_int_equal(step1(e, a, tok + 64, 1, 0, lg), SX_ELIMIT);
+    assert_int_equal(sx_engine_seq_len(e, a), 64);
+    /* freeing makes room again */
+    assert_int_equal(sx_engine_seq_truncate(e, a, 30, NULL), SX_OK);
+    assert_int_equal(sx_engine_free_tokens(e), 32);
+    assert_int_equal(step1(e, b, tok, 20, 0, lg), SX_OK);
+    expect_row(lg, ref + 19L * VOCAB, TOL, "after room was made");
+    sx_engine_free(e);
+    /* a sequence may not outgrow max_position_embeddings */
+    t->m.cfg.max_pos = 8;
+    e = engine_for(t, SX_CPU_SCALAR, SX_W_BF16, 1, 64, 4);
+    assert_int_equal(sx_engine_seq_new(e, &a, NULL), SX_OK);
+    assert_int_equal(step1(e, a, tok, 9, 0, lg), SX_ELIMIT);
+    assert_int_equal(step1(e, a, tok, 8, 0, lg), SX_OK);
+    assert_int_equal(step1(e, a, tok, 1, 0, lg), SX_ELIMIT);
+    sx_engine_free(e);
+    free(lg);
+    free(ref);
+    tm_free(t);
+}
+
+static void bad_arguments_are_errors(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(17);
+    int32_t tok[4] = { 1, 2, 3, 4 };
+    float *lg = malloc(4 * VOCAB * sizeof *lg);
+    sx_error err;
+    sx_engine *e = engine_for(t, SX_CPU_SCALAR, SX_W_BF16, 1, 256, 2);
+    int a, b, c;
+    assert_int_equal(sx_engine_seq_new(e, &a, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_new(e, &b, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_new(e, &c, &err), SX_ELIMIT);       /* max_seqs 2 */
+    assert_int_equal(c, -1);
+    static const int bad[] = { -1, 2, 999, 1 << 30 };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sx_step_item it = { .seq = bad[i], .tokens = tok, .n = 1 };
+        assert_int_equal(sx_engine_step(e, &it, 1, lg, &err), SX_EINVAL);
+        assert_int_equal(sx_engine_seq_truncate(e, bad[i], 0, &err), SX_EINVAL);
+        assert_int_equal(sx_engine_seq_fork(e, bad[i], 0, &c, &err), SX_EINVAL);
+        assert_int_equal(sx_engine_seq_len(e, bad[i]), -1);
+        sx_engine_seq_free(e, bad[i]);   /* ignored */
+    }
+    sx_step_item it = { .seq = a, .tokens = tok, .n = 0 };
+    assert_int_equal(sx_engine_step(e, &it, 1, lg, &err), SX_EINVAL);
+    it.n = 1;
+    it.tokens = NULL;
+    assert_int_equal(sx_engine_step(e, &it, 1, lg, &err), SX_EINVAL);
+    int32_t oob[2] = { 5, VOCAB };
+    it.tokens = oob;
+    it.n = 2;
+    assert_int_equal(sx_engine_step(e, &it, 1, lg, &err), SX_EINVAL);
+    oob[1] = -3;
+    assert_int_equal(sx_engine_step(e, &it, 1, lg, &err), SX_EINVAL);
+    sx_step_item dup[2] = { { .seq = a, .tokens = tok, .n = 1 }, { .seq = a, .tokens = tok, .n = 1 } };
+    assert_int_equal(sx_engine_step(e, dup, 2, lg, &err), SX_EINVAL);
+    assert_non_null(strstr(err.msg, "twice"));
+    assert_int_equal(sx_engine_step(e, dup, 1, NULL, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_step(e, NULL, 1, lg, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_step(e, dup, -1, lg, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_step(e, NULL, 0, NULL, &err), SX_OK);
+    assert_int_equal(sx_engine_seq_len(e, a), 0);   /* nothing appended by any of it */
+    assert_int_equal(sx_engine_free_tokens(e), 256);
+    /* a freed sequence is not live */
+    sx_engine_seq_free(e, b);
+    it = (sx_step_item){ .seq = b, .tokens = tok, .n = 1 };
+    assert_int_equal(sx_engine_step(e, &it, 1, lg, &err), SX_EINVAL);
+    /* fork / truncate lengths */
+    assert_int_equal(step1(e, a, tok, 4, 0, lg), SX_OK);
+    assert_int_equal(sx_engine_seq_fork(e, a, 5, &c, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_seq_fork(e, a, -1, &c, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_seq_truncate(e, a, 5, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_seq_truncate(e, a, -2, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_seq_len(e, a), 4);
+    assert_true(sx_engine_model(e) == &t->m);
+    sx_engine_free(e);
+    sx_engine_free(NULL);
+
+    /* engine options and model shapes */
+    sx_engine_opts o = { .n_threads = -1 };
+    assert_int_equal(sx_engine_new(&t->m, &o, &e, &err), SX_EINVAL);
+    assert_null(e);
+    o = (sx_engine_opts){ .weight_mode = 7 };
+    assert_int_equal(sx_engine_new(&t->m, &o, &e, &err), SX_EINVAL);
+    o = (sx_engine_opts){ .kv_tokens = 8, .block_tokens = 16 };
+    assert_int_equal(sx_engine_new(&t->m, &o, &e, &err), SX_EINVAL);
+    assert_int_equal(sx_engine_new(NULL, NULL, &e, &err), SX_EINVAL);
+    t->m.cfg.n_kv_heads = 3;
+    assert_int_equal(sx_engine_new(&t->m, NULL, &e, &err), SX_EINVAL);
+    t->m.cfg.n_kv_heads = KV_HEADS;
+    t->m.cfg.head_dim = 0;
+    assert_int_equal(sx_engine_new(&t->m, NULL, &e, &err), SX_EINVAL);
+    t->m.cfg.head_dim = HDIM;
+    t->m.cfg.rope_theta = 0.0;
+    assert_int_equal(sx_engine_new(&t->m, NULL, &e, &err), SX_EINVAL);
+    t->m.cfg.rope_theta = 10000.0;
+    const uint16_t *keep = t->lw[1].wv;
+    t->lw[1].wv = NULL;
+    assert_int_equal(sx_engine_new(&t->m, NULL, &e, &err), SX_EINVAL);
+    t->lw[1].wv = keep;
+    setenv("STRUX_CPU", "nonsense", 1);
+    assert_int_equal(sx_engine_new(&t->m, NULL, &e, &err), SX_EINVAL);
+    unsetenv("STRUX_CPU");
+    /* defaults (opts NULL) work */
+    o = (sx_engine_opts){ .kv_tokens = 512 };
+    assert_int_equal(sx_engine_new(&t->m, &o, &e, &err), SX_OK);
+    assert_int_equal(sx_engine_free_tokens(e), 512);
+    sx_engine_free(e);
+    free(lg);
+    tm_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(prefill_matches_reference),
+        cmocka_unit_test(decode_matches_prefill),
+        cmocka_unit_test(batched_sequences_match_alone),
+        cmocka_unit_test(long_step_spans_passes),
+        cmocka_unit_test(fork_truncate_free_reuse),
+        cmocka_unit_test(full_cache_is_elimit),
+        cmocka_unit_test(bad_arguments_are_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
