@@ -1,0 +1,206 @@
+/* strux perplexity: sliding-window perplexity and bits per byte of a text
+ * file under a Qwen3 model (engine/perplexity.h has the definitions). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/sx_file.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "engine/perplexity.h"
+#include "tools/strux/commands.h"
+#include "tools/strux/tool_common.h"
+
+#define MAX_TEXT ((size_t)1 << 30)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: strux perplexity --model DIR [--window 1024] [--stride 512] [options] FILE\n\n"
+        "Scores FILE (UTF-8 text, '-' for stdin; tokenized as plain text, so added-token\n"
+        "text such as <|im_end|> is ordinary characters) with a Qwen3 model on the CPU,\n"
+        "as in the Hugging Face perplexity guide: windows of --window tokens start every\n"
+        "--stride tokens; the first window scores all its tokens but the first, each later\n"
+        "window only the tokens past the previous window's end, so each token is scored\n"
+        "once with at least window - stride tokens of context.\n\n"
+        "  --model DIR        Hugging Face Qwen3 directory (config.json, *.safetensors,\n"
+        "                     tokenizer.json)\n"
+        "  --window N         tokens per window (default 1024, at least 2)\n"
+        "  --stride N         tokens between window starts, 1 .. window (default 512)\n"
+        "  --max-tokens N     score only the first N tokens of the file\n"
+        "  --threads N        CPU threads (default: all)\n"
+        "  --int8             quantise weights to int8 at start-up\n"
+        "  --tokenizer PATH   tokenizer.json (default: the model's, else ../shared's)\n\n"
+        "Prints perplexity = exp(mean negative log-likelihood per scored token), bits per\n"
+        "byte = total negative log-likelihood in bits / UTF-8 bytes of the scored tokens,\n"
+        "the tokens scored, window, stride and time.  Progress goes to stderr.\n"
+        "Exit status: 0 ok, 1 the file or model could not be used, 2 usage.\n");
+}
+
+static int parse_int(const char *opt, const char *s, long lo, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > INT_MAX) {
+        fprintf(stderr, "strux perplexity: %s needs an integer of at least %ld (got '%s')\n", opt,
+                lo, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+typedef struct progress_state {
+    double t0;
+    int    tty, last;
+} progress_state;
+
+static void on_progress(void *ctx, int64_t done, int64_t total)
+{
+    progress_state *p = ctx;
+    int pct = (int)(100 * done / total);
+    /* a terminal gets every percent, a log every tenth */
+    if (pct == p->last || (!p->tty && pct / 10 == p->last / 10 && pct != 100))
+        return;
+    p->last = pct;
+    double s = (tool_now_us() - p->t0) / 1e6;
+    fprintf(stderr, "%sperplexity: %lld / %lld tokens scored (%3d%%, %.1f tokens/s)%s",
+            p->tty ? "\r" : "", (long long)done, (long long)total, pct, s > 0 ? done / s : 0.0,
+            p->tty && pct < 100 ? "" : "\n");
+}
+
+int cmd_perplexity(int argc, char **argv)
+{
+    const char *model_dir = NULL, *file = NULL, *tok_path = NULL;
+    long window = 1024, stride = 512, max_tokens = 0, threads = 0;
+    int int8 = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--model") && more) {
+            model_dir = argv[++i];
+        } else if (!strcmp(a, "--tokenizer") && more) {
+            tok_path = argv[++i];
+        } else if (!strcmp(a, "--window") && more) {
+            if (parse_int(a, argv[++i], 2, &window))
+                return 2;
+        } else if (!strcmp(a, "--stride") && more) {
+            if (parse_int(a, argv[++i], 1, &stride))
+                return 2;
+        } else if (!strcmp(a, "--max-tokens") && more) {
+            if (parse_int(a, argv[++i], 2, &max_tokens))
+                return 2;
+        } else if (!strcmp(a, "--threads") && more) {
+            if (parse_int(a, argv[++i], 0, &threads))
+                return 2;
+        } else if (!strcmp(a, "--int8")) {
+            int8 = 1;
+        } else if ((a[0] != '-' || !strcmp(a, "-")) && !file) {
+            file = a;
+        } else {
+            fprintf(stderr, "strux perplexity: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!model_dir || !file) {
+        fprintf(stderr, "strux perplexity: --model DIR and a FILE are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (stride > window) {
+        fprintf(stderr,
+                "strux perplexity: --stride (%ld) must not exceed --window (%ld): the tokens "
+                "between windows would never be scored\n",
+                stride, window);
+        return 2;
+    }
+
+    int rc = 1;
+    sx_error err;
+    sx_err_clear(&err);
+    char *text = NULL;
+    size_t len = 0;
+    sx_tokenizer *tok = NULL;
+    sx_model *model = NULL;
+    sx_engine *eng = NULL;
+    sx_ids ids = {0};
+
+    int frc = strcmp(file, "-") ? sx_file_read(file, &text, &len, &err)
+                                : sx_stream_read(stdin, MAX_TEXT, &text, &len, &err);
+    if (frc) {
+        fprintf(stderr, "strux perplexity: %s\n", err.msg);
+        goto done;
+    }
+    double t0 = tool_now_us();
+    if (sx_model_load(model_dir, &model, &err)) {
+        fprintf(stderr, "strux perplexity: %s\n", err.msg);
+        goto done;
+    }
+    if (tool_load("perplexity", tok_path, model_dir, &tok, NULL))
+        goto done;
+    if (sx_tok_encode(tok, text, len, 0, &ids, &err)) {
+        fprintf(stderr, "strux perplexity: %s: %s\n", file, err.msg);
+        goto done;
+    }
+    if (max_tokens && ids.n > (size_t)max_tokens)
+        ids.n = (size_t)max_tokens;
+    if (ids.n < 2) {
+        fprintf(stderr, "strux perplexity: %s has %zu token%s; perplexity needs at least 2\n",
+                file, ids.n, ids.n == 1 ? "" : "s");
+        goto done;
+    }
+    sx_engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.n_threads = (int)threads;
+    eo.weight_mode = int8 ? SX_W_INT8 : SX_W_BF16;
+    eo.max_seqs = 1;
+    eo.block_tokens = 16;
+    /* one window at a time, never its last token */
+    eo.kv_tokens = (window + eo.block_tokens - 1) / eo.block_tokens * eo.block_tokens;
+    if (sx_engine_new(model, &eo, &eng, &err)) {
+        fprintf(stderr, "strux perplexity: %s\n", err.msg);
+        goto done;
+    }
+    if (tool_is_random_model(model_dir))
+        fprintf(stderr, "strux perplexity: NOTE: %s holds RANDOM weights (`strux model random`); "
+                        "expect a perplexity near the vocabulary size.\n",
+                model_dir);
+    double t1 = tool_now_us();
+    fprintf(stderr, "strux perplexity: loaded %s in %.2f s; %zu tokens\n", model_dir,
+            (t1 - t0) / 1e6, ids.n);
+
+    progress_state ps = {.t0 = t1, .tty = isatty(2), .last = -1};
+    sx_ppl_opts po = {.window = (int)window, .stride = (int)stride, .progress = on_progress,
+                      .ctx = &ps};
+    sx_ppl_result r;
+    if (sx_ppl_run(eng, ids.v, ids.n, tok, &po, &r, &err)) {
+        fprintf(stderr, "strux perplexity: %s\n", err.msg);
+        goto done;
+    }
+    double secs = (tool_now_us() - t1) / 1e6;
+    printf("perplexity:     %.4f\n", r.ppl);
+    printf("bits_per_byte:  %.5f\n", r.bits_per_byte);
+    printf("tokens_scored:  %lld\n", (long long)r.n_scored);
+    printf("bytes_scored:   %lld\n", (long long)r.n_bytes);
+    printf("window:         %ld\n", window);
+    printf("stride:         %ld\n", stride);
+    printf("windows:        %lld\n", (long long)r.n_windows);
+    printf("weights:        %s\n", int8 ? "int8" : "bf16");
+    printf("time_s:         %.2f\n", secs);
+    rc = 0;
+done:
+    sx_engine_free(eng);
+    sx_model_free(model);
+    sx_tok_free(tok);
+    sx_ids_free(&ids);
+    free(text);
+    return rc;
+}
