@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "kernels/cuda_check.h"
+#include "kernels/sx_cuda_util.cuh"
 
 extern "C" {
 #include "kernels/sx_kernels.h"
@@ -24,8 +25,8 @@ extern "C" int sx_cuda_apply_mask(float *d_logits, const uint32_t *d_mask, int n
     if (n_rows <= 0 || n_vocab <= 0)
         return SX_EINVAL;
     dim3 grid((n_vocab + 255) / 256, n_rows);
-    apply_mask_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(d_logits, d_mask, n_vocab,
-                                                              (n_vocab + 31) / 32);
+    SX_LAUNCH(apply_mask_kernel, grid, 256, 0, stream, d_logits, d_mask, n_vocab,
+              (n_vocab + 31) / 32);
     SX_CUDA_TRY(cudaGetLastError());
     return SX_OK;
 }
