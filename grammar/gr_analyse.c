@@ -106,6 +106,16 @@ static int arr_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *node
     int64_t mn = n->u.arr.min_items, mx = n->u.arr.max_items;
     if (mx >= 0 && mn > mx)
         return 0;
+    if (n->u.arr.n_cont == 1)
+        return gr_cont_feasible(n, 0, 0, ok(ne, nodes, n->u.arr.ctag_node[0]),
+                                ok(ne, nodes, n->u.arr.ctag_node[1]));
+    if (n->u.arr.n_cont > 1) {
+        /* no maximum, no maxItems: an item per constraint, then any */
+        for (int i = 0; i < n->u.arr.n_cont; i++)
+            if (n->u.arr.cmin[i] > 0 && !ok(ne, nodes, n->u.arr.ctag_node[1 << i]))
+                return 0;
+        return mn == 0 || ok(ne, nodes, n->u.arr.ctag_node[0]) || ok(ne, nodes, n->u.arr.ctag_node[1]);
+    }
     for (int64_t i = 0; i < mn; i++) {
         int32_t it = i < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[i] : n->u.arr.items;
         if (!ok(ne, nodes, it))
@@ -118,7 +128,14 @@ static int arr_nonempty(const gr_node *n, const uint8_t *ne, const gr_node *node
 
 static int num_nonempty(const gr_node *n)
 {
-    if (!n->u.num.integer || n->u.num.multiple <= 0)
+    if (n->u.num.n_excl) {
+        gr_frame f;
+        memset(&f, 0, sizeof f);
+        f.phase = N_START;
+        if (!gr_num_live(n, &f, NULL, 0))
+            return 0; /* `not` leaves no value */
+    }
+    if ((!n->u.num.integer && !n->u.num.scale) || n->u.num.multiple <= 0)
         return 1;
     __int128 a = n->u.num.imin, b = n->u.num.imax, m = n->u.num.multiple;
     __int128 q = a / m;
@@ -226,7 +243,7 @@ int gc_analyse(gc_ctx *c)
     }
     if (c->g->root < 0 || !ne[c->g->root])
         rc = sx_err_setp(c->err, SX_EINVAL, "", -1, "the schema admits no value at all");
-    else
+    else if ((rc = gc_unique_check(c)) == SX_OK)
         rc = gc_witness(c);
 out:
     free(ne);

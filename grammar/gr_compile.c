@@ -18,6 +18,7 @@ void sx_gr_opts_default(sx_gr_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->max_ws = 4;
+    o->indent = 2;
     o->max_nodes = 100000;
     o->max_depth = 256;
     o->max_stack = 128;
@@ -151,6 +152,17 @@ static int begin(gc_ctx *c, const sx_vocab *v, const sx_gr_opts *o, sx_error *er
         c->opts.max_stack = 128;
     if (c->opts.max_ws < 0 || c->opts.max_ws > 64)
         return sx_err_set(err, SX_EINVAL, "max_ws must be within 0..64");
+    if (c->opts.ws_mode < SX_WS_FLEXIBLE || c->opts.ws_mode > SX_WS_INDENTED)
+        return sx_err_set(err, SX_EINVAL, "ws_mode must be one of SX_WS_FLEXIBLE, "
+                                          "SX_WS_COMPACT, SX_WS_INDENTED");
+    if (c->opts.ws_mode == SX_WS_INDENTED && c->opts.indent == 0)
+        c->opts.indent = 2;
+    if (c->opts.ws_mode == SX_WS_INDENTED && (c->opts.indent < 1 || c->opts.indent > 16))
+        return sx_err_set(err, SX_EINVAL, "indent must be within 1..16");
+    if (c->opts.ws_mode == SX_WS_COMPACT)
+        c->opts.max_ws = 0;
+    if (c->opts.ws_mode == SX_WS_INDENTED && c->opts.max_stack > 254 / c->opts.indent)
+        c->opts.max_stack = 254 / c->opts.indent; /* runs are counted in a byte */
     c->err = err;
     c->g = calloc(1, sizeof *c->g);
     if (!c->g)
@@ -177,6 +189,9 @@ int sx_gr_compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts
         /* before draft 6, 1.0 is not an integer */
         if (dialect && (strstr(dialect, "draft-04") || strstr(dialect, "draft-03")))
             c.draft4 = 1;
+        if (dialect && (strstr(dialect, "draft-06") || strstr(dialect, "draft-04") ||
+                        strstr(dialect, "draft-03")))
+            c.no_if = 1;
     }
     rc = gc_schema(&c, schema, &c.g->root);
     return finish(&c, rc, out);

@@ -26,9 +26,14 @@ typedef struct gc_ctx {
     int n_forbid;
     int any_built;
     int draft4;      /* draft-04 or older: integers have no fraction part */
+    int no_if;       /* before draft-07: if/then/else are unknown keywords */
     const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
     int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
 } gc_ctx;
+
+/* Internal keyword: more contains constraints ({contains, minContains,
+ * maxContains} objects) gathered when allOf members each have their own. */
+#define GC_MORE_CONTAINS "$strux:contains"
 
 void *gc_alloc(gc_ctx *c, size_t n); /* zeroed, freed with the grammar */
 int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id);
@@ -63,6 +68,30 @@ int gc_spellings(const json_t *v, char **out, int *n, int cap);
 /* Canonical JSON string body (no quotes) of UTF-8 text; malloc'd. */
 char *gc_encode_string(const char *s, size_t len, size_t *out_len);
 
+/* gr_literal.c: |d| as m * 10^e from its shortest round-trip decimal
+ * form (m without trailing zeros; the form the validator reads numbers
+ * in); -1 when d is not finite. */
+int gc_decimal(double d, int64_t *m, int *e);
+
+/* gr_literal.c: the value hash (gr_internal.h) of a JSON value, and of a
+ * JSON text (*ok = 0 when it does not parse). */
+uint64_t gc_json_hash(const json_t *v);
+uint64_t gc_text_hash(const char *text, size_t len, int *ok);
+
+/* gr_unique_check.c: after analysis, every GR_UNIQ_HASH array's items are
+ * of a kind the matcher keeps distinct exactly, and minItems distinct
+ * values exist; else SX_EUNSUPPORTED naming the keyword. */
+int gc_unique_check(gc_ctx *c);
+/* A lower bound on the number of distinct values of node (GR_LIVE_BIG
+ * for as many as could ever matter; counting may stop once `need` are
+ * found), or -1 when the node is not of a kind whose items are kept
+ * distinct. */
+#define GR_LIVE_BIG ((int64_t)1 << 40)
+int64_t gc_distinct_values(const sx_grammar *g, int32_t node, int depth, int64_t need);
+/* Composite items whose value can always still change: an object that
+ * takes more additional keys, an array that takes more items. */
+int gc_can_grow(const sx_grammar *g, int32_t node);
+
 /* gr_finite.c: when s admits only values from a finite list (an enum or
  * const in s or in an allOf conjunct, also through $ref) and asserts more
  * than type/enum/const, the validator decides every listed value against
@@ -82,13 +111,22 @@ int gc_rewrite_dependencies(gc_ctx *c, const json_t *s, json_t **out);
 /* gr_ifthen.c: s with its if/then/else written as one more allOf member,
  * anyOf [allOf [if, then], allOf [not if, else]] with the negation of a
  * property test pushed down to the properties (*out new); *out NULL when
- * s has no `if`. */
-int gc_rewrite_if(gc_ctx *c, const json_t *s, json_t **out);
+ * s has no `if`.  parent: the schema whose allOf holds s, or NULL. */
+int gc_rewrite_if(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out);
+/* gr_ifthen.c: s with a `not` of a property test (or of anyOf, or a $ref
+ * to one) written as an allOf member that tests keys one by one (*out
+ * new; NULL when there is nothing to rewrite). */
+int gc_rewrite_not(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out);
 
 /* gr_strx.c: the automaton of a string's pattern and/or format (either may
- * be NULL); *out stays NULL when neither is given. */
+ * be NULL), less the strings in excl (a JSON array whose string members a
+ * `not` leaves out; may be NULL); *out stays NULL when none applies. */
 int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
-                        int64_t min_len, int64_t max_len, gr_strx **out);
+                        const json_t *excl, const struct sx_re *minus_re, int64_t min_len,
+                        int64_t max_len, gr_strx **out);
+/* gr_strx.c: re less the strings in excl, in *out (a new automaton the
+ * caller owns; re itself is left alone). */
+int gc_minus_strings(gc_ctx *c, const struct sx_re *re, const json_t *excl, struct sx_re **out);
 
 /* Keeps an automaton alive as long as the grammar (freed with it). */
 int gc_keep_re(gc_ctx *c, struct sx_re *re);

@@ -47,7 +47,8 @@ static int frames_equal(const gr_frame *a, const gr_frame *b)
         if (!a || !b || a->node != b->node || a->phase != b->phase || a->ws != b->ws ||
             a->flags != b->flags || a->aux != b->aux || a->u8lo != b->u8lo || a->u8hi != b->u8hi || a->lo != b->lo || a->hi != b->hi ||
             a->pos != b->pos || a->count != b->count || a->val != b->val ||
-            a->seen != b->seen || a->ext != b->ext || a->kst != b->kst)
+            a->seen != b->seen || a->ext != b->ext || a->kst != b->kst || a->vh != b->vh ||
+            a->ctag != b->ctag)
             return 0;
         a = a->up;
         b = b->up;
@@ -76,15 +77,17 @@ static const gr_node *node_of(gr_ctx *cx, const gr_frame *f)
 
 static void feed(gr_ctx *cx, const gr_frame *f, int c, gr_set *out);
 
-/* Opens value `node` under parent p and feeds it its first byte c. */
-static void start_value(gr_ctx *cx, const gr_frame *p, int32_t node, int c, gr_set *out)
+/* Opens value `node` under parent p and feeds it its first byte c; an
+ * array item counts for the contains constraints in ctag. */
+static void start_value(gr_ctx *cx, const gr_frame *p, int32_t node, int c, int ctag,
+                        gr_set *out)
 {
     const gr_node *n = &cx->g->nodes[node];
     if (n->kind == GK_EMPTY || c == GR_EOF)
         return;
     if (n->kind == GK_ALT) {
         for (uint32_t i = 0; i < n->u.alt.n; i++)
-            start_value(cx, p, n->u.alt.alts[i], c, out);
+            start_value(cx, p, n->u.alt.alts[i], c, ctag, out);
         return;
     }
     if (p && p->depth + 1 >= cx->max_stack)
@@ -96,6 +99,14 @@ static void start_value(gr_ctx *cx, const gr_frame *p, int32_t node, int c, gr_s
     f->up = p;
     f->node = node;
     f->depth = (uint16_t)(p ? p->depth + 1 : 1);
+    f->ctag = (uint8_t)ctag;
+    if (p && p->node >= 0) {
+        const gr_node *pn = &cx->g->nodes[p->node];
+        if (pn->kind == GK_ARRAY && pn->u.arr.unique == GR_UNIQ_HASH)
+            f->flags |= F_UH | F_UITEM;
+        else if (p->flags & F_UH)
+            f->flags |= F_UH;
+    }
     if (n->kind == GK_LITSET) {
         f->lo = 0;
         f->hi = n->u.lit.n;
@@ -103,11 +114,65 @@ static void start_value(gr_ctx *cx, const gr_frame *p, int32_t node, int c, gr_s
     feed(cx, f, c, out);
 }
 
+/* contains: the matches counted for constraint i so far. */
+static int64_t cont_count(const gr_frame *f, int i)
+{
+    return (int64_t)((uint64_t)f->val >> (16 * i) & 0xFFFF);
+}
+
+int gr_cont_feasible(const gr_node *n, int64_t count, int64_t cnt, int ok0, int ok1)
+{
+    int64_t mn = n->u.arr.cmin[0], mx = n->u.arr.cmax[0];
+    int64_t slots = n->u.arr.max_items < 0 ? INT64_MAX : n->u.arr.max_items - count;
+    int64_t room = mx < 0 ? INT64_MAX : mx - cnt;
+    int64_t need = mn > cnt ? mn - cnt : 0;
+    int64_t extra = n->u.arr.min_items - count - need;
+    if (extra < 0)
+        extra = 0;
+    if (room < 0 || need > room || need > slots || extra > slots - need)
+        return 0;
+    if (need > 0 && !ok1)
+        return 0;
+    /* the other items required: not matching, else matching within room */
+    if (extra > 0 && !ok0 && (!ok1 || extra > room - need))
+        return 0;
+    return 1;
+}
+
+static int node_ok(const gr_ctx *cx, int32_t id)
+{
+    return id >= 0 && cx->g->nodes[id].kind != GK_EMPTY;
+}
+
+/* An item counting for the constraints in S may come next, and the array
+ * can still be finished after it.  Several constraints have no maximum
+ * and no maxItems (see contains_nodes), so any count can still grow. */
+static int cont_tag_ok(const gr_ctx *cx, const gr_node *n, const gr_frame *f, int S)
+{
+    if (!node_ok(cx, n->u.arr.ctag_node[S]))
+        return 0;
+    if (n->u.arr.n_cont == 1)
+        return gr_cont_feasible(n, f->count + 1, cont_count(f, 0) + S, node_ok(cx, n->u.arr.ctag_node[0]),
+                                node_ok(cx, n->u.arr.ctag_node[1]));
+    return 1;
+}
+
+static int cont_met(const gr_node *n, const gr_frame *f)
+{
+    for (int i = 0; i < n->u.arr.n_cont; i++)
+        if (cont_count(f, i) < n->u.arr.cmin[i])
+            return 0;
+    return 1;
+}
+
 /* The value on top of f finished; hand control to its parent, then feed
  * the byte that ended it (numbers end on the next byte) if there is one. */
 static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_set *out)
 {
     const gr_frame *p = child->up;
+    uint64_t h = 0;
+    if (child->flags & F_UH)
+        h = gr_frame_hash(cx->g, child);
     gr_frame *np = clone(cx, p);
     if (!np)
         return;
@@ -118,17 +183,54 @@ static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_s
         const gr_node *pn = node_of(cx, p);
         if (pn->kind == GK_OBJECT) {
             np->phase = O_AFTER;
+            if (p->flags & F_UH) /* val holds the key's hash */
+                np->vh += gr_hash_member((uint64_t)p->val, h);
         } else { /* array */
             np->phase = A_AFTER;
             np->count++;
             if (pn->u.arr.lit_class) /* uniqueItems: the literal's value is used up */
                 np->seen |= 1ull << pn->u.arr.lit_class[child->lo];
+            if (p->flags & F_UH)
+                np->vh = gr_hash_arr_step(np->vh, h);
+            for (int i = 0; i < pn->u.arr.n_cont; i++)
+                if ((child->ctag >> i & 1) && cont_count(np, i) < 0xFFFF)
+                    np->val += (int64_t)1 << (16 * i);
+            if (pn->u.arr.unique == GR_UNIQ_HASH) {
+                /* an item equal to an earlier one ends this interpretation */
+                if (gr_vseen_has(p->ext, h))
+                    return;
+                gr_vseen *e = gr_arena_alloc(cx->arena, sizeof *e);
+                if (!e)
+                    return;
+                e->next = p->ext;
+                e->h = h;
+                np->ext = e;
+            }
         }
     }
     if (has_c)
         feed(cx, np, c, out);
     else
         emit(out, np);
+}
+
+uint64_t gr_frame_hash(const sx_grammar *g, const gr_frame *f)
+{
+    const gr_node *n = &g->nodes[f->node];
+    switch (n->kind) {
+    case GK_LITSET:
+        return n->u.lit.hash[f->lo];
+    case GK_NUMBER:
+        return gr_hash_num(gr_num_value(f));
+    case GK_STRING:
+        return gr_hash_str(f->vh);
+    case GK_OBJECT:
+        return gr_hash_obj(f->vh);
+    case GK_ARRAY:
+        return gr_hash_arr(f->vh, f->count);
+    default:
+        return 0;
+    }
 }
 
 /* ---- literal sets ------------------------------------------------------- */
@@ -155,6 +257,15 @@ static int any_unused(const uint8_t *cls, uint64_t used, uint32_t a, uint32_t b)
     return 0;
 }
 
+/* Some literal in [a, b) is not among the earlier items' values. */
+static int any_new(const gr_node *n, const gr_vseen *seen, uint32_t a, uint32_t b)
+{
+    for (uint32_t i = a; i < b; i++)
+        if (!gr_vseen_has(seen, n->u.lit.hash[i]))
+            return 1;
+    return 0;
+}
+
 static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
@@ -162,16 +273,18 @@ static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
     uint64_t used = 0;
     const uint8_t *cls = unique_item(cx, f, &used);
+    const gr_vseen *seen = (f->flags & F_UITEM) ? f->up->ext : NULL;
     /* literals equal to the bytes read so far sort first in the range */
-    int complete = pos > 0 && L[lo].len == pos && !(cls && (used >> cls[lo] & 1));
+    int complete = pos > 0 && L[lo].len == pos && !(cls && (used >> cls[lo] & 1)) &&
+                   !(seen && gr_vseen_has(seen, n->u.lit.hash[lo]));
     if (c != GR_EOF) {
-        uint32_t a = lo + (uint32_t)complete, b;
+        uint32_t a = pos > 0 && L[lo].len == pos ? lo + 1 : lo, b;
         while (a < hi && L[a].b[pos] < c)
             a++;
         b = a;
         while (b < hi && L[b].b[pos] == c)
             b++;
-        if (a < b && (!cls || any_unused(cls, used, a, b))) {
+        if (a < b && (!cls || any_unused(cls, used, a, b)) && (!seen || any_new(n, seen, a, b))) {
             gr_frame *nf = clone(cx, f);
             if (nf) {
                 nf->lo = a;
@@ -189,7 +302,7 @@ static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 
 /* Exact value of what was read (mantissa digits and fraction digits) as
  * strtod would round the text. */
-static double num_value(const gr_frame *f)
+double gr_num_value(const gr_frame *f)
 {
     char buf[64];
     snprintf(buf, sizeof buf, "%s%llue-%lld", (f->flags & F_NEG) ? "-" : "",
@@ -225,21 +338,119 @@ static int int_range_ok(const gr_node *n, __int128 a, __int128 b)
     return q * m <= b;
 }
 
+int gr_num_hashed(const gr_node *n, const gr_frame *f)
+{
+    return (f->flags & F_UH) || n->u.num.n_excl || n->u.num.scale;
+}
+
+static __int128 pow10_i(int k)
+{
+    __int128 p = 1;
+    while (k-- > 0)
+        p *= 10;
+    return p;
+}
+
+/* Decimal multipleOf: the completions as integers x*10^scale, in ranges
+ * (within the GR_HASH_DIGITS cap); some must be a multiple inside the
+ * bounds.  Past `scale` fraction digits only zeros keep a multiple. */
+static int scaled_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    int K = n->u.num.scale, neg = (f->flags & F_NEG) != 0;
+    const __int128 cap = pow10_i(GR_HASH_DIGITS) - 1, v = f->val;
+    __int128 lo[GR_HASH_DIGITS + 3], hi[GR_HASH_DIGITS + 3];
+    int nr = 0;
+    int frac = f->phase == N_DOT || f->phase == N_FRAC;
+    int64_t cnt = frac ? f->count : 0;
+    if (ending || (frac && cnt > K)) {
+        __int128 x;
+        if (cnt <= K) {
+            x = v * pow10_i(K - (int)cnt);
+        } else {
+            __int128 p = pow10_i((int)(cnt - K));
+            if (v % p)
+                return 0;
+            x = v / p;
+        }
+        lo[0] = hi[0] = neg ? -x : x;
+        nr = 1;
+    } else {
+        switch (f->phase) {
+        case N_START:
+            lo[nr] = -cap;
+            hi[nr++] = cap;
+            break;
+        case N_SIGN:
+            lo[nr] = 0;
+            hi[nr++] = cap;
+            break;
+        case N_ZERO:
+            lo[nr] = 0;
+            hi[nr++] = pow10_i(K) - 1;
+            break;
+        case N_INT:
+            for (int j = 0; j <= GR_HASH_DIGITS; j++) {
+                __int128 sc = pow10_i(j + K), a = v * sc;
+                if (a > cap)
+                    break;
+                lo[nr] = a;
+                hi[nr++] = a + sc - 1 > cap ? cap : a + sc - 1;
+            }
+            break;
+        default: { /* N_DOT, N_FRAC with at most K fraction digits */
+            __int128 sc = pow10_i(K - (int)cnt);
+            lo[nr] = v * sc;
+            hi[nr++] = v * sc + sc - 1;
+            break;
+        }
+        }
+        if (neg || f->phase == N_SIGN)
+            for (int i = 0; i < nr; i++) {
+                __int128 t = -hi[i];
+                hi[i] = -lo[i];
+                lo[i] = t;
+            }
+    }
+    for (int i = 0; i < nr; i++)
+        if (int_range_ok(n, lo[i], hi[i]))
+            return 1;
+    return 0;
+}
+
+int gr_num_digits(int64_t v)
+{
+    int d = 0;
+    for (; v; v /= 10)
+        d++;
+    return d;
+}
+
 /* Can the number on f still be completed into a valid value?  `ending`
- * asks instead whether the number may end right here. */
-static int num_ok(const gr_node *n, const gr_frame *f, int ending)
+ * asks instead whether the number may end right here.  Completions have
+ * at most `cap` significant digits and no exponent when bounded. */
+int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     int neg = (f->flags & F_NEG) != 0;
+    int cap = gr_num_hashed(n, f) ? GR_HASH_DIGITS : 18;
+    if (n->u.num.scale)
+        return scaled_ok(n, f, ending);
     if (n->u.num.integer) {
         __int128 v = (__int128)f->val * (neg ? -1 : 1);
         int closed = f->phase == N_ZERO || f->phase == N_DOT || f->phase == N_FRAC;
         if (ending || closed)
             return int_range_ok(n, v, v);
-        /* N_INT: more digits may follow: v*10^k + [0, 10^k), up to the
-         * 18 digits feed_num lets an integer have */
-        const __int128 most = 999999999999999999LL;
+        /* N_START/N_SIGN/N_INT: more digits may follow: v*10^k + [0, 10^k),
+         * up to the digits feed_num lets an integer have */
+        __int128 most = 1;
+        for (int k = 0; k < cap; k++)
+            most *= 10;
+        most--;
+        if (f->phase == N_START)
+            return int_range_ok(n, -most, most);
+        if (f->phase == N_SIGN)
+            return int_range_ok(n, -most, 0);
         __int128 scale = 1;
-        for (int k = 0; k <= 19; k++) {
+        for (int k = 0; k <= cap + 1; k++) {
             __int128 lo = (__int128)f->val * scale, hi = lo + scale - 1;
             if (lo > most)
                 break;
@@ -255,18 +466,22 @@ static int num_ok(const gr_node *n, const gr_frame *f, int ending)
     if (!n->u.num.has_min && !n->u.num.has_max)
         return 1;
     if (ending)
-        return in_bounds(n, num_value(f));
+        return in_bounds(n, gr_num_value(f));
     /* the value read so far is itself a completion (end here, or after
      * "x." add a zero) */
-    if (f->phase != N_START && f->phase != N_SIGN && in_bounds(n, num_value(f)))
+    if (f->phase != N_START && f->phase != N_SIGN && in_bounds(n, gr_num_value(f)))
         return 1;
     /* Interval of every completion (a, b); a witness exists if the open
      * intersection with the bounds has room beyond rounding error. */
-    double x = num_value(f), a, b;
+    double x = gr_num_value(f), a, b;
     double mag = fabs(x);
-    if (f->phase == N_INT) {
+    if (f->phase == N_START || f->phase == N_SIGN) {
+        a = 0;
+        b = pow(10.0, cap);
+    } else if (f->phase == N_INT) {
+        /* more integer digits while the cap allows, then a fraction */
         a = mag;
-        b = INFINITY;
+        b = (mag + 1) * pow(10.0, cap - gr_num_digits(f->val));
     } else if (f->phase == N_ZERO) {
         a = 0;
         b = 1;
@@ -274,11 +489,13 @@ static int num_ok(const gr_node *n, const gr_frame *f, int ending)
         a = mag;
         b = mag + pow(10.0, -(double)f->count);
     }
-    if (neg) {
+    if (neg || f->phase == N_SIGN) {
         double t = -b;
         b = -a;
         a = t;
     }
+    if (f->phase == N_START)
+        a = -b; /* either sign */
     double lo = n->u.num.has_min ? n->u.num.min : -INFINITY;
     double hi = n->u.num.has_max ? n->u.num.max : INFINITY;
     double L = a > lo ? a : lo, H = b < hi ? b : hi;
@@ -288,13 +505,14 @@ static int num_ok(const gr_node *n, const gr_frame *f, int ending)
     return H - L > tol;
 }
 
-static void feed_num(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+/* The number frame after byte c (a digit, sign, point or exponent
+ * character): 1 and *nf when c continues the number validly, else 0. */
+int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
 {
-    const gr_node *n = node_of(cx, f);
     int digit = c >= '0' && c <= '9';
     int ph = f->phase, next = -1;
-    int endable = ph == N_ZERO || ph == N_INT || ph == N_FRAC || ph == N_EXP;
-    int bounded = n->u.num.has_min || n->u.num.has_max || n->u.num.integer;
+    int hashed = gr_num_hashed(n, f);
+    int bounded = n->u.num.has_min || n->u.num.has_max || n->u.num.integer || hashed;
     switch (ph) {
     case N_START:
         if (c == '-')
@@ -335,41 +553,69 @@ static void feed_num(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             next = N_EXP;
         break;
     }
-    if (next >= 0) {
-        gr_frame *nf = clone(cx, f);
-        if (!nf)
-            return;
-        nf->phase = (uint8_t)next;
-        if (c == '-' && ph == N_START)
-            nf->flags |= F_NEG;
-        if (digit && next == N_EXP) {
-            /* two exponent digits at most: the value stays finite for any
-             * parser (jansson refuses overflowing reals) */
-            if (++nf->count > 2)
-                goto skip;
-        } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
-            if (nf->val >= 100000000000000000LL) {
-                /* past 18 significant digits: integers leave the int64
-                 * range, bounded numbers lose exactness -- refuse both;
-                 * unbounded reals keep going as long as they are fractions */
-                if (bounded || next == N_INT)
-                    goto skip;
-                nf->flags |= F_INEXACT;
-            } else {
-                nf->val = nf->val * 10 + (c - '0');
-            }
-            if (next == N_FRAC)
-                nf->count++;
-        } else if (next == N_E) {
-            nf->count = 0; /* from here count holds exponent digits */
+    if (next < 0)
+        return 0;
+    *nf = *f;
+    nf->phase = (uint8_t)next;
+    if (c == '-' && ph == N_START)
+        nf->flags |= F_NEG;
+    if (digit && next == N_EXP) {
+        /* two exponent digits at most: the value stays finite for any
+         * parser (jansson refuses overflowing reals) */
+        if (++nf->count > 2)
+            return 0;
+    } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
+        int64_t top = hashed ? 100000000000000LL : 100000000000000000LL;
+        if (nf->val >= top) {
+            /* past 18 significant digits: integers leave the int64
+             * range, bounded numbers lose exactness -- refuse both;
+             * unbounded reals keep going as long as they are fractions */
+            if (bounded || next == N_INT)
+                return 0;
+            nf->flags |= F_INEXACT;
+        } else {
+            nf->val = nf->val * 10 + (c - '0');
         }
-        if (!num_ok(n, nf, 0))
-            goto skip;
-        emit(out, nf);
+        if (next == N_FRAC && ++nf->count > GR_HASH_FRAC && hashed)
+            return 0;
+    } else if (next == N_E) {
+        nf->count = 0; /* from here count holds exponent digits */
     }
-skip:
+    return gr_num_ok(n, nf, 0);
+}
+
+/* A listed value the number may not take (`not` of listed numbers). */
+static int num_excluded(const gr_node *n, const gr_frame *f)
+{
+    if (!n->u.num.n_excl)
+        return 0;
+    uint64_t h = gr_hash_num(gr_num_value(f));
+    for (uint32_t i = 0; i < n->u.num.n_excl; i++)
+        if (n->u.num.excl[i] == h)
+            return 1;
+    return 0;
+}
+
+static void feed_num(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    int digit = c >= '0' && c <= '9';
+    int ph = f->phase;
+    int endable = ph == N_ZERO || ph == N_INT || ph == N_FRAC || ph == N_EXP;
+    gr_frame tmp;
+    if (c != GR_EOF && gr_num_step(n, f, c, &tmp)) {
+        /* a value outside a finite remainder: some completion must be
+         * neither excluded nor an earlier item */
+        const gr_vseen *seen = (f->flags & F_UITEM) ? f->up->ext : NULL;
+        int64_t n_seen = seen ? f->up->count : 0;
+        if ((!n->u.num.n_excl && !n_seen) || gr_num_live(n, &tmp, seen, n_seen)) {
+            gr_frame *nf = clone(cx, &tmp);
+            if (nf)
+                emit(out, nf);
+        }
+    }
     if (endable && !digit) {
-        if (num_ok(n, f, 1))
+        if (gr_num_ok(n, f, 1) && !num_excluded(n, f))
             child_done(cx, f, c, 1, out);
     }
 }
@@ -464,6 +710,16 @@ static void feed_raw(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     emit(out, nf);
 }
 
+/* Emits a string frame; the item of a uniqueItems array must still be
+ * completable into a value no earlier item has. */
+static void emit_str(const gr_node *n, gr_frame *nf, gr_set *out)
+{
+    if ((nf->flags & F_UITEM) && nf->up->count > 0 &&
+        !gr_str_live(n, nf, nf->up->ext, nf->up->count))
+        return;
+    emit(out, nf);
+}
+
 static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
@@ -485,7 +741,9 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         nf->phase = S_IN;
         if (x)
             nf->pos = (uint32_t)x->start;
-        emit(out, nf);
+        if (nf->flags & F_UH)
+            nf->vh = GR_FNV_BASIS;
+        emit_str(n, nf, out);
         return;
     case S_IN:
         if (f->aux == 0 && c == '"') {
@@ -503,7 +761,7 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             if (!nf)
                 return;
             nf->phase = S_ESC;
-            emit(out, nf);
+            emit_str(n, nf, out);
             return;
         }
         nf = clone(cx, f);
@@ -525,7 +783,9 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
                 return;
             nf->pos = (uint32_t)ns;
         }
-        emit(out, nf);
+        if (nf->flags & F_UH)
+            nf->vh = gr_fnv(nf->vh, (uint8_t)c);
+        emit_str(n, nf, out);
         return;
     case S_ESC: {
         static const char esc[] = "\"\\/bfnrt", dec[] = "\"\\/\b\f\n\r\t";
@@ -551,8 +811,10 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
                     return;
                 nf->pos = (uint32_t)ns;
             }
+            if (nf->flags & F_UH)
+                nf->vh = gr_fnv(nf->vh, (uint8_t)dec[e - esc]);
         }
-        emit(out, nf);
+        emit_str(n, nf, out);
         return;
     }
     case S_U: {
@@ -575,8 +837,10 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             nf->flags &= (uint8_t)~F_KESC;
             nf->phase = S_IN;
             nf->count++; /* room was checked at the backslash */
+            if (nf->flags & F_UH)
+                nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
         }
-        emit(out, nf);
+        emit_str(n, nf, out);
         return;
     }
     }
@@ -799,6 +1063,8 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
             nf->count++;
             nf->lo = (uint32_t)P[lo].node;
             nf->phase = O_COLON;
+            if (f->flags & F_UH)
+                nf->val = (int64_t)P[lo].hash; /* the member's key, for the value hash */
             emit(out, nf);
             return;
         }
@@ -902,6 +1168,84 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
     emit(out, nf);
 }
 
+/* ---- indented layout ------------------------------------------------------ */
+
+/* The whitespace run an indented document has before the next token of a
+ * container in this phase: -1 none, 0 a single space (after a colon), else
+ * the length of a newline and its indentation.  `closing`: the run before
+ * the closing bracket (one level out). */
+static int obj_phase(const gr_ctx *cx, const gr_frame *f)
+{
+    if (cx->g->nodes[f->node].kind == GK_OBJECT)
+        return f->phase;
+    return f->phase == A_OPEN ? O_OPEN : f->phase == A_AFTER ? O_AFTER : O_COMMA;
+}
+
+static int indent_run(const gr_ctx *cx, const gr_frame *f, int closing)
+{
+    int d = f->depth;
+    switch (obj_phase(cx, f)) {
+    case O_VALUE:
+        return 0;
+    case O_COLON:
+        return -1;
+    case O_AFTER:
+        return 1 + cx->indent * (d - 1);
+    case O_OPEN:
+        return closing ? -1 : 1 + cx->indent * d;
+    default: /* O_COMMA */
+        return 1 + cx->indent * d;
+    }
+}
+
+/* Token c may come after the whitespace read so far. */
+static int indent_ok(const gr_ctx *cx, const gr_frame *f, int c)
+{
+    switch (obj_phase(cx, f)) {
+    case O_VALUE:
+        return f->ws == 1;
+    case O_COLON:
+        return f->ws == 0;
+    case O_OPEN:
+        return (c == '}' || c == ']') ? f->ws == 0 : f->ws == indent_run(cx, f, 0);
+    case O_AFTER:
+        return c == ',' ? f->ws == 0 : f->ws == indent_run(cx, f, 1);
+    default:
+        return f->ws == indent_run(cx, f, 0);
+    }
+}
+
+/* A whitespace byte of the indented layout; `ok`: what the run leads to
+ * (a member, an item, the close) is possible at all. */
+static void indent_ws(gr_ctx *cx, const gr_frame *f, int c, int ok, gr_set *out)
+{
+    int run = indent_run(cx, f, 0);
+    if (!ok || run < 0)
+        return;
+    if (run == 0 ? (f->ws != 0 || c != ' ')
+                 : f->ws == 0 ? c != '\n' : (c != ' ' || f->ws >= run))
+        return;
+    gr_frame *nf = clone(cx, f);
+    if (nf) {
+        nf->ws++;
+        emit(out, nf);
+    }
+}
+
+static int obj_gen_ok(const gr_node *n, const gr_frame *f);
+
+/* What a run of whitespace leads to in an indented object is possible:
+ * after '{' a member, after a value the close. */
+static int obj_run_ok(const gr_ctx *cx, const gr_node *n, const gr_frame *f)
+{
+    (void)cx;
+    if (f->phase == O_AFTER)
+        return obj_can_close(n, f);
+    if (f->phase == O_OPEN)
+        return obj_gen_ok(n, f) || obj_range_live(n, f, 0, n->u.obj.n);
+    return 1;
+}
+
 static void feed_obj(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
@@ -912,9 +1256,14 @@ static void feed_obj(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         return;
     }
     if (f->phase != O_START && f->phase != O_INVAL && is_ws(c)) {
-        feed_ws(cx, f, out);
+        if (cx->indent)
+            indent_ws(cx, f, c, obj_run_ok(cx, n, f), out);
+        else
+            feed_ws(cx, f, out);
         return;
     }
+    if (cx->indent && f->phase != O_START && f->phase != O_INVAL && !indent_ok(cx, f, c))
+        return;
     gr_frame *nf;
     switch (f->phase) {
     case O_START:
@@ -972,7 +1321,7 @@ static void feed_obj(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             return;
         nf->phase = O_INVAL;
         nf->ws = 0;
-        start_value(cx, nf, (int32_t)f->lo, c, out);
+        start_value(cx, nf, (int32_t)f->lo, c, 0, out);
         return;
     }
 }
@@ -986,15 +1335,46 @@ static int32_t arr_item(const gr_node *n, int64_t i)
     return n->u.arr.items;
 }
 
+static int arr_can_close(const gr_node *n, const gr_frame *f)
+{
+    return f->count >= n->u.arr.min_items && cont_met(n, f);
+}
+
+/* Another item may start: allowed at all, and for uniqueItems and
+ * contains still completable. */
+static int arr_item_ok(const gr_ctx *cx, const gr_node *n, const gr_frame *f)
+{
+    int32_t it = arr_item(n, f->count);
+    if (it < 0 || cx->g->nodes[it].kind == GK_EMPTY ||
+        (n->u.arr.max_items >= 0 && f->count >= n->u.arr.max_items))
+        return 0;
+    /* uniqueItems: some value no earlier item has must be left */
+    if (n->u.arr.unique == GR_UNIQ_HASH && !gr_item_start_live(cx->g, it, f->ext, f->count))
+        return 0;
+    if (n->u.arr.n_cont) {
+        for (int S = 0; S < (1 << n->u.arr.n_cont); S++)
+            if (cont_tag_ok(cx, n, f, S))
+                return 1;
+        return 0;
+    }
+    return 1;
+}
+
 static void feed_arr(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
     if (c == GR_EOF)
         return;
     if (f->phase != A_START && f->phase != A_INVAL && is_ws(c)) {
-        feed_ws(cx, f, out);
+        if (cx->indent)
+            indent_ws(cx, f, c,
+                      f->phase == A_AFTER ? arr_can_close(n, f) : arr_item_ok(cx, n, f), out);
+        else
+            feed_ws(cx, f, out);
         return;
     }
+    if (cx->indent && f->phase != A_START && f->phase != A_INVAL && !indent_ok(cx, f, c))
+        return;
     gr_frame *nf;
     switch (f->phase) {
     case A_START:
@@ -1009,15 +1389,12 @@ static void feed_arr(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     case A_OPEN:
     case A_AFTER:
         if (c == ']') {
-            if (f->count >= n->u.arr.min_items)
+            if (arr_can_close(n, f))
                 child_done(cx, f, 0, 0, out);
             return;
         }
         if (f->phase == A_AFTER) {
-            if (c != ',')
-                return;
-            int32_t it = arr_item(n, f->count);
-            if (it < 0 || cx->g->nodes[it].kind == GK_EMPTY || (n->u.arr.max_items >= 0 && f->count >= n->u.arr.max_items))
+            if (c != ',' || !arr_item_ok(cx, n, f))
                 return;
             nf = clone(cx, f);
             if (!nf)
@@ -1038,7 +1415,13 @@ static void feed_arr(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             return;
         nf->phase = A_INVAL;
         nf->ws = 0;
-        start_value(cx, nf, it, c, out);
+        if (n->u.arr.n_cont) {
+            for (int S = 0; S < (1 << n->u.arr.n_cont); S++)
+                if (cont_tag_ok(cx, n, f, S))
+                    start_value(cx, nf, n->u.arr.ctag_node[S], c, S, out);
+            return;
+        }
+        start_value(cx, nf, it, c, 0, out);
         return;
     }
     }
@@ -1097,7 +1480,7 @@ void gr_feed_set(gr_ctx *cx, const gr_set *in, int c, gr_set *out)
             if (!nf)
                 continue;
             nf->lo = 0;
-            start_value(cx, nf, cx->g->root, c, out);
+            start_value(cx, nf, cx->g->root, c, 0, out);
             continue;
         }
         feed(cx, f, c, out);

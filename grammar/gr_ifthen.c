@@ -72,16 +72,125 @@ static json_t *negation(const json_t *f)
     return json_pack("{s:o}", "anyOf", alts);
 }
 
-int gc_rewrite_if(gc_ctx *c, const json_t *s, json_t **out)
+/* unevaluatedProperties/Items that are not `true`. */
+static int has_uneval(const json_t *s);
+
+/* `not` of a property test, of anyOf (all of the negations), of a $ref
+ * (its target): written as one more allOf member with the negation pushed
+ * down, so that `not` itself is left only in the forms plain schemas take
+ * (type, required, listed values, string patterns). */
+int gc_rewrite_not(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out)
+{
+    const json_t *nt = json_object_get(s, "not");
+    *out = NULL;
+    if (!json_is_object(nt))
+        return SX_OK;
+    static const char *const ref_only[] = {"$ref", NULL};
+    for (int hops = 0; hops < 16 && only_keywords(nt, ref_only); hops++) {
+        const json_t *ref = json_object_get(nt, "$ref");
+        const json_t *t = json_is_string(ref) ? gc_resolve_ref(c, json_string_value(ref)) : NULL;
+        if (!t || !json_is_object(t))
+            return SX_OK; /* left to the ordinary path (and its errors) */
+        nt = t;
+    }
+    static const char *const any_only[] = {"anyOf", NULL};
+    json_t *neg;
+    if (only_keywords(nt, any_only) && json_is_array(json_object_get(nt, "anyOf"))) {
+        /* not (a or b) is (not a) and (not b) */
+        json_t *parts = json_array();
+        size_t i;
+        json_t *b;
+        int pushed = 1;
+        json_array_foreach(json_object_get(nt, "anyOf"), i, b) {
+            json_t *nb = negation(b);
+            /* every branch must push down, or merging the nots back into
+             * one `not` would undo this */
+            pushed &= nb && (json_object_get(nb, "anyOf") || json_is_boolean(nb));
+            json_array_append_new(parts, nb);
+        }
+        if (!pushed) {
+            json_decref(parts);
+            return SX_OK;
+        }
+        neg = json_pack("{s:o}", "allOf", parts);
+    } else {
+        /* not {required} (with nothing tested of the values) is compiled
+         * as it is, a condition on the keys */
+        static const char *const req_only[] = {"required", "properties", NULL};
+        const json_t *props = json_object_get(nt, "properties");
+        int trivial = only_keywords(nt, req_only) && json_object_get(nt, "required");
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)props, k, v)
+            trivial &= json_is_true(v) || (json_is_object(v) && json_object_size(v) == 0);
+        if (trivial) {
+            if (!props)
+                return SX_OK;
+            json_t *r = json_deep_copy(s);
+            if (!r || json_object_set_new(r, "not", json_pack("{s:O}", "required",
+                                                              json_object_get(nt, "required")))) {
+                json_decref(r);
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            }
+            *out = r;
+            return SX_OK;
+        }
+        neg = negation(nt);
+        if (neg && !json_object_get(neg, "anyOf") && !json_is_boolean(neg)) {
+            json_decref(neg); /* not pushed down: stays as it is */
+            return SX_OK;
+        }
+    }
+    if (!neg)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (has_uneval(s) || (parent && has_uneval(parent))) {
+        json_decref(neg);
+        return gc_unsupported(c, "not", "a property test together with unevaluatedProperties");
+    }
+    json_t *r = json_deep_copy(s);
+    json_t *all = r ? json_object_get(r, "allOf") : NULL;
+    if (!r || (all && !json_is_array(all))) {
+        json_decref(neg);
+        json_decref(r);
+        return r ? gc_invalid(c, "allOf", "must be an array")
+                 : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    json_object_del(r, "not");
+    if (!all) {
+        all = json_array();
+        json_object_set_new(r, "allOf", all);
+    }
+    if (!all || json_array_append_new(all, neg)) {
+        json_decref(r);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    *out = r;
+    return SX_OK;
+}
+
+static int has_uneval(const json_t *s)
+{
+    const json_t *up = json_object_get(s, "unevaluatedProperties");
+    const json_t *ui = json_object_get(s, "unevaluatedItems");
+    return (up && !json_is_true(up)) || (ui && !json_is_true(ui));
+}
+
+int gc_rewrite_if(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out)
 {
     const json_t *f = json_object_get(s, "if");
     *out = NULL;
-    if (!f)
+    if (!f || c->no_if)
         return SX_OK;
     if (!json_is_object(f) && !json_is_boolean(f))
         return gc_invalid(c, "if", "must be a schema");
     const json_t *th = json_object_get(s, "then"), *el = json_object_get(s, "else");
     json_t *neg = negation(f);
+    /* the negation tests keys through `properties`, which unevaluated*
+     * would count as evaluated although a failed `if` evaluates nothing */
+    if (neg && json_object_get(neg, "anyOf") && (has_uneval(s) || (parent && has_uneval(parent)))) {
+        json_decref(neg);
+        return gc_unsupported(c, "if", "a property test together with unevaluatedProperties");
+    }
     json_t *r = json_deep_copy(s);
     json_t *all = r ? json_object_get(r, "allOf") : NULL;
     if (!neg || !r || (all && !json_is_array(all))) {

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "grammar/grammar.h"
 
@@ -78,6 +79,8 @@ static inline int32_t gr_strx_step(const gr_strx *x, int32_t st, uint8_t b)
     return x->next[(size_t)st * (size_t)x->n_classes + x->byte_class[b]];
 }
 
+#define GR_MAX_CONTAINS 3
+
 typedef struct gr_node {
     gr_kind kind;
     int32_t min_bytes;   /* length of the shortest value; -1 = none */
@@ -86,6 +89,7 @@ typedef struct gr_node {
         struct {
             gr_lit *lits; /* sorted by bytes, unique */
             uint32_t n;
+            const uint64_t *hash; /* per literal: its value hash (gr_hash_*) */
         } lit;
         struct {
             int integer;       /* only integral values */
@@ -93,7 +97,13 @@ typedef struct gr_node {
             int has_min, has_max, excl_min, excl_max;
             double min, max;
             int64_t imin, imax; /* integer bounds (integer nodes) */
-            int64_t multiple;   /* integer multipleOf, 0 = none */
+            int64_t multiple;   /* integer multipleOf, 0 = none; with scale, the
+                                   multipleOf times 10^scale */
+            int scale;          /* decimal multipleOf (0.01: scale 2, multiple 1):
+                                   values x are checked as x*10^scale, an integer
+                                   within [imin, imax], a multiple of `multiple` */
+            const uint64_t *excl; /* `not` of listed numbers: their value hashes */
+            uint32_t n_excl;
         } num;
         struct {
             int64_t min_len, max_len; /* code points; max -1 = unbounded */
@@ -124,6 +134,18 @@ typedef struct gr_node {
              * the frame's `seen` holds the classes used */
             const uint8_t *lit_class; /* per literal of the items node, or NULL */
             int n_classes;
+            /* uniqueItems over any other items: GR_UNIQ_HASH, the frame's
+             * `ext` lists the value hashes of the finished items */
+            int unique;
+            const char *unique_ptr; /* JSON Pointer of the keyword, for errors */
+            /* contains (and more from allOf): an item counts for the
+             * constraints of its tag S, being of node ctag_node[S] (the
+             * items schema with contains i for i in S, and `not` contains j
+             * for the j outside S that have a maximum); the frame's `val`
+             * holds 16-bit counters, one per constraint */
+            int n_cont;
+            int64_t cmin[GR_MAX_CONTAINS], cmax[GR_MAX_CONTAINS]; /* max -1 = none */
+            int32_t ctag_node[1 << GR_MAX_CONTAINS];
         } arr;
         struct {
             int32_t *alts;
@@ -143,6 +165,106 @@ struct sx_grammar {
     int n_res, cap_res;
     size_t pool_bytes;  /* bytes held in pool (for sx_gr_mem_bytes) */
 };
+
+enum { GR_UNIQ_NONE, GR_UNIQ_CLASS, GR_UNIQ_HASH };
+
+/* ---- value hashes --------------------------------------------------------
+ * A JSON value's hash as JSON Schema equality sees it: numbers by their
+ * double (1 == 1.0), strings by their decoded content, objects by their
+ * members in any order.  The matcher computes it byte by byte for the items
+ * of uniqueItems arrays; equal values always hash alike, so a repeated item
+ * is always caught, and a collision can only refuse a valid item. */
+#define GR_FNV_BASIS 1469598103934665603ULL
+#define GR_FNV_PRIME 1099511628211ULL
+
+static inline uint64_t gr_mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+static inline uint64_t gr_fnv(uint64_t h, uint8_t b)
+{
+    return (h ^ b) * GR_FNV_PRIME;
+}
+
+#define GR_H_NULL 0x6e756c6c00000001ULL
+#define GR_H_TRUE 0x7472756500000002ULL
+#define GR_H_FALSE 0x66616c7300000003ULL
+
+/* strings: from the FNV-1a hash of the decoded UTF-8 content */
+static inline uint64_t gr_hash_str(uint64_t fnv)
+{
+    return gr_mix(fnv + 0x5354520000000004ULL);
+}
+
+static inline uint64_t gr_hash_num(double d)
+{
+    uint64_t b;
+    if (d == 0)
+        d = 0; /* -0 == 0 */
+    memcpy(&b, &d, sizeof b);
+    return gr_mix(b ^ 0x4e554d0000000005ULL);
+}
+
+/* objects: the sum of their members' hashes, keys by gr_key_hash */
+static inline uint64_t gr_hash_member(uint64_t key, uint64_t value)
+{
+    return gr_mix(key ^ gr_mix(value + 0x4b45590000000006ULL));
+}
+
+static inline uint64_t gr_hash_obj(uint64_t sum)
+{
+    return gr_mix(sum + 0x4f424a0000000007ULL);
+}
+
+/* arrays: folded in order */
+static inline uint64_t gr_hash_arr_step(uint64_t acc, uint64_t item)
+{
+    return gr_mix(acc + item) + 0x9e3779b97f4a7c15ULL;
+}
+
+static inline uint64_t gr_hash_arr(uint64_t acc, int64_t n)
+{
+    return gr_mix(acc ^ (uint64_t)n ^ 0x4152520000000008ULL);
+}
+
+/* The UTF-8 bytes of code point cp (no surrogates) into an FNV hash. */
+static inline uint64_t gr_fnv_cp(uint64_t h, uint32_t cp)
+{
+    uint8_t b[4];
+    int n = 0;
+    if (cp < 0x80) {
+        b[n++] = (uint8_t)cp;
+    } else if (cp < 0x800) {
+        b[n++] = (uint8_t)(0xC0 | cp >> 6);
+        b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
+    } else {
+        b[n++] = (uint8_t)(0xE0 | cp >> 12);
+        b[n++] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+        b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
+    }
+    for (int i = 0; i < n; i++)
+        h = gr_fnv(h, b[i]);
+    return h;
+}
+
+/* The value hashes of finished items (a uniqueItems array's `ext`). */
+typedef struct gr_vseen {
+    const struct gr_vseen *next;
+    uint64_t h;
+} gr_vseen;
+
+static inline int gr_vseen_has(const gr_vseen *s, uint64_t h)
+{
+    for (; s; s = s->next)
+        if (s->h == h)
+            return 1;
+    return 0;
+}
 
 /* ---- arena ------------------------------------------------------------ */
 
@@ -179,10 +301,15 @@ struct gr_frame {
     int32_t kst;    /* object key: state of the key automaton */
     uint32_t lo, hi;/* literal range (LITSET, object keys) */
     uint32_t pos;   /* bytes matched into the literals */
+    uint8_t ctag;   /* an array item: the contains constraints it counts for
+                       (a bit per gr_node.u.arr.cont entry) */
     int64_t count;  /* code points, items, properties, digits */
     int64_t val;    /* integer value read so far, or a key hash */
     uint64_t seen;  /* properties seen (bit per gr_prop.index) */
-    const void *ext;/* per-kind extra state (seen additional keys) */
+    const void *ext;/* per-kind extra state (seen additional keys; the
+                       items of a uniqueItems array) */
+    uint64_t vh;    /* value hash so far (F_UH): FNV of a string's content,
+                       sum of an object's members, fold of an array's items */
 };
 
 /* phases of each kind of frame */
@@ -197,7 +324,13 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 #define F_INEXACT 2u  /* number: more significant digits than tracked */
 #define F_KESC 4u     /* object key: inside an escape */
 #define F_KGEN 8u     /* object key: may still be an additional (unknown) key */
-#define F_NZFRAC 16u  /* number: a non-zero fraction digit was seen */
+#define F_UH 32u      /* the value's hash is tracked (inside a uniqueItems item) */
+#define F_UITEM 64u   /* an item of a GR_UNIQ_HASH array: it must differ from
+                         the earlier items, so liveness counts them */
+/* numbers whose value is hashed: at most this many significant digits (so
+ * distinct decimals are distinct doubles), no exponent */
+#define GR_HASH_DIGITS 15
+#define GR_HASH_FRAC 200
 
 #define GR_EOF 256
 #define GR_MAX_THREADS 64
@@ -213,6 +346,7 @@ typedef struct gr_ctx {
     gr_arena *arena;
     int max_ws;
     int max_stack;
+    int indent;   /* SX_WS_INDENTED: spaces per level; 0 = flexible whitespace */
 } gr_ctx;
 
 /* The set of stacks at the start of a document. */
@@ -277,13 +411,48 @@ static inline int gr_obj_has_gen(const gr_node *n)
     return n->u.obj.keyx ? n->u.obj.keyx->start >= 0 : n->u.obj.additional >= 0;
 }
 
+/* gr_feed.c: an array with one contains constraint, `count` items of
+ * which `cnt` match: can it still be finished, given whether items that
+ * do not match (ok0) and that match (ok1) exist at all? */
+int gr_cont_feasible(const gr_node *n, int64_t count, int64_t cnt, int ok0, int ok1);
+
+/* gr_feed.c: the value hash of a finished value on frame f. */
+uint64_t gr_frame_hash(const sx_grammar *g, const gr_frame *f);
+/* gr_feed.c: numbers.  The value read so far; whether it is hashed (so
+ * capped at GR_HASH_DIGITS, no exponent); whether some completion is valid
+ * (or, `ending`, the number may end here); the frame after byte c (0 when
+ * c cannot continue it); significant digits of v. */
+double gr_num_value(const gr_frame *f);
+int gr_num_hashed(const gr_node *n, const gr_frame *f);
+int gr_num_ok(const gr_node *n, const gr_frame *f, int ending);
+int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf);
+int gr_num_digits(int64_t v);
+
+/* gr_unique.c: liveness of a value that must differ from the values whose
+ * hashes are listed (the earlier items of a uniqueItems array, n_seen of
+ * them) -- and, for numbers, from the node's excluded values: 1 if some
+ * completion of the value on frame f hashes to none of them. */
+int gr_str_live(const gr_node *n, const gr_frame *f, const gr_vseen *seen, int64_t n_seen);
+int gr_num_live(const gr_node *n, const gr_frame *f, const gr_vseen *seen, int64_t n_seen);
+/* The text (string content without the closing quote, or number
+ * characters) that finishes the value on f into the `skip`-th new value
+ * (not blocked as above); its length or -1, and *hash its value hash. */
+long gr_str_new_completion(const gr_node *n, const gr_frame *f, const gr_vseen *seen,
+                           int64_t skip, uint8_t *out, size_t cap, uint64_t *hash);
+long gr_num_new_completion(const gr_node *n, const gr_frame *f, const gr_vseen *seen,
+                           int64_t skip, uint8_t *out, size_t cap, uint64_t *hash);
+/* 1 if some value of node (a fresh item) is not among seen. */
+int gr_item_start_live(const sx_grammar *g, int32_t node, const gr_vseen *seen, int64_t n_seen);
+
 /* gr_matcher.c: the mask by a plain walk of the whole trie, with no fast
  * path -- the reference that tests hold the fast paths to. */
 int gr_fill_mask_reference(sx_matcher *m, uint32_t *mask);
 
 /* gr_witness.c: a short text that finishes the document from stack f
  * (not verified: callers feed it to check).  Returns its length, or -1 if
- * none was found within cap bytes. */
-long gr_complete(const sx_grammar *g, const gr_frame *f, uint8_t *buf, size_t cap);
+ * none was found within cap bytes.  variant > 0 asks for other texts where
+ * an item must differ from earlier ones (more members, other values), so
+ * that some variant up to the number of earlier items is new. */
+long gr_complete(const sx_grammar *g, const gr_frame *f, int variant, uint8_t *buf, size_t cap);
 
 #endif

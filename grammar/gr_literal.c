@@ -35,6 +35,99 @@ char *gc_encode_string(const char *s, size_t len, size_t *out_len)
     return o;
 }
 
+int gc_decimal(double d, int64_t *m, int *e)
+{
+    char buf[64];
+    int p = 17;
+    d = fabs(d);
+    if (!isfinite(d))
+        return -1;
+    for (int q = 1; q <= 17; q++) {
+        snprintf(buf, sizeof buf, "%.*e", q - 1, d);
+        if (strtod(buf, NULL) == d) {
+            p = q;
+            break;
+        }
+    }
+    snprintf(buf, sizeof buf, "%.*e", p - 1, d);
+    int64_t v = 0;
+    const char *s = buf;
+    for (; *s && *s != 'e'; s++)
+        if (*s >= '0' && *s <= '9')
+            v = v * 10 + (*s - '0');
+    int x = (*s == 'e' ? atoi(s + 1) : 0) - (p - 1);
+    while (v && v % 10 == 0) {
+        v /= 10;
+        x++;
+    }
+    *m = v;
+    *e = v ? x : 0;
+    return 0;
+}
+
+uint64_t gc_json_hash(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_NULL:
+        return GR_H_NULL;
+    case JSON_TRUE:
+        return GR_H_TRUE;
+    case JSON_FALSE:
+        return GR_H_FALSE;
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return gr_hash_num(json_number_value(v));
+    case JSON_STRING: {
+        const char *s = json_string_value(v);
+        uint64_t h = GR_FNV_BASIS;
+        for (size_t i = 0; i < json_string_length(v); i++)
+            h = gr_fnv(h, (uint8_t)s[i]);
+        return gr_hash_str(h);
+    }
+    case JSON_ARRAY: {
+        uint64_t acc = 0;
+        for (size_t i = 0; i < json_array_size(v); i++)
+            acc = gr_hash_arr_step(acc, gc_json_hash(json_array_get(v, i)));
+        return gr_hash_arr(acc, (int64_t)json_array_size(v));
+    }
+    case JSON_OBJECT: {
+        uint64_t sum = 0;
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) {
+            size_t kl;
+            char *e = gc_encode_string(k, strlen(k), &kl);
+            uint64_t kh = e ? gr_key_hash((const uint8_t *)e, kl) : 0;
+            free(e);
+            sum += gr_hash_member(kh, gc_json_hash(x));
+        }
+        return gr_hash_obj(sum);
+    }
+    }
+    return 0;
+}
+
+uint64_t gc_text_hash(const char *text, size_t len, int *ok)
+{
+    json_error_t je;
+    json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    uint64_t h = 0;
+    *ok = 1;
+    if (v) {
+        h = gc_json_hash(v);
+        json_decref(v);
+    } else if (len && len < 64 && (text[0] == '-' || (text[0] >= '0' && text[0] <= '9'))) {
+        /* an integer past jansson's range: by its double, as the matcher */
+        char buf[64];
+        memcpy(buf, text, len);
+        buf[len] = '\0';
+        h = gr_hash_num(strtod(buf, NULL));
+    } else {
+        *ok = 0;
+    }
+    return h;
+}
+
 static int add(char **out, int *n, int cap, const char *s, size_t len)
 {
     if (*n >= cap)

@@ -27,7 +27,8 @@ struct sx_matcher {
 static gr_ctx ctx_for(const sx_matcher *m, gr_arena *a)
 {
     gr_ctx cx = {.g = m->g, .arena = a, .max_ws = m->g->opts.max_ws,
-                 .max_stack = m->g->opts.max_stack};
+                 .max_stack = m->g->opts.max_stack,
+                 .indent = m->g->opts.ws_mode == SX_WS_INDENTED ? m->g->opts.indent : 0};
     return cx;
 }
 
@@ -170,6 +171,11 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
                 !((mx < 0 || f->count + v->max_plain_cp + x->max_min_cps <= mx) &&
                   (f->count >= mn || (mx < 0 && x->all_unbounded))))
                 return -1;
+            /* an item that must differ from earlier ones: exact only while
+             * every state a token reaches has endless completions */
+            if ((f->flags & F_UITEM) && f->up->count > 0 &&
+                !(x ? mx < 0 && x->all_unbounded : mx < 0 || f->count + v->max_plain_cp < mx))
+                return -1;
         } else {
             return -1;
         }
@@ -214,6 +220,9 @@ static int64_t free_strings(const sx_matcher *m)
         if (n->kind != GK_STRING || f->phase != S_IN || f->aux || n->u.str.x || n->u.str.raw)
             return -2;
         int64_t r = n->u.str.max_len < 0 ? -1 : n->u.str.max_len - f->count;
+        if ((f->flags & F_UITEM) && f->up->count > 0 && r >= 0 &&
+            r <= (int64_t)m->g->vocab->max_free_starts + 1)
+            return -2; /* near the end an item may run out of new values */
         if (room == -2 || r == -1 || (room != -1 && r > room))
             room = r;
     }
@@ -364,6 +373,57 @@ size_t sx_matcher_forced_bytes(const sx_matcher *m, uint8_t *buf, size_t cap)
     return k;
 }
 
+/* Indented layout: completions are built compact, then fed with their
+ * whitespace put in: before a byte the matcher refuses, the one run (a
+ * space, or a newline and spaces) after which it is accepted.  The text
+ * goes to out (at most cap bytes), the state reached to *end; returns the
+ * length, or -1. */
+static long indent_text(gr_ctx *cx, gr_set s, const uint8_t *in, long n, uint8_t *out,
+                        size_t cap, gr_set *end)
+{
+    size_t k = 0;
+    gr_set nb, t, t2;
+    for (long i = 0; i < n; i++) {
+        gr_feed_set(cx, &s, in[i], &nb);
+        if (!nb.n) {
+            int found = 0;
+            gr_feed_set(cx, &s, ' ', &t);
+            if (t.n) {
+                gr_feed_set(cx, &t, in[i], &nb);
+                if (nb.n && k < cap) {
+                    out[k++] = ' ';
+                    found = 1;
+                }
+            }
+            gr_feed_set(cx, &s, '\n', &t);
+            size_t start = k;
+            if (!found && t.n && k < cap) {
+                out[k++] = '\n';
+                while (t.n && k < cap) {
+                    gr_feed_set(cx, &t, in[i], &nb);
+                    if (nb.n) {
+                        found = 1;
+                        break;
+                    }
+                    gr_feed_set(cx, &t, ' ', &t2);
+                    t = t2;
+                    out[k++] = ' ';
+                }
+            }
+            if (!found) {
+                k = start;
+                return -1;
+            }
+        }
+        if (k >= cap)
+            return -1;
+        out[k++] = in[i];
+        s = nb;
+    }
+    *end = s;
+    return (long)k;
+}
+
 /* Each interpretation proposes the text that closes its open values with
  * the shortest witnesses; the shortest proposal that the matcher really
  * accepts wins. */
@@ -372,25 +432,51 @@ size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t 
     if (m->finished || m->cur.n == 0)
         return (size_t)-1;
     uint8_t *tmp = malloc(cap ? cap : 1);
+    uint8_t *lay = m->g->opts.ws_mode == SX_WS_INDENTED ? malloc(cap ? cap : 1) : NULL;
     size_t best = (size_t)-1;
     gr_arena *ar = scratch_of(m);
     gr_mark mk = gr_arena_mark(ar);
     gr_ctx cx = ctx_for(m, ar);
     for (int i = 0; tmp && i < m->cur.n; i++) {
-        long n = gr_complete(m->g, m->cur.f[i], tmp, cap);
-        if (n < 0 || (best != (size_t)-1 && (size_t)n >= best))
-            continue;
-        gr_set s = m->cur, nb;
-        for (long k = 0; k < n && s.n; k++) {
-            gr_feed_set(&cx, &s, tmp[k], &nb);
-            s = nb;
+        /* items that must differ from earlier ones: a variant per earlier
+         * item is enough for one to be new */
+        int variants = 0;
+        for (const gr_frame *f = m->cur.f[i]; f && f->node >= 0; f = f->up) {
+            const gr_node *n = &m->g->nodes[f->node];
+            if (n->kind == GK_ARRAY && n->u.arr.unique == GR_UNIQ_HASH)
+                variants += 1 + (f->count > 63 ? 63 : (int)f->count) +
+                            (n->u.arr.min_items > 63 ? 63 : (int)n->u.arr.min_items);
         }
-        if (s.n && gr_can_end(&cx, &s)) {
-            memcpy(buf, tmp, (size_t)n);
-            best = (size_t)n;
+        if (variants > 63)
+            variants = 63;
+        for (int v = 0; v <= variants; v++) {
+            long n = gr_complete(m->g, m->cur.f[i], v, tmp, cap);
+            if (n < 0 || (best != (size_t)-1 && (size_t)n >= best))
+                continue;
+            gr_set s = m->cur, nb;
+            const uint8_t *text = tmp;
+            if (lay) {
+                if (!(lay && (n = indent_text(&cx, m->cur, tmp, n, lay, cap, &s)) >= 0)) {
+                    gr_arena_reset(ar, mk);
+                    continue;
+                }
+                text = lay;
+            } else {
+                for (long k = 0; k < n && s.n; k++) {
+                    gr_feed_set(&cx, &s, tmp[k], &nb);
+                    s = nb;
+                }
+            }
+            int ok = s.n && gr_can_end(&cx, &s) && (best == (size_t)-1 || (size_t)n < best);
+            gr_arena_reset(ar, mk);
+            if (ok) {
+                memcpy(buf, text, (size_t)n);
+                best = (size_t)n;
+                break;
+            }
         }
-        gr_arena_reset(ar, mk);
     }
     free(tmp);
+    free(lay);
     return best;
 }

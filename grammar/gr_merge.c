@@ -314,6 +314,9 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             is_upper |= !strcmp(k, upper[i]);
         if (!gc_is_assertion(k))
             continue; /* annotations and unknown keywords: nothing to merge */
+        if (!strcmp(k, "contains") || !strcmp(k, "minContains") || !strcmp(k, "maxContains") ||
+            !strcmp(k, GC_MORE_CONTAINS))
+            continue; /* kept together, below */
         if ((is_lower || is_upper) && json_is_number(sv) && (!dv || json_is_number(dv))) {
             merge_bound(dst, k, sv, is_lower);
             continue;
@@ -390,6 +393,36 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             if (a / x > (json_int_t)1e15 / b)
                 return gc_unsupported(c, k, "two different values inside allOf");
             json_object_set_new(dst, k, json_integer(a / x * b));
+        } else if (!strcmp(k, "multipleOf") && json_is_number(dv) && json_is_number(sv) &&
+                   json_number_value(dv) > 0 && json_number_value(sv) > 0) {
+            /* decimal divisors: the lcm at their common scale */
+            int64_t p1, p2;
+            int e1, e2;
+            if (gc_decimal(json_number_value(dv), &p1, &e1) ||
+                gc_decimal(json_number_value(sv), &p2, &e2))
+                return gc_unsupported(c, k, "two different values inside allOf");
+            int K = -(e1 < e2 ? e1 : e2);
+            if (K < 0)
+                K = 0;
+            __int128 a = p1, b = p2;
+            for (int i = 0; i < K + e1; i++)
+                a *= 10;
+            for (int i = 0; i < K + e2; i++)
+                b *= 10;
+            __int128 x = a, y = b;
+            while (y) {
+                __int128 t = x % y;
+                x = y;
+                y = t;
+            }
+            __int128 l = a / x * b;
+            if (K > 15 || l > (__int128)100000000000000LL)
+                return gc_unsupported(c, k, "two different values inside allOf");
+            double scale = 1;
+            for (int i = 0; i < K; i++)
+                scale *= 10;
+            json_object_set_new(dst, k, K ? json_real((double)l / scale)
+                                          : json_integer((json_int_t)l));
         } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
             json_array_extend(dv, sv); /* all of both lists */
         } else if (!strcmp(k, "not")) {
@@ -403,6 +436,32 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
         } else {
             return gc_unsupported(c, k, "two different values inside allOf");
         }
+    }
+    /* contains: each constraint holds on its own, so one array keeps a
+     * list of them; minContains/maxContains stay with their contains */
+    const json_t *sc_c = json_object_get(src, "contains");
+    const json_t *more = json_object_get(src, GC_MORE_CONTAINS);
+    if (sc_c || more) {
+        json_t *list = json_object_get(dst, GC_MORE_CONTAINS);
+        if (!list) {
+            list = json_array();
+            json_object_set_new(dst, GC_MORE_CONTAINS, list);
+        }
+        if (!list)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        if (sc_c) {
+            json_t *e = json_pack("{s:O}", "contains", sc_c);
+            const json_t *mn = json_object_get(src, "minContains");
+            const json_t *mx = json_object_get(src, "maxContains");
+            if (e && mn)
+                json_object_set(e, "minContains", (json_t *)mn);
+            if (e && mx)
+                json_object_set(e, "maxContains", (json_t *)mx);
+            if (!e || json_array_append_new(list, e))
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        }
+        if (json_is_array(more))
+            json_array_extend(list, (json_t *)more);
     }
     /* enum/const: the intersection of the admitted values */
     const json_t *se = json_object_get(src, "enum"), *sc = json_object_get(src, "const");

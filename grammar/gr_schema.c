@@ -32,7 +32,7 @@ static const char *const known[] = {
     "unevaluatedProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems", "allOf",
     "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
-    "$recursiveAnchor", NULL};
+    "$recursiveAnchor", GC_MORE_CONTAINS, NULL};
 
 /* Formats with a defined meaning; others are annotations. */
 static const char *const formats[] = {
@@ -241,9 +241,17 @@ static int lit_node(gc_ctx *c, char **texts, int n, int32_t *node)
     for (int i = 0; i < n; i++)
         if (m == 0 || cmp_lit(&lits[m - 1], &lits[i]))
             lits[m++] = lits[i];
+    uint64_t *hash = gc_alloc(c, (size_t)(m ? m : 1) * sizeof *hash);
+    if (!hash)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int i = 0; i < m; i++) {
+        int ok;
+        hash[i] = gc_text_hash((const char *)lits[i].b, lits[i].len, &ok);
+    }
     gr_node *nd = &c->g->nodes[id];
     nd->u.lit.lits = lits;
     nd->u.lit.n = (uint32_t)m;
+    nd->u.lit.hash = hash;
     if (m == 0)
         nd->kind = GK_EMPTY;
     *node = id;
@@ -302,7 +310,55 @@ static int get_count(gc_ctx *c, const json_t *s, const char *k, int64_t *out)
     return SX_OK;
 }
 
-static int number_node(gc_ctx *c, const json_t *s, int integer, int32_t *node)
+/* Decimal multipleOf: the bounds as integers at the node's scale, exact
+ * from their decimal forms, within the digits a hashed number may have. */
+static int scaled_bounds(gc_ctx *c, gr_node *n)
+{
+    const int64_t cap = 999999999999999LL; /* GR_HASH_DIGITS digits */
+    n->u.num.imin = -cap;
+    n->u.num.imax = cap;
+    for (int hi = 0; hi < 2; hi++) {
+        if (!(hi ? n->u.num.has_max : n->u.num.has_min))
+            continue;
+        double b = hi ? n->u.num.max : n->u.num.min;
+        int excl = hi ? n->u.num.excl_max : n->u.num.excl_min;
+        int64_t m;
+        int e;
+        if (gc_decimal(b, &m, &e))
+            return gc_invalid(c, hi ? "maximum" : "minimum", "must be finite");
+        /* |b| * 10^scale = m * 10^(e + scale): an integer, or between two */
+        int s = e + n->u.num.scale;
+        __int128 v = m, frac = 0;
+        if (s >= 0) {
+            for (int i = 0; i < s && v <= cap * (__int128)10; i++)
+                v *= 10;
+        } else {
+            __int128 d = 1;
+            for (int i = 0; i < -s && d <= (__int128)m * 10; i++)
+                d *= 10;
+            frac = v % d != 0;
+            v /= d;
+        }
+        if (b < 0)
+            v = -v;
+        /* v is |b|*10^scale rounded toward zero; frac: b was between */
+        __int128 lim;
+        if (!hi) /* lower: the least integer >= (or >) b */
+            lim = (b > 0 && frac) ? v + 1 : (!frac && excl) ? v + 1 : v;
+        else     /* upper: the greatest integer <= (or <) b */
+            lim = (b < 0 && frac) ? v - 1 : (!frac && excl) ? v - 1 : v;
+        if (!hi && lim > n->u.num.imin)
+            n->u.num.imin = lim > cap ? cap + 1 : (int64_t)lim;
+        if (hi && lim < n->u.num.imax)
+            n->u.num.imax = lim < -cap ? -cap - 1 : (int64_t)lim;
+    }
+    if (n->u.num.imin > n->u.num.imax)
+        n->kind = GK_EMPTY;
+    return SX_OK;
+}
+
+static int number_node(gc_ctx *c, const json_t *s, int integer, const json_t *excl,
+                       int32_t *node)
 {
     int32_t id;
     int rc = gc_new_node(c, GK_NUMBER, &id);
@@ -340,14 +396,52 @@ static int number_node(gc_ctx *c, const json_t *s, int integer, int32_t *node)
     if ((r = get_num(s, "multipleOf", &m)) < 0 || (r && !(m > 0)))
         return gc_invalid(c, "multipleOf", "must be a number greater than 0");
     n = &c->g->nodes[id];
-    if (r) {
-        if (m != floor(m) || m > 1e15)
-            return gc_unsupported(c, "multipleOf", "only integer divisors are enforced");
+    if (r && m == floor(m) && m <= 1e15) {
         n->u.num.integer = 1; /* multiples of an integer are integers */
         n->u.num.multiple = (int64_t)m;
+    } else if (r) {
+        /* a decimal divisor P/10^K: x*10^K must be an integer multiple of
+         * P, checked exactly on the digits */
+        int64_t P;
+        int e;
+        if (gc_decimal(m, &P, &e) || e >= 0 || -e > 15 || P > 100000000000000LL)
+            return gc_unsupported(c, "multipleOf", "a divisor beyond 15 significant digits");
+        int64_t p10 = 1;
+        for (int i = 0; i < -e; i++)
+            p10 *= 10;
+        if (n->u.num.integer) {
+            /* integers x with x*10^K a multiple of P: multiples of P/gcd */
+            int64_t a = P, b = p10;
+            while (b) {
+                int64_t t = a % b;
+                a = b;
+                b = t;
+            }
+            n->u.num.multiple = P / a;
+        } else {
+            n->u.num.scale = -e;
+            n->u.num.multiple = P;
+        }
     }
     if (integer && c->draft4)
         n->u.num.no_frac = 1;
+    if (n->u.num.scale && (rc = scaled_bounds(c, n)))
+        return rc;
+    /* `not` of listed numbers: their hashes, checked when a number ends */
+    size_t ne = 0, i;
+    json_t *ev;
+    json_array_foreach((json_t *)excl, i, ev)
+        ne += json_is_number(ev);
+    if (ne) {
+        uint64_t *h = gc_alloc(c, ne * sizeof *h);
+        if (!h)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        n = &c->g->nodes[id];
+        n->u.num.excl = h;
+        json_array_foreach((json_t *)excl, i, ev)
+            if (json_is_number(ev))
+                h[n->u.num.n_excl++] = gc_json_hash(ev);
+    }
     if (n->u.num.integer) {
         if (n->u.num.has_min) {
             double lo = n->u.num.excl_min ? floor(n->u.num.min) + 1 : ceil(n->u.num.min);
@@ -374,7 +468,10 @@ static int number_node(gc_ctx *c, const json_t *s, int integer, int32_t *node)
     return SX_OK;
 }
 
-static int string_node(gc_ctx *c, const json_t *s, int32_t *node)
+static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **out);
+
+static int string_node(gc_ctx *c, const json_t *s, const json_t *excl, const json_t *not_str,
+                       int32_t *node)
 {
     int32_t id;
     int64_t mn = 0, mx = -1;
@@ -391,9 +488,18 @@ static int string_node(gc_ctx *c, const json_t *s, int32_t *node)
     if (fmt && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0 && (mx < 0 || mx > fi->max_len))
         mx = fi->max_len; /* the format's own length bound (hostname: 253) */
     gr_strx *x = NULL;
-    if ((pat || fmt) &&
+    int has_excl = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach((json_t *)excl, i, v)
+        has_excl |= json_is_string(v);
+    sx_re *minus_re = NULL;
+    if (not_str && (rc = names_automaton(c, not_str, "not", &minus_re)))
+        return rc;
+    if ((pat || fmt || has_excl || minus_re) &&
         (rc = gc_string_automaton(c, pat ? json_string_value(pat) : NULL,
-                                  pat ? json_string_length(pat) : 0, fmt, mn, mx, &x)))
+                                  pat ? json_string_length(pat) : 0, fmt, excl, minus_re, mn, mx,
+                                  &x)))
         return rc;
     if ((rc = gc_new_node(c, GK_STRING, &id)))
         return rc;
@@ -490,19 +596,44 @@ static int compile_key_regex(gc_ctx *c, const char *src, size_t len, sx_re_mode 
     return SX_OK;
 }
 
+static int listed_not(const json_t *nt);
+static int not_values(gc_ctx *c, const json_t *nt, int types, json_t **out);
+
+/* `not` of a string schema: pattern, lengths or format, perhaps type
+ * string (no listed values, which listed_not takes). */
+static int string_not(const json_t *nt)
+{
+    static const char *const str_kw[] = {"pattern", "minLength", "maxLength", "format", NULL};
+    const char *k;
+    json_t *v;
+    int any = 0;
+    if (!json_is_object(nt))
+        return 0;
+    json_object_foreach((json_t *)nt, k, v) {
+        if (!gc_is_assertion(k))
+            continue;
+        if (in_list(str_kw, k))
+            any = 1;
+        else if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
+            return 0;
+    }
+    return any;
+}
+
 /* propertyNames as one automaton over key contents: the string keywords
- * (pattern, format, lengths, enum/const) intersected. */
-static int names_automaton(gc_ctx *c, const json_t *pn, sx_re **out)
+ * (pattern, format, lengths, enum/const) intersected, less the names a
+ * `not` of listed values leaves out. */
+static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **out)
 {
     static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength",
-                                          "enum", "const", NULL};
-    size_t old = gc_ptr_push(c, "propertyNames");
+                                          "enum", "const", "not", NULL};
+    size_t old = gc_ptr_push(c, kw);
     int rc = SX_OK;
     sx_re *acc = NULL, *part = NULL;
     sx_error e;
     *out = NULL;
     if (json_is_false(pn)) {
-        rc = compile_key_regex(c, "[]", 2, SX_RE_FULL, "propertyNames", out);
+        rc = compile_key_regex(c, "[]", 2, SX_RE_FULL, kw, out);
         goto done;
     }
     if (!json_is_object(pn)) {
@@ -514,7 +645,8 @@ static int names_automaton(gc_ctx *c, const json_t *pn, sx_re **out)
     json_object_foreach((json_t *)pn, k, v) {
         if (in_list(allowed, k) || in_list(annotations, k) || !in_list(known, k))
             continue;
-        rc = gc_unsupported(c, k, "inside propertyNames");
+        rc = gc_unsupported(c, k, !strcmp(kw, "not") ? "inside not of a string schema"
+                                                      : "inside propertyNames");
         goto done;
     }
     const json_t *ty = json_object_get(pn, "type");
@@ -559,7 +691,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, sx_re **out)
     for (int i = 0; i < 3 && !rc; i++) {
         if (!pieces[i])
             continue;
-        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i], "propertyNames", &part);
+        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i], kw, &part);
         if (rc)
             break;
         if (!acc) {
@@ -567,7 +699,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, sx_re **out)
         } else {
             sx_re *both;
             if ((rc = sx_re_intersect(acc, part, NULL, &both, &e))) {
-                rc = sx_err_setp(c->err, rc, c->ptr, -1, "propertyNames at %s: %s", c->ptr, e.msg);
+                rc = sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e.msg);
                 break;
             }
             if ((rc = gc_keep_re(c, both))) {
@@ -591,7 +723,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, sx_re **out)
         if (json_is_array(en) && json_array_size(en) > 256) {
             rc = gc_unsupported(c, "enum", "more than 256 property names");
         } else if ((rc = sx_re_from_literals(lit, NULL, nl, NULL, &part, &e))) {
-            rc = sx_err_set(c->err, rc, "propertyNames enum: %s", e.msg);
+            rc = sx_err_set(c->err, rc, "%s enum: %s", kw, e.msg);
         } else if ((rc = gc_keep_re(c, part))) {
             sx_re_free(part);
         } else if (!acc) {
@@ -603,7 +735,36 @@ static int names_automaton(gc_ctx *c, const json_t *pn, sx_re **out)
         }
     }
     if (!rc && !acc)
-        rc = compile_key_regex(c, "[\\s\\S]*", 8, SX_RE_FULL, "propertyNames", &acc);
+        rc = compile_key_regex(c, "[\\s\\S]*", 7, SX_RE_FULL, kw, &acc);
+    const json_t *pnot = json_object_get(pn, "not");
+    if (!rc && pnot) {
+        json_t *ex = NULL;
+        sx_re *less = NULL;
+        sx_re *sub = NULL;
+        sx_error e2;
+        if (!strcmp(kw, "not")) {
+            rc = gc_unsupported(c, "not", "inside not");
+        } else if (string_not(pnot)) {
+            /* names that do not match a string schema */
+            if (!(rc = names_automaton(c, pnot, "not", &sub)) &&
+                (rc = sx_re_minus(acc, sub, NULL, &less, &e2)))
+                rc = sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not is too complex: %s",
+                                 c->ptr, e2.msg);
+            if (!rc && (rc = gc_keep_re(c, less)))
+                sx_re_free(less);
+            else if (!rc)
+                acc = less;
+        } else if (!listed_not(pnot)) {
+            rc = gc_unsupported(c, "not", "inside propertyNames: only not of listed names or of a pattern");
+        } else if (!(rc = not_values(c, pnot, T_STR, &ex)) &&
+                   !(rc = gc_minus_strings(c, acc, ex, &less))) {
+            if ((rc = gc_keep_re(c, less)))
+                sx_re_free(less);
+            else
+                acc = less;
+        }
+        json_decref(ex);
+    }
     *out = acc;
 done:
     gc_ptr_pop(c, old);
@@ -728,7 +889,7 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     int32_t pat_nodes[16];
     const json_t *pat_schemas[16];
     int npat = 0;
-    if (pn && (rc = names_automaton(c, pn, &names)))
+    if (pn && (rc = names_automaton(c, pn, "propertyNames", &names)))
         return rc;
     if (pp) {
         const char *k;
@@ -887,8 +1048,23 @@ static int same_value(const gr_lit *a, const gr_lit *b)
     return eq;
 }
 
-/* uniqueItems is enforced when the items are listed values (enum/const of
- * scalars): each item uses up one value class. */
+/* uniqueItems over listed values (enum/const of scalars, at most 64 of
+ * them): each item uses up one value class, a bit in the frame.  Other
+ * items are kept distinct by their value hashes (GR_UNIQ_HASH, checked
+ * after analysis by gc_unique_check). */
+static int unique_hashed(gc_ctx *c, int32_t id)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/uniqueItems", c->ptr);
+    char *ptr = gc_alloc(c, strlen(p) + 1);
+    if (!ptr)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    memcpy(ptr, p, strlen(p));
+    c->g->nodes[id].u.arr.unique = GR_UNIQ_HASH;
+    c->g->nodes[id].u.arr.unique_ptr = ptr;
+    return SX_OK;
+}
+
 static int unique_classes(gc_ctx *c, int32_t id)
 {
     gr_node *n = &c->g->nodes[id];
@@ -896,7 +1072,7 @@ static int unique_classes(gc_ctx *c, int32_t id)
     while (it >= 0 && c->g->nodes[it].kind == GK_ALT && c->g->nodes[it].u.alt.n == 1)
         it = c->g->nodes[it].u.alt.alts[0];
     if (n->u.arr.n_prefix || it < 0 || c->g->nodes[it].kind != GK_LITSET)
-        return gc_unsupported(c, "uniqueItems", "only over listed values (enum/const) is enforced");
+        return unique_hashed(c, id);
     const gr_node *ls = &c->g->nodes[it];
     uint8_t *cls = gc_alloc(c, ls->u.lit.n ? ls->u.lit.n : 1);
     if (!cls)
@@ -909,13 +1085,14 @@ static int unique_classes(gc_ctx *c, int32_t id)
                 found = cls[j];
         if (found < 0) {
             if (nc == 64)
-                return gc_unsupported(c, "uniqueItems", "more than 64 listed values");
+                return unique_hashed(c, id);
             found = nc++;
         }
         cls[i] = (uint8_t)found;
     }
     n = &c->g->nodes[id];
     n->u.arr.items = it;
+    n->u.arr.unique = GR_UNIQ_CLASS;
     n->u.arr.lit_class = cls;
     n->u.arr.n_classes = nc;
     /* each item takes a new value: no more items than values */
@@ -926,6 +1103,128 @@ static int unique_classes(gc_ctx *c, int32_t id)
     return SX_OK;
 }
 
+/* The contains constraints of s: its own and those gathered from allOf,
+ * as {contains, minContains, maxContains} objects (a new array); those
+ * that hold for every array (minContains 0, no maximum) are left out. */
+static json_t *contains_list(const json_t *s)
+{
+    json_t *all = json_array();
+    const json_t *more = json_object_get(s, GC_MORE_CONTAINS);
+    if (!all)
+        return NULL;
+    if (json_object_get(s, "contains")) {
+        json_t *e = json_pack("{s:O}", "contains", json_object_get(s, "contains"));
+        if (e && json_object_get(s, "minContains"))
+            json_object_set(e, "minContains", json_object_get(s, "minContains"));
+        if (e && json_object_get(s, "maxContains"))
+            json_object_set(e, "maxContains", json_object_get(s, "maxContains"));
+        json_array_append_new(all, e);
+    }
+    if (json_is_array(more))
+        json_array_extend(all, (json_t *)more);
+    return all;
+}
+
+/* contains: every item is of one of the nodes ctag_node[S], S the set of
+ * constraints it counts for: the items schema with those contains, and
+ * `not` the others that have a maximum (so an item outside S never
+ * matches them); the matcher counts per constraint.  minContains-only
+ * constraints need no `not`: an item that matches but is not counted only
+ * leaves the count low, and the interpretation that counts it exists too. */
+static int contains_nodes(gc_ctx *c, const json_t *s, const json_t *more, int32_t items_node,
+                          int32_t id)
+{
+    json_t *list = contains_list(s);
+    if (!list)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    int rc = SX_OK, k = 0;
+    json_t *keep[GR_MAX_CONTAINS];
+    int64_t mn[GR_MAX_CONTAINS], mx[GR_MAX_CONTAINS];
+    size_t i;
+    json_t *e;
+    size_t old = gc_ptr_push(c, "contains");
+    json_array_foreach(list, i, e) {
+        int64_t a = 1, b = -1;
+        if ((rc = get_count(c, e, "minContains", &a)) || (rc = get_count(c, e, "maxContains", &b)))
+            goto out;
+        if (a == 0 && b < 0)
+            continue; /* every array has at least zero matches */
+        if (a > 65534 || b > 65534) {
+            rc = gc_unsupported(c, "minContains", "counts above 65534");
+            goto out;
+        }
+        if (k == GR_MAX_CONTAINS) {
+            rc = gc_unsupported(c, "contains", "more than 3 contains constraints on one array");
+            goto out;
+        }
+        if (b >= 0 && a > b) {
+            c->g->nodes[id].kind = GK_EMPTY; /* no count fits */
+            goto out;
+        }
+        keep[k] = json_object_get(e, "contains");
+        mn[k] = a;
+        mx[k++] = b;
+    }
+    if (k == 0)
+        goto out;
+    gr_node *n = &c->g->nodes[id];
+    if (n->u.arr.n_prefix) {
+        rc = gc_unsupported(c, "contains", "together with prefixItems (tuple items)");
+        goto out;
+    }
+    if (n->u.arr.unique) {
+        rc = gc_unsupported(c, "contains", "together with uniqueItems");
+        goto out;
+    }
+    if (k > 1 && n->u.arr.max_items >= 0) {
+        rc = gc_unsupported(c, "contains", "several contains constraints together with maxItems");
+        goto out;
+    }
+    for (int j = 0; j < k && k > 1; j++)
+        if (mx[j] >= 0) {
+            rc = gc_unsupported(c, "maxContains", "with several contains constraints on one array");
+            goto out;
+        }
+    int any_max = 0;
+    for (int j = 0; j < k; j++)
+        any_max |= mx[j] >= 0;
+    for (int S = 0; S < (1 << k) && !rc; S++) {
+        int32_t tn;
+        if (S == 0 && !any_max) {
+            tn = items_node;
+        } else if (items_node < 0) {
+            tn = -1;
+        } else {
+            json_t *parts = json_array();
+            if (more && !json_is_true(more))
+                json_array_append(parts, (json_t *)more);
+            for (int j = 0; j < k; j++) {
+                if (S >> j & 1)
+                    json_array_append(parts, keep[j]);
+                else if (mx[j] >= 0)
+                    json_array_append_new(parts, json_pack("{s:O}", "not", keep[j]));
+            }
+            json_t *sch = json_array_size(parts) ? json_pack("{s:o}", "allOf", parts)
+                                                 : (json_decref(parts), json_true());
+            rc = sch ? gc_schema(c, sch, &tn) : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            json_decref(sch);
+        }
+        c->g->nodes[id].u.arr.ctag_node[S] = tn;
+    }
+    if (!rc) {
+        n = &c->g->nodes[id];
+        n->u.arr.n_cont = k;
+        for (int j = 0; j < k; j++) {
+            n->u.arr.cmin[j] = mn[j];
+            n->u.arr.cmax[j] = mx[j];
+        }
+    }
+out:
+    gc_ptr_pop(c, old);
+    json_decref(list);
+    return rc;
+}
+
 static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
 {
     const json_t *items = json_object_get(s, "items");
@@ -934,8 +1233,6 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
     const char *more_kw = "items";
     int rc;
     int unique = json_is_true(json_object_get(s, "uniqueItems"));
-    if (json_object_get(s, "contains"))
-        return gc_unsupported(c, "contains", "not enforced yet");
     if (json_is_array(items)) { /* draft-07 tuple form */
         prefix = items;
         more = json_object_get(s, "additionalItems");
@@ -988,6 +1285,9 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
         return rc;
     if (unique && (rc = unique_classes(c, id)))
         return rc;
+    if ((json_object_get(s, "contains") || json_object_get(s, GC_MORE_CONTAINS)) &&
+        (rc = contains_nodes(c, s, more, items_node, id)))
+        return rc;
     *node = id;
     return SX_OK;
 }
@@ -1020,9 +1320,9 @@ static int any_node(gc_ctx *c, int32_t *node)
         for (int i = 0; i < 3; i++)
             free(lits[i]);
     if (!rc)
-        rc = number_node(c, t, 0, &alts[1]);
+        rc = number_node(c, t, 0, NULL, &alts[1]);
     if (!rc)
-        rc = string_node(c, t, &alts[2]);
+        rc = string_node(c, t, NULL, NULL, &alts[2]);
     if (!rc)
         rc = object_node(c, t, &alts[3]);
     if (!rc)
@@ -1589,6 +1889,103 @@ static int required_lists(const json_t *branches, int union_all, json_t **out)
     return 1;
 }
 
+/* `not` whose assertions are enum/const (and perhaps type): the values
+ * it leaves out are listed. */
+static int listed_not(const json_t *nt)
+{
+    const char *k;
+    json_t *v;
+    int listed = 0;
+    if (!json_is_object(nt))
+        return 0;
+    json_object_foreach((json_t *)nt, k, v) {
+        if (!gc_is_assertion(k))
+            continue;
+        if (!strcmp(k, "enum") || !strcmp(k, "const"))
+            listed = 1;
+        else if (strcmp(k, "type"))
+            return 0;
+    }
+    return listed;
+}
+
+/* The values a listed `not` leaves out: enum and const together, of the
+ * types nt's own `type` names (others pass `not` anyway).  *out is new. */
+static int not_values(gc_ctx *c, const json_t *nt, int types, json_t **out)
+{
+    const json_t *en = json_object_get(nt, "enum"), *cn = json_object_get(nt, "const");
+    json_t *all = json_array();
+    size_t i;
+    json_t *v;
+    *out = NULL;
+    if (!all)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (en && !json_is_array(en)) {
+        json_decref(all);
+        return gc_invalid(c, "not", "enum must be an array");
+    }
+    if (cn)
+        json_array_append(all, (json_t *)cn);
+    else
+        json_array_extend(all, (json_t *)en);
+    json_t *res = json_array();
+    json_array_foreach(all, i, v) {
+        int in_enum = !en || !cn;
+        for (size_t j = 0; en && cn && j < json_array_size(en) && !in_enum; j++) {
+            const json_t *e = json_array_get(en, j);
+            in_enum = json_is_number(e) && json_is_number(v)
+                          ? json_number_value(e) == json_number_value(v)
+                          : json_equal(e, v);
+        }
+        if (in_enum && (types & value_type(v)))
+            json_array_append(res, v);
+    }
+    json_decref(all);
+    *out = res;
+    return res ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+}
+
+/* anyOf whose branches are all listed values: not of it leaves out
+ * their union. */
+static int listed_any(const json_t *nt)
+{
+    const json_t *any = json_is_object(nt) ? json_object_get(nt, "anyOf") : NULL;
+    const char *k;
+    json_t *v;
+    size_t i;
+    if (!json_is_array(any) || json_array_size(any) == 0)
+        return 0;
+    json_object_foreach((json_t *)nt, k, v)
+        if (gc_is_assertion(k) && strcmp(k, "anyOf"))
+            return 0;
+    json_array_foreach(any, i, v)
+        if (!listed_not(v))
+            return 0;
+    return 1;
+}
+
+static int any_values(gc_ctx *c, const json_t *nt, json_t **out)
+{
+    json_t *all = json_array();
+    size_t i;
+    json_t *b;
+    int rc = all ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    json_array_foreach(json_object_get(nt, "anyOf"), i, b) {
+        json_t *part = NULL;
+        int ty = json_object_get(b, "type") ? schema_types(c, b, 0) : T_ALL;
+        if (rc || (rc = not_values(c, b, ty, &part)))
+            break;
+        json_array_extend(all, part);
+        json_decref(part);
+    }
+    if (rc) {
+        json_decref(all);
+        all = NULL;
+    }
+    *out = all;
+    return rc;
+}
+
 static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
 {
     const char *k;
@@ -1600,12 +1997,14 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     int pres_one = c->pres_one;
     c->pres = NULL;
     json_object_foreach((json_t *)s, k, v) {
+        if (c->no_if && (!strcmp(k, "if") || !strcmp(k, "then") || !strcmp(k, "else")))
+            continue; /* unknown keywords before draft-07 */
         if (!strcmp(k, "if") || !strcmp(k, "$dynamicRef") || !strcmp(k, "$recursiveRef"))
             return gc_unsupported(c, k, NULL);
         if ((!strcmp(k, "then") || !strcmp(k, "else")) && !json_object_get(s, "if"))
             continue; /* then/else without if have no effect */
         if (!strcmp(k, "minContains") || !strcmp(k, "maxContains"))
-            continue; /* without contains they have no effect; contains itself is refused */
+            continue; /* read by array_node together with contains */
     }
     int types = T_ALL;
     const json_t *ty = json_object_get(s, "type");
@@ -1630,6 +2029,17 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     }
     /* not: the forms whose complement is exact here */
     const json_t *nt = json_object_get(s, "not");
+    json_t *excl = NULL; /* not of listed values: the values left out */
+    int excl_true = 0, excl_false = 0;
+    const json_t *not_str = NULL; /* not of a string schema */
+    for (int hops = 0; hops < 16 && json_is_object(nt) && json_object_size(nt) == 1 &&
+                       json_is_string(json_object_get(nt, "$ref"));
+         hops++) {
+        const json_t *t = gc_resolve_ref(c, json_string_value(json_object_get(nt, "$ref")));
+        if (!t)
+            break;
+        nt = t;
+    }
     const json_t *forbid = NULL;
     json_t *owned = NULL; /* forbidden key lists built from not {anyOf|allOf} */
     if (nt && !json_is_false(nt)) {
@@ -1646,9 +2056,42 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
                 }
         if (n_assert == 0)
             return empty_node(c, node); /* not {} admits nothing */
-        if (n_assert > 1)
-            return gc_unsupported(c, "not", "only not {type}, not {required} and not {} are enforced");
-        if (!strcmp(only, "type")) {
+        if (string_not(nt)) {
+            /* strings that fail it; other values fail it only by type */
+            not_str = nt;
+            if (!json_object_get(nt, "type"))
+                types &= T_STR;
+            n_assert = 0;
+            only = NULL;
+        } else if (listed_not(nt) || listed_any(nt)) {
+            /* not of listed values: each type of value leaves them out */
+            int nty = json_object_get(nt, "type") ? schema_types(c, nt, 0) : T_ALL;
+            if (nty & T_NUM)
+                nty |= T_INT;
+            if ((rc = listed_any(nt) ? any_values(c, nt, &excl) : not_values(c, nt, nty, &excl)))
+                return rc;
+            size_t ei;
+            json_t *ev;
+            json_array_foreach(excl, ei, ev) {
+                if (json_is_null(ev))
+                    types &= ~T_NULL;
+                excl_true |= json_is_true(ev);
+                excl_false |= json_is_false(ev);
+                if ((json_is_object(ev) && (types & T_OBJ)) || (json_is_array(ev) && (types & T_ARR))) {
+                    json_decref(excl);
+                    return gc_unsupported(c, "not", "listed objects or arrays are not excluded");
+                }
+            }
+            if (excl_true && excl_false)
+                types &= ~T_BOOL;
+            n_assert = 0;
+            only = NULL;
+        } else if (n_assert > 1) {
+            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
+        }
+        if (!only) {
+            /* done above */
+        } else if (!strcmp(only, "type")) {
             int ex = schema_types(c, nt, 0);
             if ((ex & T_INT) && !(ex & T_NUM) && (types & T_NUM))
                 return gc_unsupported(c, "not", "a number that is not an integer");
@@ -1669,13 +2112,19 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
                 }
             types &= T_OBJ;
         } else {
-            return gc_unsupported(c, "not", "only not {type}, not {required} and not {} are enforced");
+            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
         }
     }
     if (types & T_NUM)
         types &= ~T_INT; /* number covers integer */
     if (json_object_get(s, "enum") || json_object_get(s, "const")) {
-        /* listed values: key conditions on objects are not combined here */
+        /* listed values: key conditions on objects are not combined here,
+         * nor listed values left out (the finite path decides those) */
+        if (excl) {
+            json_decref(excl);
+            json_decref(owned);
+            return gc_unsupported(c, "not", "listed values together with enum/const");
+        }
         if (pres || forbid || owned) {
             json_decref(owned);
             return gc_unsupported(c, pres ? (pres_one ? "oneOf" : "anyOf") : "not",
@@ -1692,9 +2141,13 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         rc = t ? lit_node(c, &t, 1, &alts[na++]) : sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }
     if (!rc && (types & T_BOOL)) {
-        char *t[2] = {strdup("true"), strdup("false")};
-        if (t[0] && t[1]) {
-            rc = lit_node(c, t, 2, &alts[na++]);
+        char *t[2] = {excl_true ? NULL : strdup("true"), excl_false ? NULL : strdup("false")};
+        if ((t[0] || excl_true) && (t[1] || excl_false)) {
+            if (!t[0]) {
+                t[0] = t[1];
+                t[1] = NULL;
+            }
+            rc = lit_node(c, t, t[1] ? 2 : 1, &alts[na++]);
         } else {
             free(t[0]);
             free(t[1]);
@@ -1702,9 +2155,9 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         }
     }
     if (!rc && (types & (T_INT | T_NUM)))
-        rc = number_node(c, s, !(types & T_NUM), &alts[na++]);
+        rc = number_node(c, s, !(types & T_NUM), excl, &alts[na++]);
     if (!rc && (types & T_STR))
-        rc = string_node(c, s, &alts[na++]);
+        rc = string_node(c, s, excl, not_str, &alts[na++]);
     if (!rc && (types & T_OBJ)) {
         c->n_forbid = 0;
         if (forbid)
@@ -1720,6 +2173,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     if (!rc && (types & T_ARR))
         rc = array_node(c, s, &alts[na++]);
     json_decref(owned);
+    json_decref(excl);
     if (rc)
         return rc;
     return alt_node(c, alts, na, node);
@@ -1845,7 +2299,14 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
     }
     /* if/then/else: one more allOf member, a choice of two branches */
     json_t *iw = NULL;
-    if ((rc = gc_rewrite_if(c, s, &iw)))
+    if ((rc = gc_rewrite_if(c, s, NULL, &iw)))
+        goto out;
+    if (iw) {
+        json_decref(work);
+        work = iw;
+        s = work;
+    }
+    if ((rc = gc_rewrite_not(c, s, NULL, &iw)))
         goto out;
     if (iw) {
         json_decref(work);
@@ -1873,7 +2334,11 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
             size_t o2 = gc_ptr_pushi(c, i);
             rc = inline_member(c, m, &im, 0);
             json_t *imw = NULL;
-            if (!rc && (rc = gc_rewrite_if(c, im, &imw)) == SX_OK && imw) {
+            if (!rc && (rc = gc_rewrite_if(c, im, s, &imw)) == SX_OK && imw) {
+                json_decref(im);
+                im = imw;
+            }
+            if (!rc && (rc = gc_rewrite_not(c, im, s, &imw)) == SX_OK && imw) {
                 json_decref(im);
                 im = imw;
             }

@@ -137,8 +137,42 @@ int gc_regex_automaton(gc_ctx *c, const char *pattern, size_t len, gr_strx **out
     return wrap_automaton(c, re, 0, -1, out);
 }
 
+int gc_minus_strings(gc_ctx *c, const sx_re *re, const json_t *excl, sx_re **out)
+{
+    size_t n = json_array_size(excl), k = 0, i;
+    const char **strs = malloc((n ? n : 1) * sizeof *strs);
+    size_t *lens = malloc((n ? n : 1) * sizeof *lens);
+    sx_re *lit = NULL;
+    sx_error e;
+    int rc = SX_OK;
+    json_t *v;
+    *out = NULL;
+    if (!strs || !lens) {
+        rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        goto out;
+    }
+    json_array_foreach((json_t *)excl, i, v)
+        if (json_is_string(v)) {
+            strs[k] = json_string_value(v);
+            lens[k++] = json_string_length(v);
+        }
+    if ((rc = sx_re_from_literals(strs, lens, k, NULL, &lit, &e))) {
+        rc = sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not: %s", c->ptr, e.msg);
+        goto out;
+    }
+    if ((rc = sx_re_minus(re, lit, NULL, out, &e)))
+        rc = sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not is too complex: %s", c->ptr,
+                         e.msg);
+out:
+    sx_re_free(lit);
+    free(strs);
+    free(lens);
+    return rc;
+}
+
 int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
-                        int64_t min_len, int64_t max_len, gr_strx **out)
+                        const json_t *excl, const sx_re *minus_re, int64_t min_len,
+                        int64_t max_len, gr_strx **out)
 {
     sx_re *a = NULL, *b = NULL, *re = NULL;
     sx_error e;
@@ -166,6 +200,33 @@ int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char 
             return re_error(c, "pattern", pattern, rc, &e);
     } else {
         re = a ? a : b;
+    }
+    int has_excl = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach((json_t *)excl, i, v)
+        has_excl |= json_is_string(v);
+    if ((has_excl || minus_re) && !re &&
+        (rc = sx_re_compile("[\\s\\S]*", 7, SX_RE_FULL, NULL, &re, &e)))
+        return sx_err_set(c->err, rc, "regex: %s", e.msg);
+    if (has_excl) {
+        /* none of the listed strings: the automaton less a literal set */
+        sx_re *less;
+        rc = gc_minus_strings(c, re, excl, &less);
+        sx_re_free(re);
+        if (rc)
+            return rc;
+        re = less;
+    }
+    if (minus_re) {
+        /* `not` of a string schema: less what that schema accepts */
+        sx_re *less;
+        rc = sx_re_minus(re, minus_re, NULL, &less, &e);
+        sx_re_free(re);
+        if (rc)
+            return sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not is too complex: %s",
+                               c->ptr, e.msg);
+        re = less;
     }
     if (!re)
         return SX_OK;

@@ -56,7 +56,19 @@ static int num_in_bounds(const gr_node *n, double x)
 
 static void number_witness(const gr_node *n, char *out, size_t cap)
 {
-    if (n->u.num.integer) {
+    if (n->u.num.n_excl) {
+        /* the first value that `not` leaves in */
+        gr_frame f;
+        uint64_t h;
+        memset(&f, 0, sizeof f);
+        f.phase = N_START;
+        long l = gr_num_new_completion(n, &f, NULL, 0, (uint8_t *)out, cap - 1, &h);
+        if (l > 0) {
+            out[l] = '\0';
+            return;
+        }
+    }
+    if (n->u.num.integer || n->u.num.scale) {
         __int128 lo = n->u.num.imin, hi = n->u.num.imax, m = n->u.num.multiple, v = 0;
         if (m <= 0)
             m = 1;
@@ -70,6 +82,19 @@ static void number_witness(const gr_node *n, char *out, size_t cap)
             if (v * m > hi)
                 v--;
             v *= m;
+        }
+        if (n->u.num.scale) {
+            /* v / 10^scale, written out */
+            long long p = 1, a = (long long)(v < 0 ? -v : v);
+            for (int i = 0; i < n->u.num.scale; i++)
+                p *= 10;
+            int l = snprintf(out, cap, "%s%lld.%0*lld", v < 0 ? "-" : "", a / p, n->u.num.scale,
+                             a % p);
+            while (l > 0 && (size_t)l < cap && out[l - 1] == '0')
+                out[--l] = '\0';
+            if (l > 0 && out[l - 1] == '.')
+                out[--l] = '\0';
+            return;
         }
         snprintf(out, cap, "%lld", (long long)v);
         return;
@@ -140,6 +165,27 @@ static int64_t node_len(const gr_node *N, int32_t i, const int64_t *len, char *n
     }
     case GK_ARRAY: {
         int64_t t = 2;
+        if (n->u.arr.n_cont) {
+            /* each minimum from its own tagged node, then plain items */
+            int64_t cnt = 0;
+            for (int ci = 0; ci < n->u.arr.n_cont; ci++) {
+                int32_t tn = n->u.arr.ctag_node[1 << ci];
+                for (int64_t k = 0; k < n->u.arr.cmin[ci]; k++, cnt++) {
+                    if (tn < 0 || len[tn] >= INF_LEN)
+                        return INF_LEN;
+                    t += len[tn] + (cnt ? 1 : 0);
+                }
+            }
+            int32_t fill = n->u.arr.ctag_node[0];
+            if (fill < 0 || len[fill] >= INF_LEN)
+                fill = n->u.arr.ctag_node[1];
+            for (; cnt < n->u.arr.min_items; cnt++) {
+                if (fill < 0 || len[fill] >= INF_LEN)
+                    return INF_LEN;
+                t += len[fill] + (cnt ? 1 : 0);
+            }
+            return t > INF_LEN ? INF_LEN : t;
+        }
         for (int64_t k = 0; k < n->u.arr.min_items; k++) {
             int32_t it = k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[k] : n->u.arr.items;
             if (it < 0 || len[it] >= INF_LEN)
@@ -227,15 +273,17 @@ static void unique_items(const gr_node *N, const gr_node *arr, uint64_t used, in
     }
 }
 
-static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf *w, int depth);
+static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wbuf *w,
+                          int depth);
 
 /* The object's remaining members: required ones not yet seen, then
  * optional ones until minProperties is met.  `first` says whether a comma
  * is needed before the first member written. */
-static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, int64_t count,
+static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
                            int need_comma, const int64_t *len, wbuf *w, int depth,
                            const void *seen_keys, int32_t skip)
 {
+    const gr_node *N = g->nodes;
     uint64_t req = n->u.obj.required;
     if (n->u.obj.dep_req)
         for (uint32_t k = 0; k < n->u.obj.n; k++)
@@ -268,7 +316,7 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
             put(w, p->key, p->key_len);
             puts_(w, "\":");
             if (len)
-                write_witness(N, p->node, len, w, depth + 1);
+                write_witness(g, p->node, len, w, depth + 1);
             else
                 wit(N, p->node, w);
             seen |= bit;
@@ -287,7 +335,7 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
             return;
         }
         if (len)
-            write_witness(N, vn, len, w, depth + 1);
+            write_witness(g, vn, len, w, depth + 1);
         else
             wit(N, vn, w);
         return;
@@ -297,7 +345,7 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
         snprintf(key, sizeof key, "%s\"_%lld\":", need_comma ? "," : "", (long long)k);
         puts_(w, key);
         if (len)
-            write_witness(N, n->u.obj.additional, len, w, depth + 1);
+            write_witness(g, n->u.obj.additional, len, w, depth + 1);
         else
             wit(N, n->u.obj.additional, w);
         count++;
@@ -305,8 +353,324 @@ static void object_members(const gr_node *N, const gr_node *n, uint64_t seen, in
     }
 }
 
-static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf *w, int depth)
+/* contains: the items an array still needs from `count` items with
+ * counts cnt[]: the missing matches of each constraint, then items up to
+ * minItems (at least one when must_one: after a comma). */
+static void cont_fill(const sx_grammar *g, const gr_node *n, int64_t count, const int64_t *cnt,
+                      int must_one, int need_comma, const int64_t *len, wbuf *w, int depth)
 {
+    const gr_node *N = g->nodes;
+    int64_t wrote = 0;
+    for (int i = 0; i < n->u.arr.n_cont; i++) {
+        int32_t tn = n->u.arr.ctag_node[1 << i];
+        for (int64_t k = cnt[i]; k < n->u.arr.cmin[i] && !w->oom; k++, wrote++) {
+            if (need_comma || wrote)
+                puts_(w, ",");
+            if (len)
+                write_witness(g, tn, len, w, depth + 1);
+            else
+                wit(N, tn, w);
+        }
+    }
+    int32_t fill = n->u.arr.ctag_node[0];
+    if (fill < 0 || N[fill].kind == GK_EMPTY || (len && len[fill] >= INF_LEN))
+        fill = n->u.arr.ctag_node[1];
+    for (; (count + wrote < n->u.arr.min_items || (must_one && !wrote)) && !w->oom; wrote++) {
+        if (need_comma || wrote)
+            puts_(w, ",");
+        if (len)
+            write_witness(g, fill, len, w, depth + 1);
+        else
+            wit(N, fill, w);
+    }
+}
+
+/* ---- distinct values (uniqueItems items) -------------------------------- */
+
+static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t *len, wbuf *w,
+                     int depth);
+
+/* Hashes of the keys of the object text t (to keep invented keys apart). */
+static gr_vseen *text_keys(const uint8_t *t, size_t n, gr_vseen *into, int cap, int *used)
+{
+    json_t *v = json_loadb((const char *)t, n, JSON_DECODE_ANY, NULL);
+    gr_vseen *list = NULL;
+    const char *k;
+    json_t *x;
+    if (json_is_object(v))
+        json_object_foreach(v, k, x) {
+            size_t kl;
+            char *e = gc_encode_string(k, strlen(k), &kl);
+            if (e && *used < cap) {
+                into[*used].next = list;
+                into[*used].h = gr_key_hash((const uint8_t *)e, kl);
+                list = &into[(*used)++];
+            }
+            free(e);
+        }
+    json_decref(v);
+    return list;
+}
+
+static int listed_name(const gr_node *n, const char *key, size_t kl)
+{
+    for (uint32_t i = 0; i < n->u.obj.n; i++)
+        if (n->u.obj.props[i].key_len == kl && !memcmp(n->u.obj.props[i].key, key, kl))
+            return 1;
+    return 0;
+}
+
+#define MAX_EXTRA 64
+
+/* k more members with invented additional keys, none among `keys` (a
+ * gr_vseen list of key hashes) or the listed names. */
+static void extra_members(const sx_grammar *g, const gr_node *n, int64_t k, int need_comma,
+                          const gr_vseen *keys, const int64_t *len, wbuf *w, int depth)
+{
+    gr_vseen local[MAX_EXTRA];
+    long name = 0;
+    if (k > MAX_EXTRA) {
+        w->oom = 1;
+        return;
+    }
+    for (int64_t i = 0; i < k && !w->oom; i++) {
+        int32_t vn;
+        uint64_t kh;
+        if (need_comma || i)
+            puts_(w, ",");
+        puts_(w, "\"");
+        if (n->u.obj.keyx) {
+            uint8_t tmp[1024];
+            int32_t final = -1;
+            long l = gr_keyauto_new_key(n->u.obj.keyx, n->u.obj.close_node, n->u.obj.keyx->start,
+                                        GR_FNV_BASIS, keys, tmp, sizeof tmp, &final);
+            if (l < 0 || final < 0) {
+                w->oom = 1;
+                return;
+            }
+            put(w, tmp, (size_t)l);
+            kh = gr_key_hash(tmp, (size_t)l);
+            vn = n->u.obj.close_node[final];
+        } else {
+            char key[32];
+            size_t kl;
+            do {
+                kl = (size_t)snprintf(key, sizeof key, "_v%ld", name++);
+                kh = gr_key_hash((const uint8_t *)key, kl);
+            } while (listed_name(n, key, kl) || gr_vseen_has(keys, kh));
+            put(w, key, kl);
+            vn = n->u.obj.additional;
+        }
+        puts_(w, "\":");
+        local[i].next = keys;
+        local[i].h = kh;
+        keys = &local[i];
+        if (len)
+            write_witness(g, vn, len, w, depth + 1);
+        else
+            wit(g->nodes, vn, w);
+    }
+}
+
+/* n more items from position `at` of a GR_UNIQ_HASH array, each with a
+ * value none of `seen` (or each other) has; candidates from `from` on. */
+static void new_items(const sx_grammar *g, const gr_node *arr, int64_t at, int64_t n,
+                      const gr_vseen *seen, int64_t from, int need_comma, const int64_t *len,
+                      wbuf *w, int depth)
+{
+    gr_vseen *mine = n > 0 ? malloc((size_t)n * sizeof *mine) : NULL;
+    if (n > 0 && !mine) {
+        w->oom = 1;
+        return;
+    }
+    for (int64_t k = 0; k < n && !w->oom; k++) {
+        int64_t pos = at + k;
+        int32_t it = pos < (int64_t)arr->u.arr.n_prefix ? arr->u.arr.prefix[pos] : arr->u.arr.items;
+        int done = 0;
+        for (int64_t j = from; j < from + 4096 && !done; j++) {
+            wbuf t = {0};
+            int ok = it >= 0 && nth_value(g, it, j, len, &t, depth + 1) && !t.oom;
+            uint64_t h = ok ? gc_text_hash((const char *)t.b, t.n, &ok) : 0;
+            if (ok && !gr_vseen_has(seen, h)) {
+                if (need_comma || k)
+                    puts_(w, ",");
+                put(w, t.b, t.n);
+                mine[k].next = seen;
+                mine[k].h = h;
+                seen = &mine[k];
+                done = 1;
+            }
+            free(t.b);
+            if (!ok && t.n == 0 && j > from + 64)
+                break;
+        }
+        if (!done)
+            w->oom = 1;
+    }
+    free(mine);
+}
+
+/* The base witness of node as text (compile time: built; run time: the
+ * stored one). */
+static int base_text(const sx_grammar *g, int32_t node, const int64_t *len, wbuf *t, int depth)
+{
+    if (len)
+        write_witness(g, node, len, t, depth + 1);
+    else
+        wit(g->nodes, node, t);
+    return !t->oom && t->n > 0;
+}
+
+/* The j-th of a set of distinct values of node (j = 0 its witness, or
+ * near it); 0 when there is none. */
+static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t *len, wbuf *w,
+                     int depth)
+{
+    const gr_node *n = &g->nodes[node];
+    if (depth > 64)
+        return 0;
+    switch (n->kind) {
+    case GK_EMPTY:
+        return 0;
+    case GK_LITSET: {
+        /* distinct values, shortest spellings first */
+        uint32_t m = n->u.lit.n;
+        uint8_t *used = calloc(m ? m : 1, 1);
+        int r = 0;
+        for (int64_t k = 0; used && k <= j; k++) {
+            int best = -1;
+            for (uint32_t i = 0; i < m; i++)
+                if (!used[i] && (best < 0 || n->u.lit.lits[i].len < n->u.lit.lits[best].len))
+                    best = (int)i;
+            if (best < 0)
+                break;
+            for (uint32_t i = 0; i < m; i++)
+                if (n->u.lit.hash[i] == n->u.lit.hash[best])
+                    used[i] = 1;
+            if (k == j) {
+                put(w, n->u.lit.lits[best].b, n->u.lit.lits[best].len);
+                r = 1;
+            }
+        }
+        free(used);
+        return r;
+    }
+    case GK_STRING: {
+        gr_frame f;
+        uint8_t tmp[4096];
+        memset(&f, 0, sizeof f);
+        f.node = node;
+        f.phase = S_START;
+        uint64_t h;
+        long l = gr_str_new_completion(n, &f, NULL, j, tmp, sizeof tmp, &h);
+        if (l < 0 || n->u.str.raw)
+            return 0;
+        puts_(w, "\"");
+        put(w, tmp, (size_t)l);
+        puts_(w, "\"");
+        return 1;
+    }
+    case GK_NUMBER: {
+        gr_frame f;
+        uint8_t tmp[64];
+        memset(&f, 0, sizeof f);
+        f.node = node;
+        f.phase = N_START;
+        f.flags = F_UH;
+        uint64_t h;
+        long l = gr_num_new_completion(n, &f, NULL, j, tmp, sizeof tmp, &h);
+        if (l <= 0)
+            return 0;
+        put(w, tmp, (size_t)l);
+        return 1;
+    }
+    case GK_OBJECT:
+    case GK_ARRAY: {
+        wbuf t = {0};
+        if (!base_text(g, node, len, &t, depth) || (j > 0 && !gc_can_grow(g, node))) {
+            free(t.b);
+            return 0;
+        }
+        if (j == 0) {
+            put(w, t.b, t.n);
+            free(t.b);
+            return 1;
+        }
+        /* j more members or items than the witness: a different value */
+        put(w, t.b, t.n - 1);
+        int empty = t.n == 2;
+        if (n->kind == GK_OBJECT) {
+            gr_vseen keys[256];
+            int used = 0;
+            const gr_vseen *kl = text_keys(t.b, t.n, keys, 256, &used);
+            extra_members(g, n, j, !empty, kl, len, w, depth);
+            puts_(w, "}");
+        } else {
+            int64_t at = n->u.arr.min_items;
+            if (n->u.arr.unique == GR_UNIQ_HASH) {
+                json_t *v = json_loadb((const char *)t.b, t.n, 0, NULL);
+                size_t nv = json_array_size(v);
+                gr_vseen *hs = malloc((nv + 1) * sizeof *hs), *list = NULL;
+                for (size_t i = 0; hs && i < nv; i++) {
+                    hs[i].next = list;
+                    hs[i].h = gc_json_hash(json_array_get(v, i));
+                    list = &hs[i];
+                }
+                json_decref(v);
+                new_items(g, n, at, j, list, 0, !empty, len, w, depth);
+                free(hs);
+            } else {
+                for (int64_t k = 0; k < j; k++) {
+                    int32_t it = at + k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[at + k]
+                                                                     : n->u.arr.items;
+                    if (!empty || k)
+                        puts_(w, ",");
+                    if (len)
+                        write_witness(g, it, len, w, depth + 1);
+                    else
+                        wit(g->nodes, it, w);
+                }
+            }
+            puts_(w, "]");
+        }
+        free(t.b);
+        return !w->oom;
+    }
+    case GK_ALT: {
+        /* the alternative with the most values, then the others */
+        int64_t best_d = -1;
+        int32_t best = -1;
+        for (uint32_t i = 0; i < n->u.alt.n; i++) {
+            int64_t d = gc_distinct_values(g, n->u.alt.alts[i], 0, j + 1);
+            if (d > best_d) {
+                best_d = d;
+                best = n->u.alt.alts[i];
+            }
+        }
+        if (best < 0)
+            return 0;
+        if (j < best_d || best_d >= GR_LIVE_BIG)
+            return nth_value(g, best, j, len, w, depth + 1);
+        j -= best_d;
+        for (uint32_t i = 0; i < n->u.alt.n; i++) {
+            int32_t a = n->u.alt.alts[i];
+            if (a == best)
+                continue;
+            int64_t d = gc_distinct_values(g, a, 0, j + 1);
+            if (d > j)
+                return nth_value(g, a, j, len, w, depth + 1);
+            j -= d > 0 ? d : 0;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wbuf *w,
+                          int depth)
+{
+    const gr_node *N = g->nodes;
     const gr_node *n = &N[i];
     if (depth > 200) {
         w->oom = 1;
@@ -350,7 +714,7 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
         return;
     case GK_OBJECT:
         puts_(w, "{");
-        object_members(N, n, 0, 0, 0, len, w, depth, NULL, -1);
+        object_members(g, n, 0, 0, 0, len, w, depth, NULL, -1);
         puts_(w, "}");
         return;
     case GK_ARRAY:
@@ -360,11 +724,22 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
             puts_(w, "]");
             return;
         }
+        if (n->u.arr.unique == GR_UNIQ_HASH) {
+            new_items(g, n, 0, n->u.arr.min_items, NULL, 0, 0, len, w, depth);
+            puts_(w, "]");
+            return;
+        }
+        if (n->u.arr.n_cont) {
+            int64_t zero[GR_MAX_CONTAINS] = {0};
+            cont_fill(g, n, 0, zero, 0, 0, len, w, depth);
+            puts_(w, "]");
+            return;
+        }
         for (int64_t k = 0; k < n->u.arr.min_items; k++) {
             int32_t it = k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[k] : n->u.arr.items;
             if (k)
                 puts_(w, ",");
-            write_witness(N, it, len, w, depth + 1);
+            write_witness(g, it, len, w, depth + 1);
         }
         puts_(w, "]");
         return;
@@ -377,7 +752,7 @@ static void write_witness(const gr_node *N, int32_t i, const int64_t *len, wbuf 
             w->oom = 1;
             return;
         }
-        write_witness(N, best, len, w, depth + 1);
+        write_witness(g, best, len, w, depth + 1);
         return;
     }
     }
@@ -409,7 +784,7 @@ int gc_witness(gc_ctx *c)
         if (N[i].kind == GK_EMPTY || len[i] >= INF_LEN || len[i] > 65536)
             continue;
         wbuf w = {0};
-        write_witness(N, i, len, &w, 0);
+        write_witness(c->g, i, len, &w, 0);
         if (!w.oom) {
             uint8_t *t = gc_alloc(c, w.n + 1);
             if (!t)
@@ -563,7 +938,7 @@ static int finish_key(const gr_node *n, const gr_frame *f, wbuf *w)
     return best;
 }
 
-long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t cap)
+long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t *buf, size_t cap)
 {
     const gr_node *N = g->nodes;
     wbuf w = {0};
@@ -571,6 +946,9 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
     gr_frame tmp;
     int first = 1;
     uint64_t add_seen = 0; /* value class the finished literal item used */
+    gr_vseen fin;          /* the value of a scalar item just finished */
+    int have_fin = 0;
+    int last_tag = 0;      /* the contains constraints the finished item counts for */
     while (f && !w.oom) {
         if (f->node == -2)
             break;
@@ -589,19 +967,28 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
                 tmp.phase = A_AFTER;
                 tmp.count++;
                 tmp.seen |= add_seen;
+                if (have_fin && n->u.arr.unique == GR_UNIQ_HASH) {
+                    /* new items must differ from it too */
+                    fin.next = tmp.ext;
+                    tmp.ext = &fin;
+                }
             }
             add_seen = 0;
+            have_fin = 0;
             f = &tmp;
         }
+        int first_frame = first;
         first = 0;
         switch (n->kind) {
         case GK_LITSET: {
             /* an item of a uniqueItems array takes a value not used yet */
             const gr_node *pn = f->up && f->up->node >= 0 ? &N[f->up->node] : NULL;
             const uint8_t *cls = pn && pn->kind == GK_ARRAY ? pn->u.arr.lit_class : NULL;
+            const gr_vseen *hs = (f->flags & F_UITEM) ? f->up->ext : NULL;
             int best = -1;
             for (uint32_t k = f->lo; k < f->hi; k++)
                 if ((!cls || !(f->up->seen >> cls[k] & 1)) &&
+                    !(hs && gr_vseen_has(hs, n->u.lit.hash[k])) &&
                     (best < 0 || n->u.lit.lits[k].len < n->u.lit.lits[best].len))
                     best = (int)k;
             if (best < 0) {
@@ -611,22 +998,53 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             put(&w, n->u.lit.lits[best].b + f->pos, n->u.lit.lits[best].len - f->pos);
             if (cls)
                 add_seen = 1ull << cls[best];
+            if (hs || (f->flags & F_UITEM)) {
+                fin.h = n->u.lit.hash[best];
+                have_fin = 1;
+            }
             break;
         }
         case GK_NUMBER:
-            if (f->phase == N_START)
+            if ((f->flags & F_UITEM) || n->u.num.n_excl) {
+                /* a value no earlier item has, none of the excluded */
+                uint8_t t[64];
+                int uitem = (f->flags & F_UITEM) != 0;
+                long l = gr_num_new_completion(n, f, uitem ? f->up->ext : NULL,
+                                               uitem ? variant : 0, t, sizeof t, &fin.h);
+                if (l < 0)
+                    w.oom = 1;
+                else
+                    put(&w, t, (size_t)l);
+                have_fin = uitem;
+            } else if (f->phase == N_START) {
                 wit(N, f->node, &w);
-            else
+            } else {
                 finish_number(g, f, &w);
+            }
             break;
         case GK_STRING:
-            finish_string(n, f, &w);
+            if ((f->flags & F_UITEM) && !n->u.str.raw) {
+                uint8_t t[4096];
+                long l = gr_str_new_completion(n, f, f->up->ext, variant, t, sizeof t, &fin.h);
+                have_fin = 1;
+                if (l < 0) {
+                    w.oom = 1;
+                } else {
+                    if (f->phase == S_START)
+                        puts_(&w, "\"");
+                    put(&w, t, (size_t)l);
+                    puts_(&w, "\"");
+                }
+            } else {
+                finish_string(n, f, &w);
+            }
             break;
         case GK_OBJECT: {
             uint64_t seen = f->seen;
             int64_t count = f->count;
             int ph = f->phase;
             int32_t skip = -1; /* a hashed key just written */
+            size_t seg = w.n;
             if (ph == O_START) {
                 wit(N, f->node, &w);
                 break;
@@ -671,7 +1089,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             if (ph == O_COMMA) {
                 /* a member must follow the comma */
                 size_t before = w.n;
-                object_members(N, n, seen, count, 0, NULL, &w, 0, f->ext, skip);
+                object_members(g, n, seen, count, 0, NULL, &w, 0, f->ext, skip);
                 if (w.n == before) {
                     /* nothing required: any usable optional key, else an
                      * invented additional one */
@@ -700,7 +1118,12 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
                     }
                 }
             } else {
-                object_members(N, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext, skip);
+                object_members(g, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext, skip);
+            }
+            if ((f->flags & F_UITEM) && variant > 0) {
+                /* an item equal to an earlier one: more members make it new */
+                int has = f->count > 0 || w.n > seg || f->phase == O_KEY;
+                extra_members(g, n, variant, has, f->ext, NULL, &w, 0);
             }
             puts_(&w, "}");
             break;
@@ -717,6 +1140,33 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
                 if (f->phase == A_COMMA && more < 1)
                     more = 1; /* an item must follow the comma */
                 unique_items(N, n, f->seen, more > 0 ? more : 0, f->phase == A_AFTER, &w);
+                puts_(&w, "]");
+                break;
+            }
+            if (n->u.arr.n_cont && f->phase != A_START) {
+            int64_t cnt[GR_MAX_CONTAINS];
+            for (int i = 0; i < n->u.arr.n_cont; i++) {
+                cnt[i] = (int64_t)((uint64_t)f->val >> (16 * i) & 0xFFFF);
+                if (!first_frame && (last_tag >> i & 1))
+                    cnt[i]++;
+            }
+            cont_fill(g, n, count, cnt, f->phase == A_COMMA, f->phase == A_AFTER, NULL, &w, 0);
+            puts_(&w, "]");
+            break;
+        }
+        if (n->u.arr.unique == GR_UNIQ_HASH || ((f->flags & F_UITEM) && variant > 0)) {
+                /* items that must be new; an item of an outer uniqueItems
+                 * array that may equal an earlier one takes `variant`
+                 * more */
+                int64_t more = n->u.arr.min_items - count;
+                if (f->phase == A_COMMA && more < 1)
+                    more = 1; /* an item must follow the comma */
+                if (more < 0)
+                    more = 0;
+                if ((f->flags & F_UITEM) && variant > 0)
+                    more += variant;
+                const gr_vseen *hs = n->u.arr.unique == GR_UNIQ_HASH ? f->ext : NULL;
+                new_items(g, n, count, more, hs, 0, need_comma, NULL, &w, 0);
                 puts_(&w, "]");
                 break;
             }
@@ -741,6 +1191,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, uint8_t *buf, size_t 
             w.oom = 1;
             break;
         }
+        last_tag = f->ctag;
         f = f->up;
     }
     long result = -1;

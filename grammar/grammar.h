@@ -31,8 +31,33 @@
 typedef struct sx_grammar sx_grammar;
 typedef struct sx_matcher sx_matcher;
 
+/* Where whitespace may appear in the document (never before or after the
+ * top-level value). */
+typedef enum sx_gr_ws {
+    /* any run of up to max_ws bytes of ' ', '\t', '\n', '\r' between the
+     * tokens inside objects and arrays (max_ws 0: none) */
+    SX_WS_FLEXIBLE = 0,
+    /* no whitespace at all: {"a":1,"b":[1,2]} (max_ws is not used) */
+    SX_WS_COMPACT = 1,
+    /* exactly the layout of JavaScript's JSON.stringify(value, null, indent):
+     * a newline and `indent` spaces per nesting level before every member
+     * and item, the closing bracket on its own line one level out, a
+     * single space after each colon, and empty objects and arrays written
+     * {} and [] (indent spaces per level, 1..16, default 2; values nest
+     * at most 254/indent deep). */
+    SX_WS_INDENTED = 2,
+} sx_gr_ws;
+
 typedef struct sx_gr_opts {
-    int max_ws;          /* longest whitespace run allowed between JSON tokens; 0 = compact */
+    int max_ws;          /* SX_WS_FLEXIBLE: longest whitespace run between JSON tokens; 0 = none */
+    int ws_mode;         /* an sx_gr_ws, default SX_WS_FLEXIBLE */
+    int indent;          /* SX_WS_INDENTED: spaces per nesting level (default 2) */
+    /* 1: object members follow the order in which `properties` lists them
+     * (optional ones may be left out; required ones may not, so they cannot
+     * be skipped over), and keys that `properties` does not list (other
+     * required names, patternProperties, additionalProperties) come after
+     * all of the listed ones.  0 (default): members in any order. */
+    int prop_order;
     int draft7;          /* 1: draft-07 array items/additionalItems; else per $schema, 2020-12 */
     int max_nodes;       /* compile budget: grammar nodes (default 100000) */
     int max_depth;       /* nesting of schema subschemas while compiling (default 256) */

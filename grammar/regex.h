@@ -87,6 +87,12 @@ int sx_re_from_literals(const char *const *strs, const size_t *lens, size_t n,
 int sx_re_intersect(const sx_re *a, const sx_re *b, const sx_re_limits *lim,
                     sx_re **out, sx_error *err);
 
+/* The DFA for the difference a \ b (strings a accepts and b does not),
+ * minimal and without dead states; as sx_re_intersect otherwise.  With a
+ * = any string and b a set of literals this is "none of these strings". */
+int sx_re_minus(const sx_re *a, const sx_re *b, const sx_re_limits *lim, sx_re **out,
+                sx_error *err);
+
 /* Bytes the automaton holds. */
 size_t sx_re_mem_bytes(const sx_re *re);
 

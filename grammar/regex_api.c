@@ -258,8 +258,10 @@ fail:
 }
 
 /* Product automaton on combined byte classes, then prune + minimise. */
-int sx_re_intersect(const sx_re *a, const sx_re *b, const sx_re_limits *lim_in, sx_re **out,
-                    sx_error *err)
+/* The product automaton of a and b: strings both accept, or (minus) a
+ * accepts and b does not -- b's dead state is then a state of its own. */
+static int product(const sx_re *a, const sx_re *b, int minus, const sx_re_limits *lim_in,
+                   sx_re **out, sx_error *err)
 {
     sx_error local;
     sx_re_limits lim;
@@ -277,7 +279,7 @@ int sx_re_intersect(const sx_re *a, const sx_re *b, const sx_re_limits *lim_in, 
     *out = NULL;
     sx_rx_limits(lim_in, &lim);
     d.start = -1;
-    if (a->n_states == 0 || b->n_states == 0) {
+    if (a->n_states == 0 || (b->n_states == 0 && !minus)) {
         for (int i = 0; i < 256; i++)
             label_of[i] = -1;
         return sx_rx_finish(&d, label_of, out, err);
@@ -313,17 +315,19 @@ int sx_re_intersect(const sx_re *a, const sx_re *b, const sx_re_limits *lim_in, 
     if (!pa || !pb || !d.accept || !d.row)
         goto oom;
     pa[0] = a->start;
-    pb[0] = b->start;
+    pb[0] = b->n_states ? b->start : -1;
     d.n = 1;
     table[PAIR_HASH(pa[0], pb[0]) & (tcap - 1)] = 0;
     for (int32_t s = 0; s < d.n; s++) {
         d.row[s] = d.n_trans;
-        d.accept[s] = a->accept[pa[s]] && b->accept[pb[s]];
+        int b_acc = pb[s] >= 0 && b->accept[pb[s]];
+        d.accept[s] = a->accept[pa[s]] && (minus ? !b_acc : b_acc);
         for (int32_t l = 0; l < n_labels; l++) {
             int32_t ta = a->next[(size_t)pa[s] * a->n_classes + a->byte_class[rep[l]]];
-            int32_t tb = b->next[(size_t)pb[s] * b->n_classes + b->byte_class[rep[l]]];
+            int32_t tb = pb[s] < 0 ? -1
+                                   : b->next[(size_t)pb[s] * b->n_classes + b->byte_class[rep[l]]];
             work++;
-            if (ta < 0 || tb < 0)
+            if (ta < 0 || (tb < 0 && !minus))
                 continue;
             uint32_t j = PAIR_HASH(ta, tb) & (tcap - 1);
             while (table[j] >= 0 && (pa[table[j]] != ta || pb[table[j]] != tb))
@@ -411,6 +415,18 @@ fail:
     free(table);
     sx_rx_sdfa_free(&d);
     return rc;
+}
+
+int sx_re_intersect(const sx_re *a, const sx_re *b, const sx_re_limits *lim, sx_re **out,
+                    sx_error *err)
+{
+    return product(a, b, 0, lim, out, err);
+}
+
+int sx_re_minus(const sx_re *a, const sx_re *b, const sx_re_limits *lim, sx_re **out,
+                sx_error *err)
+{
+    return product(a, b, 1, lim, out, err);
 }
 
 size_t sx_re_mem_bytes(const sx_re *re)

@@ -1050,6 +1050,55 @@ static void intersection(void **state)
     sx_re_free(b);
 }
 
+/* a \ b: checked against both automata on random strings, minimal and
+ * live; "anything but these literals" is the form `not enum` uses. */
+static void difference(void **state)
+{
+    (void)state;
+    const char *pairs[][2] = {
+        {"[\\s\\S]*", "^(a|ab|\u00e9)$"}, {"^[a-z0-9]+$", "^.{3,5}$"}, {"^\\d+$", "5"},
+        {"^a$", "^a$"}, {"^[ab]{1,2}$", "^b"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        sx_re *a = compile_ok(pairs[i][0], i == 0 ? SX_RE_FULL : SX_RE_SEARCH);
+        sx_re *b = compile_ok(pairs[i][1], SX_RE_SEARCH), *ab;
+        assert_int_equal(sx_re_minus(a, b, NULL, &ab, NULL), SX_OK);
+        assert_int_equal(moore_classes(ab), sx_re_n_states(ab));
+        for (int32_t s = 0; s < sx_re_n_states(ab); s++)
+            assert_true(sx_re_min_bytes(ab, s) >= 0);
+        static const uint32_t al[] = {'a', 'b', 'z', '1', '5', 0xE9, '-'};
+        for (int k = 0; k < 3000; k++) {
+            char s[64];
+            size_t n = 0, len = rndn(7);
+            for (size_t j = 0; j < len; j++)
+                n += put_utf8(s + n, al[rndn(7)]);
+            assert_int_equal(sx_re_matches(ab, s, n), sx_re_matches(a, s, n) && !sx_re_matches(b, s, n));
+        }
+        sx_re_free(a);
+        sx_re_free(b);
+        sx_re_free(ab);
+    }
+    /* minus the empty language, and minus everything */
+    const char *lits[] = {"x", "yz"};
+    sx_re *all = compile_ok("[\\s\\S]*", SX_RE_FULL), *none, *l, *d;
+    assert_int_equal(sx_re_from_literals(lits, NULL, 0, NULL, &none, NULL), SX_OK);
+    assert_int_equal(sx_re_minus(all, none, NULL, &d, NULL), SX_OK);
+    assert_true(sx_re_matches(d, "", 0) && sx_re_matches(d, "x", 1));
+    sx_re_free(d);
+    assert_int_equal(sx_re_minus(all, all, NULL, &d, NULL), SX_OK);
+    assert_true(sx_re_is_empty(d));
+    sx_re_free(d);
+    assert_int_equal(sx_re_from_literals(lits, NULL, 2, NULL, &l, NULL), SX_OK);
+    assert_int_equal(sx_re_minus(all, l, NULL, &d, NULL), SX_OK);
+    assert_false(sx_re_matches(d, "x", 1));
+    assert_false(sx_re_matches(d, "yz", 2));
+    assert_true(sx_re_matches(d, "y", 1) && sx_re_matches(d, "xx", 2) && sx_re_matches(d, "", 0));
+    sx_re_free(d);
+    sx_re_free(l);
+    sx_re_free(none);
+    sx_re_free(all);
+}
+
 /* ---- PCRE2 oracle on random patterns -------------------------------------- */
 
 static void gen_atom(sbuf *b, int depth);
@@ -1309,6 +1358,7 @@ int main(void)
         cmocka_unit_test(limits_fail_fast),
         cmocka_unit_test(literal_lists),
         cmocka_unit_test(intersection),
+        cmocka_unit_test(difference),
         cmocka_unit_test(pcre2_oracle_random_patterns),
         cmocka_unit_test(maskbench_patterns_vs_pcre2),
     };
