@@ -1,5 +1,6 @@
-/* libFuzzer: the service's request parser and message builders on
- * untrusted bytes (what any client can send).  Input: a request body. */
+/* libFuzzer: the service's request parsers (native and OpenAI) and message
+ * builders on untrusted bytes (what any client can send).  Input: a request
+ * body. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sx_error e;
     char *text = NULL;
     size_t len = 0;
+    /* the OpenAI dialect first: same bytes, other rules */
+    if (sx_rpc_openai_parse((const char *)data, size, &lim, &r, &e) == SX_OK) {
+        double sc[16] = {0};
+        sx_rpc_result res = {.text = "{}", .text_len = 2, .finish_reason = "length",
+                             .scores = r.mode == SX_RPC_CHOICES ? sc : NULL};
+        if (sx_rpc_openai_response_dump(&r, "chatcmpl-x", 0, "m", &res, &text, &len) == SX_OK) {
+            json_t *back = json_loads(text, 0, NULL);
+            if (!back)
+                abort();
+            json_decref(back);
+        }
+        free(text);
+        text = NULL;
+        sx_rpc_req_free(&r);
+    } else if (sx_rpc_openai_error_dump(sx_rpc_code_of(SX_RPC_STAGE_PARSE, e.code), e.msg,
+                                        e.pointer, &text, &len) == SX_OK) {
+        json_t *back = json_loads(text, 0, NULL);
+        if (!back)
+            abort();
+        json_decref(back);
+        free(text);
+        text = NULL;
+    }
     int rc = sx_rpc_req_parse((const char *)data, size, &lim, &r, &e);
     if (rc) {
         /* every refusal must serialise, whatever bytes the message quotes */

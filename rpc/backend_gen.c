@@ -1,0 +1,90 @@
+/* The real sx_rpc_backend: sx_gen over an sx_engine. */
+#include <stdlib.h>
+
+#include "rpc/server.h"
+
+typedef struct gen_backend {
+    sx_engine          *e;
+    const sx_tokenizer *tok;
+    sx_gen_opts         o;
+    sx_gen             *g;
+    int64_t             kv_capacity;
+} gen_backend;
+
+static int gb_bind(void *b, sx_gen_cb cb, void *cb_ctx, sx_error *err)
+{
+    gen_backend *gb = b;
+    if (gb->g)
+        return sx_err_set(err, SX_EINVAL, "backend already bound");
+    return sx_gen_new(gb->e, gb->tok, &gb->o, cb, cb_ctx, &gb->g, err);
+}
+
+static int gb_add(void *b, const int32_t *prompt, int n_prompt, const sx_gen_params *p,
+                  void *user, int *handle, sx_error *err)
+{
+    return sx_gen_add(((gen_backend *)b)->g, prompt, n_prompt, p, user, handle, err);
+}
+
+static void gb_cancel(void *b, int handle)
+{
+    sx_gen_cancel(((gen_backend *)b)->g, handle);
+}
+
+static int gb_step(void *b, int *n_live, sx_error *err)
+{
+    return sx_gen_step(((gen_backend *)b)->g, n_live, err);
+}
+
+static int gb_score(void *b, const int32_t *prompt, int n_prompt, const sx_ids *labels,
+                    size_t n_labels, double *logp, sx_error *err)
+{
+    gen_backend *gb = b;
+    return sx_rpc_score_labels(gb->e, sx_tok_vocab_size(gb->tok), prompt, n_prompt, labels,
+                               n_labels, gb->o.prefill_chunk, logp, err);
+}
+
+static int64_t gb_kv(void *b)
+{
+    return ((gen_backend *)b)->kv_capacity;
+}
+
+static void gb_free(void *b)
+{
+    gen_backend *gb = b;
+    sx_gen_free(gb->g);
+    free(gb);
+}
+
+static const sx_rpc_backend_ops gen_ops = {
+    .bind = gb_bind, .add = gb_add, .cancel = gb_cancel, .step = gb_step,
+    .score = gb_score, .kv_capacity = gb_kv, .free = gb_free,
+};
+
+int sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
+                           sx_rpc_backend *out, sx_error *err)
+{
+    out->ops = NULL;
+    out->b = NULL;
+    gen_backend *gb = calloc(1, sizeof *gb);
+    if (!gb)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    gb->e = e;
+    gb->tok = tok;
+    if (opts)
+        gb->o = *opts;
+    if (gb->o.prefill_chunk <= 0)
+        gb->o.prefill_chunk = 256;
+    gb->kv_capacity = sx_engine_free_tokens(e);
+    out->ops = &gen_ops;
+    out->b = gb;
+    return SX_OK;
+}
+
+void sx_rpc_backend_free(sx_rpc_backend *b)
+{
+    if (b && b->ops) {
+        b->ops->free(b->b);
+        b->ops = NULL;
+        b->b = NULL;
+    }
+}

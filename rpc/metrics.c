@@ -1,0 +1,178 @@
+/* Service metrics in the Prometheus text format (GET /metrics). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/server_internal.h"
+
+static const double ms_bounds[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
+                                   30000, 60000};
+static const double tpot_bounds[] = {0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+
+#define N(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+void rpc_metrics_init(rpc_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->mu, NULL);
+    m->ttft = (rpc_hist){.bounds = ms_bounds, .n = N(ms_bounds)};
+    m->total = (rpc_hist){.bounds = ms_bounds, .n = N(ms_bounds)};
+    m->queue = (rpc_hist){.bounds = ms_bounds, .n = N(ms_bounds)};
+    m->tpot = (rpc_hist){.bounds = tpot_bounds, .n = N(tpot_bounds)};
+    m->batch = (rpc_hist){.bounds = batch_bounds, .n = N(batch_bounds)};
+}
+
+void rpc_metrics_destroy(rpc_metrics *m)
+{
+    pthread_mutex_destroy(&m->mu);
+}
+
+void rpc_hist_add(rpc_hist *h, double x)
+{
+    int i = 0;
+    while (i < h->n && x > h->bounds[i])
+        i++;
+    h->counts[i]++;
+    h->sum += x;
+    h->count++;
+}
+
+void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_completion,
+                         int n_forced, double queue_ms, double ttft_ms, double tpot_ms,
+                         double total_ms)
+{
+    if (code < 0 || code >= SX_RPC_CODE_COUNT)
+        code = SX_RPC_INTERNAL;
+    pthread_mutex_lock(&m->mu);
+    m->requests[via ? 1 : 0][code]++;
+    m->tok_prompt += (uint64_t)(n_prompt > 0 ? n_prompt : 0);
+    m->tok_completion += (uint64_t)(n_completion > 0 ? n_completion : 0);
+    m->tok_forced += (uint64_t)(n_forced > 0 ? n_forced : 0);
+    if (code == SX_RPC_OK) {
+        rpc_hist_add(&m->queue, queue_ms);
+        rpc_hist_add(&m->total, total_ms);
+        if (n_completion > 0)
+            rpc_hist_add(&m->ttft, ttft_ms);
+        if (n_completion > 1)
+            rpc_hist_add(&m->tpot, tpot_ms);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+void rpc_metrics_step(rpc_metrics *m, int batch)
+{
+    pthread_mutex_lock(&m->mu);
+    m->steps++;
+    rpc_hist_add(&m->batch, batch);
+    pthread_mutex_unlock(&m->mu);
+}
+
+static int put(sx_bytes *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put(sx_bytes *out, const char *fmt, ...)
+{
+    char buf[512], *big = NULL;
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    int rc = SX_EINTERNAL;
+    if (n >= 0 && (size_t)n < sizeof buf) {
+        rc = sx_bytes_append(out, buf, (size_t)n);
+    } else if (n >= 0 && (big = malloc((size_t)n + 1))) {
+        vsnprintf(big, (size_t)n + 1, fmt, ap2);
+        rc = sx_bytes_append(out, big, (size_t)n);
+        free(big);
+    }
+    va_end(ap2);
+    return rc;
+}
+
+static int hist(sx_bytes *out, const char *name, const char *help, const rpc_hist *h)
+{
+    int rc = put(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int i = 0; i < h->n && !rc; i++) {
+        cum += h->counts[i];
+        rc = put(out, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
+    }
+    if (!rc)
+        rc = put(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+                 (unsigned long long)h->count, name, h->sum, name, (unsigned long long)h->count);
+    return rc;
+}
+
+int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
+{
+    static const char *const via[2] = {"nng", "http"};
+    int rc;
+    pthread_mutex_lock(&m->mu);
+    rc = put(out, "# HELP strux_requests_total Requests answered, by transport and result code "
+                  "(code=\"ok\" is success; the rest are errors).\n"
+                  "# TYPE strux_requests_total counter\n");
+    for (int v = 0; v < 2 && !rc; v++)
+        for (int c = 0; c < SX_RPC_CODE_COUNT && !rc; c++)
+            rc = put(out, "strux_requests_total{via=\"%s\",code=\"%s\"} %llu\n", via[v],
+                     sx_rpc_code_name(c), (unsigned long long)m->requests[v][c]);
+    if (!rc)
+        rc = put(out,
+                 "# HELP strux_tokens_total Tokens processed.\n"
+                 "# TYPE strux_tokens_total counter\n"
+                 "strux_tokens_total{kind=\"prompt\"} %llu\n"
+                 "strux_tokens_total{kind=\"completion\"} %llu\n"
+                 "strux_tokens_total{kind=\"forced\"} %llu\n"
+                 "# HELP strux_steps_total Generator steps run.\n"
+                 "# TYPE strux_steps_total counter\n"
+                 "strux_steps_total %llu\n",
+                 (unsigned long long)m->tok_prompt, (unsigned long long)m->tok_completion,
+                 (unsigned long long)m->tok_forced, (unsigned long long)m->steps);
+    if (!rc)
+        rc = hist(out, "strux_ttft_ms", "Time from receipt to the first output token, ms.",
+                  &m->ttft);
+    if (!rc)
+        rc = hist(out, "strux_tpot_ms", "Mean time per output token after the first, ms.",
+                  &m->tpot);
+    if (!rc)
+        rc = hist(out, "strux_request_ms", "Time from receipt to the answer, ms.", &m->total);
+    if (!rc)
+        rc = hist(out, "strux_queue_ms", "Time waiting before joining the batch, ms.", &m->queue);
+    if (!rc)
+        rc = hist(out, "strux_batch_size", "Requests live in the generator at each step.",
+                  &m->batch);
+    pthread_mutex_unlock(&m->mu);
+    if (!rc)
+        rc = put(out,
+                 "# HELP strux_queue_depth Requests accepted and waiting to join the batch.\n"
+                 "# TYPE strux_queue_depth gauge\nstrux_queue_depth %d\n"
+                 "# HELP strux_running Requests in the generator.\n"
+                 "# TYPE strux_running gauge\nstrux_running %d\n"
+                 "# HELP strux_inflight Requests accepted and not yet answered.\n"
+                 "# TYPE strux_inflight gauge\nstrux_inflight %d\n"
+                 "# HELP strux_kv_capacity_tokens KV-cache capacity in tokens.\n"
+                 "# TYPE strux_kv_capacity_tokens gauge\nstrux_kv_capacity_tokens %lld\n",
+                 g->queued, g->running, g->inflight, (long long)g->kv_capacity);
+    if (!rc)
+        rc = put(out,
+                 "# HELP strux_schema_cache_hits_total Compiled-schema cache hits.\n"
+                 "# TYPE strux_schema_cache_hits_total counter\n"
+                 "strux_schema_cache_hits_total %llu\n"
+                 "# HELP strux_schema_cache_misses_total Compiled-schema cache misses (compiles).\n"
+                 "# TYPE strux_schema_cache_misses_total counter\n"
+                 "strux_schema_cache_misses_total %llu\n"
+                 "# HELP strux_schema_cache_evictions_total Entries evicted for space.\n"
+                 "# TYPE strux_schema_cache_evictions_total counter\n"
+                 "strux_schema_cache_evictions_total %llu\n"
+                 "# HELP strux_schema_compile_errors_total Constraints refused by the compiler.\n"
+                 "# TYPE strux_schema_compile_errors_total counter\n"
+                 "strux_schema_compile_errors_total %llu\n"
+                 "# HELP strux_schema_cache_entries Compiled constraints held.\n"
+                 "# TYPE strux_schema_cache_entries gauge\nstrux_schema_cache_entries %zu\n"
+                 "# HELP strux_schema_cache_bytes Bytes charged to the cache.\n"
+                 "# TYPE strux_schema_cache_bytes gauge\nstrux_schema_cache_bytes %zu\n",
+                 (unsigned long long)g->cache.hits, (unsigned long long)g->cache.misses,
+                 (unsigned long long)g->cache.evictions,
+                 (unsigned long long)g->cache.compile_errors, g->cache.entries, g->cache.bytes);
+    return rc;
+}

@@ -1,0 +1,215 @@
+/* sx_rpc protocol: the request and response messages of strux's service
+ * (docs/PROTOCOL.md is the user-facing description; keep the two in step).
+ *
+ * A request is one JSON object: an `id`, at most one constraint (`schema`,
+ * `choices`, `regex` or `json_object: true`; none = free text), the input as
+ * `messages` or as a `document` (+ optional `instruction` / `system`), and
+ * sampling fields.  sx_rpc_req_parse checks every field -- type, range,
+ * unknown names -- and reports the first problem with a JSON Pointer into
+ * the request, so a client always learns which field was wrong.
+ *
+ * Responses are built here too: a success carries the parsed `output`, the
+ * exact `text`, `finish_reason`, `usage`, `timing` and (choices) `scores`;
+ * an error is {ok:false, id, error:{code, message, pointer}} with one of the
+ * stable codes below.
+ *
+ * Ownership: a parsed sx_rpc_req keeps the parsed JSON document alive and
+ * points into it; release everything with sx_rpc_req_free.  Builders return
+ * malloc'd text the caller frees.  Every function is thread-safe (no shared
+ * state). */
+#ifndef SX_RPC_PROTOCOL_H
+#define SX_RPC_PROTOCOL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sx_error.h"
+#include "engine/chat.h"
+#include "engine/sampler.h"
+
+/* Stable error codes (their names are the wire format). */
+typedef enum sx_rpc_code {
+    SX_RPC_OK = 0,
+    SX_RPC_BAD_REQUEST,        /* malformed JSON, wrong type, unknown field, bad value */
+    SX_RPC_SCHEMA_UNSUPPORTED, /* a valid schema (or regex) strux cannot enforce exactly */
+    SX_RPC_SCHEMA_INVALID,     /* the schema or regex itself is malformed */
+    SX_RPC_TOO_LARGE,          /* request, schema, prompt or max_tokens over a limit */
+    SX_RPC_OVERLOADED,         /* queue full or server shutting down: retry later */
+    SX_RPC_TIMEOUT,            /* the request's deadline passed */
+    SX_RPC_INCOMPLETE,         /* max_tokens ran out before a valid document could close */
+    SX_RPC_CANCELLED,          /* the client went away (logged; nobody to answer) */
+    SX_RPC_INTERNAL,
+    SX_RPC_CODE_COUNT
+} sx_rpc_code;
+
+/* "bad_request", ...; never NULL. */
+const char *sx_rpc_code_name(int code);
+/* HTTP status for a code: 400, 422, 422, 413, 503, 504, 422, 499, 500. */
+int sx_rpc_http_status(int code);
+
+/* Which step an sx_error came from, for sx_rpc_code_of. */
+enum { SX_RPC_STAGE_PARSE, SX_RPC_STAGE_COMPILE, SX_RPC_STAGE_RUN };
+/* Maps an sx_code met at a stage to the protocol code: SX_ELIMIT is
+ * too_large everywhere; while compiling SX_EUNSUPPORTED is
+ * schema_unsupported and other input errors schema_invalid; SX_ENOMEM and
+ * SX_EINTERNAL are internal. */
+int sx_rpc_code_of(int stage, int code);
+
+typedef enum sx_rpc_mode {
+    SX_RPC_TEXT = 0,       /* no constraint */
+    SX_RPC_SCHEMA,
+    SX_RPC_CHOICES,
+    SX_RPC_REGEX,
+    SX_RPC_JSON_OBJECT
+} sx_rpc_mode;
+
+/* "text", "schema", "choices", "regex", "json_object". */
+const char *sx_rpc_mode_name(int mode);
+
+typedef struct sx_rpc_limits {
+    size_t max_request_bytes;  /* whole request body (default 4 MiB) */
+    size_t max_schema_bytes;   /* schema as canonical JSON (default 256 KiB) */
+    int    max_tokens;         /* cap on max_tokens (default 4096) */
+    int    default_max_tokens; /* when the request has none (default 512) */
+    int    max_choices;        /* labels (default 256) */
+    size_t max_label_bytes;    /* one label (default 256) */
+    int    max_messages;       /* default 256 */
+    double max_timeout_s;      /* cap on timeout (default 600) */
+} sx_rpc_limits;
+
+void sx_rpc_limits_default(sx_rpc_limits *l);
+
+typedef struct sx_rpc_req {
+    json_t       *root;          /* the parsed request; everything below points into it */
+    const json_t *id;            /* borrowed from root; NULL when absent */
+    int           mode;          /* sx_rpc_mode */
+    const json_t *schema;        /* SCHEMA: the schema (object or boolean) */
+    const char  **choices;       /* CHOICES: labels (owned array, strings in root) */
+    size_t        n_choices;
+    const char   *regex;         /* REGEX: the pattern */
+    size_t        regex_len;
+    char         *key;           /* canonical constraint text (cache key), owned; "" for TEXT */
+    size_t        key_len;
+    sx_chat_msg  *msgs;          /* `messages` (owned array, strings in root), or NULL */
+    size_t        n_msgs;
+    const char   *document;      /* `document` form: the text, else NULL */
+    size_t        document_len;
+    const char   *instruction;   /* optional task sentence for the default prompt */
+    const char   *system;        /* optional full system message (replaces the default) */
+    sx_sampling   sampling;
+    int           max_tokens;
+    int           logprobs;      /* 1: report per-token log-probs */
+    int           top_logprobs;  /* 0..SX_SAMPLER_MAX_TOPN alternatives per token */
+    int           scores;        /* CHOICES: compute label probabilities (default 1) */
+    double        timeout_s;     /* 0 = the server's default */
+    int           stream;        /* OpenAI route: answer with server-sent events */
+    int           stream_usage;  /* OpenAI route: stream_options.include_usage */
+    const char   *model;         /* OpenAI route: the `model` asked for (echoed) */
+    json_t       *keep;          /* strings made while parsing (joined content parts) */
+} sx_rpc_req;
+
+/* Parses and checks a request.  On error returns SX_EFORMAT / SX_EINVAL
+ * (bad_request) or SX_ELIMIT (too_large) with err->pointer naming the field
+ * and *out zeroed (nothing to free).  On success the caller frees *out with
+ * sx_rpc_req_free. */
+int  sx_rpc_req_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                      sx_error *err);
+/* The same from a JSON value (a new reference to it is kept). */
+int  sx_rpc_req_from_json(json_t *root, const sx_rpc_limits *lim, sx_rpc_req *out,
+                          sx_error *err);
+void sx_rpc_req_free(sx_rpc_req *r);
+
+/* Fills the constraint fields of r (mode, schema / choices / regex, key)
+ * from a value already checked by the caller; used by sx_rpc_req_parse and
+ * the OpenAI route.  `at` is the JSON Pointer for errors. */
+int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_limits *lim,
+                           const char *at, sx_error *err);
+
+/* Checks a `messages` array (role system/user/assistant, content a
+ * string) into r->msgs.  strict: other members of a message are errors,
+ * else ignored (OpenAI clients send `name` and friends); with !strict a
+ * content may also be an array of {"type":"text","text":...} parts, which
+ * are joined.  Joined text is kept alive in r. */
+int  sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_limits *lim,
+                             int strict, const char *at, sx_error *err);
+
+/* The chat messages a request is run as.  `messages` requests give their
+ * own; `document` requests get the default extraction prompt (see
+ * docs/PROTOCOL.md): a system message -- `system` if given, else the
+ * instruction (or the default one) followed by the constraint shown
+ * compactly -- and the document as the user turn.  *msgs (owned array) and
+ * *owned (text) are freed by the caller with free(); the message strings
+ * point into r and *owned. */
+int  sx_rpc_build_messages(const sx_rpc_req *r, sx_chat_msg **msgs, size_t *n, char **owned,
+                           sx_error *err);
+
+/* The default instruction of document requests, by mode. */
+const char *sx_rpc_default_instruction(int mode);
+
+/* The outcome of a finished generation, for sx_rpc_response_dump. */
+typedef struct sx_rpc_result {
+    const char   *text;          /* generated text (exact), NUL-terminated */
+    size_t        text_len;
+    const json_t *output;        /* parsed value (borrowed), NULL = JSON null */
+    const char   *finish_reason; /* "stop", "length", ... */
+    int           n_prompt, n_completion, n_forced;
+    double        queue_ms, compile_ms, ttft_ms, tpot_ms, total_ms;
+    const double *scores;        /* CHOICES with scores: per label, NULL otherwise */
+    const json_t *logprobs;      /* array built by the server (borrowed) or NULL */
+    int           cache_hit;     /* the constraint came from the compiled-schema cache */
+} sx_rpc_result;
+
+/* Turns finished text into the response's `output`: parses it as JSON for
+ * schema / json_object / choices (the label string), wraps it as a string
+ * for regex, null for text; then re-checks it: `validator` (schema mode, may
+ * be NULL), an object (json_object), one of the labels (choices).  Returns
+ * SX_OK with *output a new reference (NULL for text) or SX_EFORMAT when the
+ * text is not a valid document (message says why). */
+struct sx_validator;
+int  sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
+                         const struct sx_validator *validator, json_t **output, sx_error *err);
+
+/* Reals in responses are written with 15 significant digits (timings and
+ * scores read as 0.059, not 0.058999999999999997); `text` is always the
+ * exact generated text, numbers included. */
+#define SX_RPC_JSON_PRECISION JSON_REAL_PRECISION(15)
+
+/* Serialises a success response; *out is malloc'd, NUL-terminated. */
+int  sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **out, size_t *len);
+/* Serialises {ok:false, id, error:{code, message, pointer}}; id may be NULL
+ * (JSON null) and pointer NULL or "" (omitted).  `extra` (may be NULL) is an
+ * object whose members are copied in (text, usage of an incomplete run). */
+int  sx_rpc_error_dump(const json_t *id, int code, const char *message, const char *pointer,
+                       const json_t *extra, char **out, size_t *len);
+
+/* ---- the OpenAI dialect (POST /v1/chat/completions) ------------------------
+ * Request: model, messages (content strings or text parts), response_format
+ * {"type":"text"|"json_object"} or {"type":"json_schema","json_schema":
+ * {"name","schema","strict","description"}}, max_tokens or
+ * max_completion_tokens, temperature (default 1), top_p, seed, stream,
+ * stream_options.include_usage, logprobs, top_logprobs, n (1 only), stop
+ * (null only); extensions top_k, min_p, repetition_penalty, timeout.  Other
+ * members are ignored, as OpenAI-compatible servers do.  Errors as in
+ * sx_rpc_req_parse; schema errors point into response_format. */
+int  sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                         sx_error *err);
+/* Where a compile error's pointer is rooted in an OpenAI request. */
+#define SX_RPC_OPENAI_SCHEMA_AT "/response_format/json_schema/schema"
+
+/* chat.completion object.  cid: "chatcmpl-..."; model: echoed name. */
+int  sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long created,
+                                 const char *model, const sx_rpc_result *res, char **out,
+                                 size_t *len);
+/* One chat.completion.chunk as an SSE event ("data: {...}\n\n").
+ * role_first adds the assistant role to the delta; finish_reason NULL for
+ * content chunks; usage (may be NULL) makes the usage-only last chunk. */
+int  sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model,
+                              const char *content, size_t content_len, int role_first,
+                              const char *finish_reason, const sx_rpc_result *usage, char **out,
+                              size_t *len);
+/* {"error":{"message","type","param","code"}}. */
+int  sx_rpc_openai_error_dump(int code, const char *message, const char *pointer, char **out,
+                              size_t *len);
+
+#endif

@@ -1,0 +1,86 @@
+/* sx_rpc: the prompt strux builds for `document` requests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/protocol.h"
+
+/* The wording matters to the model, not to the guarantee (the grammar
+ * enforces the constraint whatever the prompt says).  docs/PROTOCOL.md
+ * quotes these strings; change both together. */
+const char *sx_rpc_default_instruction(int mode)
+{
+    switch (mode) {
+    case SX_RPC_SCHEMA:
+        return "Extract the information in the user's document into one JSON value that conforms "
+               "to the JSON Schema below. Use only facts stated in the document; where the "
+               "document gives no value, use null if the schema allows it or leave an optional "
+               "field out. Reply with the JSON value only.";
+    case SX_RPC_CHOICES:
+        return "Classify the user's document. Reply with exactly one of the labels below, "
+               "written as a JSON string.";
+    case SX_RPC_REGEX:
+        return "Answer from the user's document with text that matches the regular expression "
+               "below, and nothing else.";
+    case SX_RPC_JSON_OBJECT:
+        return "Extract the information in the user's document into one JSON object with short, "
+               "descriptive keys. Reply with the JSON object only.";
+    default:
+        return "Read the user's document and answer concisely.";
+    }
+}
+
+static const char *constraint_label(int mode)
+{
+    switch (mode) {
+    case SX_RPC_SCHEMA: return "JSON Schema: ";
+    case SX_RPC_CHOICES: return "Labels: ";
+    case SX_RPC_REGEX: return "Regular expression: ";
+    default: return NULL;
+    }
+}
+
+int sx_rpc_build_messages(const sx_rpc_req *r, sx_chat_msg **msgs, size_t *n, char **owned,
+                          sx_error *err)
+{
+    *msgs = NULL;
+    *n = 0;
+    *owned = NULL;
+    if (r->msgs) {
+        *msgs = malloc(r->n_msgs * sizeof **msgs);
+        if (!*msgs)
+            return sx_err_set(err, SX_ENOMEM, "out of memory");
+        memcpy(*msgs, r->msgs, r->n_msgs * sizeof **msgs);
+        *n = r->n_msgs;
+        return SX_OK;
+    }
+    if (!r->document)
+        return sx_err_set(err, SX_EINVAL, "request has neither messages nor a document");
+    const char *sys = r->system;
+    if (!sys) {
+        const char *ins = r->instruction ? r->instruction : sx_rpc_default_instruction(r->mode);
+        const char *label = constraint_label(r->mode);
+        size_t cap = strlen(ins) + (label ? strlen(label) + r->key_len + 2 : 0) + 1;
+        char *buf = malloc(cap);
+        if (!buf)
+            return sx_err_set(err, SX_ENOMEM, "out of memory");
+        if (label)
+            snprintf(buf, cap, "%s\n\n%s%s", ins, label, r->key);
+        else
+            snprintf(buf, cap, "%s", ins);
+        *owned = buf;
+        sys = buf;
+    }
+    *msgs = malloc(2 * sizeof **msgs);
+    if (!*msgs) {
+        free(*owned);
+        *owned = NULL;
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    }
+    (*msgs)[0].role = "system";
+    (*msgs)[0].content = sys;
+    (*msgs)[1].role = "user";
+    (*msgs)[1].content = r->document;
+    *n = 2;
+    return SX_OK;
+}

@@ -1,0 +1,566 @@
+/* sx_rpc: parsing and checking a request (see protocol.h). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/protocol.h"
+
+void sx_rpc_limits_default(sx_rpc_limits *l)
+{
+    memset(l, 0, sizeof *l);
+    l->max_request_bytes = 4u << 20;
+    l->max_schema_bytes = 256u << 10;
+    l->max_tokens = 4096;
+    l->default_max_tokens = 512;
+    l->max_choices = 256;
+    l->max_label_bytes = 256;
+    l->max_messages = 256;
+    l->max_timeout_s = 600;
+}
+
+/* "/" + key with '~' and '/' escaped (RFC 6901), appended to base. */
+static void ptr_join(char *out, size_t cap, const char *base, const char *key)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s/", base);
+    for (const char *k = key; *k && n + 3 < cap; k++) {
+        if (*k == '~' || *k == '/') {
+            out[n++] = '~';
+            out[n++] = *k == '~' ? '0' : '1';
+        } else {
+            out[n++] = *k;
+        }
+    }
+    out[n < cap ? n : cap - 1] = 0;
+}
+
+static void ptr_index(char *out, size_t cap, const char *base, size_t i)
+{
+    snprintf(out, cap, "%s/%zu", base, i);
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+static int bad_type(sx_error *err, const char *ptr, const char *field, const char *want,
+                    const json_t *v)
+{
+    return sx_err_setp(err, SX_EINVAL, ptr, -1, "%s must be %s, not %s", field, want,
+                       type_name(v));
+}
+
+/* A number field in [lo, hi]; lo_open makes the lower bound exclusive. */
+static int get_number(const json_t *v, const char *name, double lo, int lo_open, double hi,
+                      double *out, sx_error *err)
+{
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/%s", name);
+    if (!json_is_number(v))
+        return bad_type(err, ptr, name, "a number", v);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
+        return sx_err_setp(err, SX_EINVAL, ptr, -1, "%s must be in %c%g, %g], got %g", name,
+                           lo_open ? '(' : '[', lo, hi, x);
+    *out = x;
+    return SX_OK;
+}
+
+static int get_int(const json_t *v, const char *name, long long lo, long long hi, long long *out,
+                   sx_error *err)
+{
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/%s", name);
+    if (!json_is_integer(v))
+        return bad_type(err, ptr, name, "an integer", v);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return sx_err_setp(err, SX_EINVAL, ptr, -1, "%s must be in [%lld, %lld], got %lld", name,
+                           lo, hi, x);
+    *out = x;
+    return SX_OK;
+}
+
+static int get_bool(const json_t *v, const char *name, int *out, sx_error *err)
+{
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/%s", name);
+    if (!json_is_boolean(v))
+        return bad_type(err, ptr, name, "a boolean", v);
+    *out = json_is_true(v);
+    return SX_OK;
+}
+
+static int get_string(const json_t *v, const char *name, const char **out, size_t *len,
+                      sx_error *err)
+{
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/%s", name);
+    if (!json_is_string(v))
+        return bad_type(err, ptr, name, "a string", v);
+    *out = json_string_value(v);
+    if (len)
+        *len = json_string_length(v);
+    if (strlen(*out) != json_string_length(v))
+        return sx_err_setp(err, SX_EINVAL, ptr, -1, "%s must not contain NUL characters", name);
+    return SX_OK;
+}
+
+/* ---- constraint ----------------------------------------------------------- */
+
+static int set_key(sx_rpc_req *r, const json_t *v, size_t max, const char *at, sx_error *err)
+{
+    free(r->key);
+    r->key = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!r->key)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    r->key_len = strlen(r->key);
+    if (max && r->key_len > max)
+        return sx_err_setp(err, SX_ELIMIT, at, -1,
+                           "schema is %zu bytes as compact JSON; the limit is %zu", r->key_len,
+                           max);
+    return SX_OK;
+}
+
+int sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_limits *lim,
+                          const char *at, sx_error *err)
+{
+    if (!json_is_object(schema) && !json_is_boolean(schema))
+        return bad_type(err, at, "schema", "an object or a boolean", schema);
+    r->mode = SX_RPC_SCHEMA;
+    r->schema = schema;
+    return set_key(r, schema, lim->max_schema_bytes, at, err);
+}
+
+static int set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, sx_error *err)
+{
+    char ptr[64];
+    if (!json_is_array(v))
+        return bad_type(err, "/choices", "choices", "an array of strings", v);
+    size_t n = json_array_size(v);
+    if (n == 0)
+        return sx_err_setp(err, SX_EINVAL, "/choices", -1, "choices must hold at least one label");
+    if (n > (size_t)lim->max_choices)
+        return sx_err_setp(err, SX_ELIMIT, "/choices", -1,
+                           "choices holds %zu labels; the limit is %d", n, lim->max_choices);
+    r->choices = calloc(n, sizeof *r->choices);
+    if (!r->choices)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *s = json_array_get(v, i);
+        ptr_index(ptr, sizeof ptr, "/choices", i);
+        if (!json_is_string(s))
+            return bad_type(err, ptr, "a label", "a string", s);
+        const char *t = json_string_value(s);
+        size_t len = json_string_length(s);
+        if (strlen(t) != len)
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "a label must not contain NUL characters");
+        if (len > lim->max_label_bytes)
+            return sx_err_setp(err, SX_ELIMIT, ptr, -1, "label is %zu bytes; the limit is %zu",
+                               len, lim->max_label_bytes);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(r->choices[j], t))
+                return sx_err_setp(err, SX_EINVAL, ptr, -1, "label \"%s\" appears twice", t);
+        r->choices[i] = t;
+    }
+    r->n_choices = n;
+    r->mode = SX_RPC_CHOICES;
+    return set_key(r, v, 0, "/choices", err);
+}
+
+static int set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, sx_error *err)
+{
+    int rc = get_string(v, "regex", &r->regex, &r->regex_len, err);
+    if (rc)
+        return rc;
+    if (r->regex_len > lim->max_schema_bytes)
+        return sx_err_setp(err, SX_ELIMIT, "/regex", -1, "regex is %zu bytes; the limit is %zu",
+                           r->regex_len, lim->max_schema_bytes);
+    r->mode = SX_RPC_REGEX;
+    r->key = strdup(r->regex);
+    if (!r->key)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    r->key_len = r->regex_len;
+    return SX_OK;
+}
+
+/* ---- messages ------------------------------------------------------------- */
+
+static int valid_role(const char *role)
+{
+    return !strcmp(role, "system") || !strcmp(role, "user") || !strcmp(role, "assistant");
+}
+
+/* Joins the text parts of an OpenAI content array into one string kept in
+ * r->keep. */
+static int join_parts(sx_rpc_req *r, const json_t *parts, const char *at, const char **out,
+                      sx_error *err)
+{
+    char ptr[256];
+    size_t total = 0, i;
+    const json_t *p;
+    json_array_foreach(parts, i, p) {
+        const json_t *type = json_object_get(p, "type"), *text = json_object_get(p, "text");
+        ptr_index(ptr, sizeof ptr, at, i);
+        if (!json_is_object(p) || !json_is_string(type) || strcmp(json_string_value(type), "text"))
+            return sx_err_setp(err, SX_EUNSUPPORTED, ptr, -1,
+                               "only text content parts are supported");
+        if (!json_is_string(text))
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "a text part needs a string \"text\"");
+        total += json_string_length(text);
+    }
+    char *buf = malloc(total + 1);
+    if (!buf)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    size_t n = 0;
+    json_array_foreach(parts, i, p) {
+        const json_t *text = json_object_get(p, "text");
+        memcpy(buf + n, json_string_value(text), json_string_length(text));
+        n += json_string_length(text);
+    }
+    buf[n] = 0;
+    if (strlen(buf) != n) {
+        free(buf);
+        return sx_err_setp(err, SX_EINVAL, at, -1, "content must not contain NUL characters");
+    }
+    if (!r->keep && !(r->keep = json_array())) {
+        free(buf);
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    }
+    json_t *s = json_stringn_nocheck(buf, n);
+    free(buf);
+    if (!s || json_array_append_new(r->keep, s))
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    *out = json_string_value(s);
+    return SX_OK;
+}
+
+int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_limits *lim,
+                            int strict, const char *at, sx_error *err)
+{
+    char ptr[256];
+    if (!json_is_array(messages))
+        return bad_type(err, at, "messages", "an array", messages);
+    size_t n = json_array_size(messages);
+    if (n == 0)
+        return sx_err_setp(err, SX_EINVAL, at, -1, "messages must hold at least one message");
+    if (n > (size_t)lim->max_messages)
+        return sx_err_setp(err, SX_ELIMIT, at, -1, "messages holds %zu entries; the limit is %d",
+                           n, lim->max_messages);
+    free(r->msgs);
+    r->msgs = calloc(n, sizeof *r->msgs);
+    if (!r->msgs)
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(messages, i);
+        ptr_index(ptr, sizeof ptr, at, i);
+        if (!json_is_object(m))
+            return bad_type(err, ptr, "a message", "an object", m);
+        const char *k;
+        const json_t *v;
+        char sub[300];
+        json_object_foreach((json_t *)m, k, v) {
+            if (!strcmp(k, "role") || !strcmp(k, "content"))
+                continue;
+            ptr_join(sub, sizeof sub, ptr, k);
+            if (strict)
+                return sx_err_setp(err, SX_EINVAL, sub, -1,
+                                   "unknown message field \"%s\" (expected role, content)", k);
+            if (!strcmp(k, "tool_calls") && !json_is_null(v))
+                return sx_err_setp(err, SX_EUNSUPPORTED, sub, -1, "tool calls are not supported");
+        }
+        const json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+        ptr_join(sub, sizeof sub, ptr, "role");
+        if (!role)
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"role\"");
+        if (!json_is_string(role))
+            return bad_type(err, sub, "role", "a string", role);
+        if (!valid_role(json_string_value(role)))
+            return sx_err_setp(err, SX_EINVAL, sub, -1,
+                               "role must be \"system\", \"user\" or \"assistant\", not \"%s\"",
+                               json_string_value(role));
+        r->msgs[i].role = json_string_value(role);
+        ptr_join(sub, sizeof sub, ptr, "content");
+        if (!content)
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"content\"");
+        if (json_is_string(content)) {
+            if (strlen(json_string_value(content)) != json_string_length(content))
+                return sx_err_setp(err, SX_EINVAL, sub, -1,
+                                   "content must not contain NUL characters");
+            r->msgs[i].content = json_string_value(content);
+        } else if (!strict && json_is_array(content)) {
+            int rc = join_parts(r, content, sub, &r->msgs[i].content, err);
+            if (rc)
+                return rc;
+        } else {
+            return bad_type(err, sub, "content", "a string", content);
+        }
+    }
+    r->n_msgs = n;
+    return SX_OK;
+}
+
+/* ---- the request ---------------------------------------------------------- */
+
+static const char *const known_fields[] = {
+    "id", "schema", "choices", "regex", "json_object", "messages", "document", "instruction",
+    "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
+    "seed", "max_tokens", "logprobs", "top_logprobs", "scores", "timeout", NULL,
+};
+
+static int check_fields(const json_t *root, sx_error *err)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)root, k, v) {
+        int ok = 0;
+        for (int i = 0; known_fields[i] && !ok; i++)
+            ok = !strcmp(k, known_fields[i]);
+        if (!ok) {
+            char ptr[256];
+            ptr_join(ptr, sizeof ptr, "", k);
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "unknown field \"%.100s\"", k);
+        }
+    }
+    return SX_OK;
+}
+
+static int parse_constraint(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
+                            sx_error *err)
+{
+    static const char *const names[] = {"schema", "choices", "regex", "json_object"};
+    const char *seen = NULL;
+    for (int i = 0; i < 4; i++) {
+        const json_t *v = json_object_get(root, names[i]);
+        if (!v)
+            continue;
+        int rc = SX_OK;
+        if (i == 3) {
+            int on = 0;
+            if ((rc = get_bool(v, "json_object", &on, err)))
+                return rc;
+            if (!on)
+                continue;
+        }
+        if (seen) {
+            char ptr[64];
+            snprintf(ptr, sizeof ptr, "/%s", names[i]);
+            return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                               "give one of schema, choices, regex, json_object (got %s and %s)",
+                               seen, names[i]);
+        }
+        seen = names[i];
+        switch (i) {
+        case 0: rc = sx_rpc_req_set_schema(r, v, lim, "/schema", err); break;
+        case 1: rc = set_choices(r, v, lim, err); break;
+        case 2: rc = set_regex(r, v, lim, err); break;
+        default:
+            r->mode = SX_RPC_JSON_OBJECT;
+            break;
+        }
+        if (rc)
+            return rc;
+    }
+    if (!r->key && !(r->key = strdup("")))
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    return SX_OK;
+}
+
+static int parse_input(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim, sx_error *err)
+{
+    const json_t *msgs = json_object_get(root, "messages"), *doc = json_object_get(root, "document");
+    const json_t *ins = json_object_get(root, "instruction"), *sys = json_object_get(root, "system");
+    int rc;
+    if (msgs && doc)
+        return sx_err_setp(err, SX_EINVAL, "/document", -1, "give messages or document, not both");
+    if (!msgs && !doc)
+        return sx_err_setp(err, SX_EINVAL, "", -1, "a request needs messages or a document");
+    if (msgs) {
+        if (ins || sys)
+            return sx_err_setp(err, SX_EINVAL, ins ? "/instruction" : "/system", -1,
+                               "%s applies to document requests only",
+                               ins ? "instruction" : "system");
+        return sx_rpc_req_set_messages(r, msgs, lim, 1, "/messages", err);
+    }
+    if ((rc = get_string(doc, "document", &r->document, &r->document_len, err)))
+        return rc;
+    if (ins && sys)
+        return sx_err_setp(err, SX_EINVAL, "/system", -1,
+                           "system replaces the whole default prompt; give it or instruction");
+    if (ins && (rc = get_string(ins, "instruction", &r->instruction, NULL, err)))
+        return rc;
+    if (sys && (rc = get_string(sys, "system", &r->system, NULL, err)))
+        return rc;
+    return SX_OK;
+}
+
+static int parse_sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
+                          sx_error *err)
+{
+    sx_sampling *s = &r->sampling;
+    const json_t *v;
+    double d;
+    long long i;
+    int rc;
+    memset(s, 0, sizeof *s);
+    s->temperature = 0; /* extraction wants the most likely document */
+    s->top_p = 1;
+    s->repetition_penalty = 1;
+    r->max_tokens = lim->default_max_tokens;
+    if ((v = json_object_get(root, "temperature"))) {
+        if ((rc = get_number(v, "temperature", 0, 0, 100, &d, err)))
+            return rc;
+        s->temperature = (float)d;
+    }
+    if ((v = json_object_get(root, "top_p"))) {
+        if ((rc = get_number(v, "top_p", 0, 1, 1, &d, err)))
+            return rc;
+        s->top_p = (float)d;
+    }
+    if ((v = json_object_get(root, "min_p"))) {
+        if ((rc = get_number(v, "min_p", 0, 0, 1, &d, err)))
+            return rc;
+        s->min_p = (float)d;
+    }
+    if ((v = json_object_get(root, "repetition_penalty"))) {
+        if ((rc = get_number(v, "repetition_penalty", 0, 1, 100, &d, err)))
+            return rc;
+        s->repetition_penalty = (float)d;
+    }
+    if ((v = json_object_get(root, "top_k"))) {
+        if ((rc = get_int(v, "top_k", 0, 1 << 30, &i, err)))
+            return rc;
+        s->top_k = (int)i;
+    }
+    if ((v = json_object_get(root, "no_repeat_ngram"))) {
+        if ((rc = get_int(v, "no_repeat_ngram", 0, 64, &i, err)))
+            return rc;
+        s->no_repeat_ngram = (int)i;
+    }
+    if ((v = json_object_get(root, "seed"))) {
+        if ((rc = get_int(v, "seed", 0, LLONG_MAX, &i, err)))
+            return rc;
+        s->seed = (uint64_t)i;
+    }
+    if ((v = json_object_get(root, "max_tokens"))) {
+        if (!json_is_integer(v))
+            return bad_type(err, "/max_tokens", "max_tokens", "an integer", v);
+        i = json_integer_value(v);
+        if (i < 1)
+            return sx_err_setp(err, SX_EINVAL, "/max_tokens", -1,
+                               "max_tokens must be at least 1, got %lld", i);
+        if (i > lim->max_tokens)
+            return sx_err_setp(err, SX_ELIMIT, "/max_tokens", -1,
+                               "max_tokens %lld is over this server's limit of %d", i,
+                               lim->max_tokens);
+        r->max_tokens = (int)i;
+    }
+    if ((v = json_object_get(root, "logprobs"))) {
+        if (json_is_boolean(v)) {
+            r->logprobs = json_is_true(v);
+        } else if (json_is_integer(v)) {
+            if ((rc = get_int(v, "logprobs", 0, SX_SAMPLER_MAX_TOPN, &i, err)))
+                return rc;
+            r->logprobs = i > 0;
+            r->top_logprobs = (int)i;
+        } else {
+            return bad_type(err, "/logprobs", "logprobs", "a boolean or an integer", v);
+        }
+    }
+    if ((v = json_object_get(root, "top_logprobs"))) {
+        if ((rc = get_int(v, "top_logprobs", 0, SX_SAMPLER_MAX_TOPN, &i, err)))
+            return rc;
+        r->top_logprobs = (int)i;
+        if (i > 0)
+            r->logprobs = 1;
+    }
+    s->top_n = r->logprobs ? r->top_logprobs : 0;
+    r->scores = r->mode == SX_RPC_CHOICES;
+    if ((v = json_object_get(root, "scores"))) {
+        int on = 0;
+        if ((rc = get_bool(v, "scores", &on, err)))
+            return rc;
+        if (on && r->mode != SX_RPC_CHOICES)
+            return sx_err_setp(err, SX_EINVAL, "/scores", -1, "scores applies to choices only");
+        r->scores = on;
+    }
+    if ((v = json_object_get(root, "timeout"))) {
+        if ((rc = get_number(v, "timeout", 0, 1, lim->max_timeout_s, &d, err)))
+            return rc;
+        r->timeout_s = d;
+    }
+    return SX_OK;
+}
+
+int sx_rpc_req_from_json(json_t *root, const sx_rpc_limits *lim, sx_rpc_req *out,
+                         sx_error *err)
+{
+    sx_rpc_limits dl;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!lim) {
+        sx_rpc_limits_default(&dl);
+        lim = &dl;
+    }
+    if (!json_is_object(root))
+        return bad_type(err, "", "a request", "a JSON object", root);
+    out->root = json_incref(root);
+    const json_t *id = json_object_get(root, "id");
+    if (id && !json_is_string(id) && !json_is_integer(id) && !json_is_null(id)) {
+        rc = bad_type(err, "/id", "id", "a string, an integer or null", id);
+        goto fail;
+    }
+    out->id = id;
+    if ((rc = check_fields(root, err)) || (rc = parse_constraint(out, root, lim, err)) ||
+        (rc = parse_input(out, root, lim, err)) || (rc = parse_sampling(out, root, lim, err)))
+        goto fail;
+    return SX_OK;
+fail:
+    sx_rpc_req_free(out);
+    return rc;
+}
+
+int sx_rpc_req_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                     sx_error *err)
+{
+    sx_rpc_limits dl;
+    json_error_t je;
+    memset(out, 0, sizeof *out);
+    if (!lim) {
+        sx_rpc_limits_default(&dl);
+        lim = &dl;
+    }
+    if (len > lim->max_request_bytes)
+        return sx_err_setp(err, SX_ELIMIT, "", -1, "request is %zu bytes; the limit is %zu", len,
+                           lim->max_request_bytes);
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
+                           "request is not valid JSON: %s at byte %d", je.text, je.position);
+    int rc = sx_rpc_req_from_json(root, lim, out, err);
+    json_decref(root);
+    return rc;
+}
+
+void sx_rpc_req_free(sx_rpc_req *r)
+{
+    if (!r)
+        return;
+    free(r->choices);
+    free(r->msgs);
+    free(r->key);
+    json_decref(r->keep);
+    json_decref(r->root);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,104 @@
+/* sx_rpc_server: strux's service -- nng REQ/REP (tcp://, ipc://) and an
+ * OpenAI-compatible HTTP server in front of one generator.
+ *
+ * The path of a request:
+ *   receive (nng context callback or HTTP handler) -> bounded queue (full:
+ *   `overloaded` at once) -> a prep thread parses and checks it, compiles the
+ *   constraint through the schema cache and tokenizes the prompt -> the
+ *   scheduler thread, the only one that touches the generator, admits it into
+ *   the running batch between steps, steps, routes each event back to its
+ *   request and sends the response.
+ * Every request gets exactly one answer (or, over HTTP streaming, one event
+ * stream) and is logged in one line.
+ *
+ * The generator sits behind sx_rpc_backend so that the server can run over
+ * the real engine (sx_rpc_gen_backend_new) or over anything else with the
+ * same contract (tests use a grammar-only stand-in).
+ *
+ * Ownership: the server borrows the tokenizer, the vocabulary and the
+ * backend (all must outlive it).  sx_rpc_server_free stops everything and
+ * answers what is still queued with `overloaded`. */
+#ifndef SX_RPC_SERVER_H
+#define SX_RPC_SERVER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/sx_error.h"
+#include "engine/engine.h"
+#include "engine/generate.h"
+#include "engine/tokenizer.h"
+#include "grammar/grammar.h"
+#include "grammar/vocab.h"
+#include "rpc/protocol.h"
+
+/* The generator contract, modelled on sx_gen (engine/generate.h): requests
+ * are added and cancelled between steps, events come through the callback
+ * given to bind, from inside step, on the scheduler thread.  All calls come
+ * from that one thread. */
+typedef struct sx_rpc_backend_ops {
+    int     (*bind)(void *b, sx_gen_cb cb, void *cb_ctx, sx_error *err);
+    int     (*add)(void *b, const int32_t *prompt, int n_prompt, const sx_gen_params *p,
+                   void *user, int *handle, sx_error *err);
+    void    (*cancel)(void *b, int handle);
+    int     (*step)(void *b, int *n_live, sx_error *err);
+    /* log-probabilities of whole continuations after a prompt: logp[i] =
+     * sum of log p(labels[i] token j | prompt, labels[i] tokens < j). */
+    int     (*score)(void *b, const int32_t *prompt, int n_prompt, const sx_ids *labels,
+                     size_t n_labels, double *logp, sx_error *err);
+    int64_t (*kv_capacity)(void *b); /* tokens the cache holds in all */
+    void    (*free)(void *b);
+} sx_rpc_backend_ops;
+
+typedef struct sx_rpc_backend {
+    const sx_rpc_backend_ops *ops;
+    void                     *b;
+} sx_rpc_backend;
+
+/* The real backend: an sx_gen over `e` (created at bind).  It borrows the
+ * engine and tokenizer; sx_rpc_backend_free releases what it made. */
+int  sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
+                            sx_rpc_backend *out, sx_error *err);
+void sx_rpc_backend_free(sx_rpc_backend *b);
+
+/* Exact label scoring on the engine: the prompt is prefilled once into a
+ * fresh sequence (chunks of `chunk` tokens), each label is run on a fork
+ * that shares the prompt's cache blocks, and logp[i] sums the model's
+ * log-softmax over each label token (rows at or past vocab_valid excluded).
+ * Sequences are freed before returning. */
+int  sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, int n_prompt,
+                         const sx_ids *labels, size_t n_labels, int chunk, double *logp,
+                         sx_error *err);
+
+typedef struct sx_rpc_server_opts {
+    const char *const *listen;      /* nng URLs (tcp://host:port, ipc:///path) */
+    int                n_listen;
+    const char        *http;        /* "host:port" for HTTP, NULL = none */
+    const char        *model_name;  /* shown by /v1/models and in responses */
+    sx_rpc_limits      limits;
+    int                max_queue;   /* requests waiting (default 1024) */
+    int                max_running; /* requests in the generator at once (default 32) */
+    int                prep_threads;/* parse/compile/tokenize threads (default 2) */
+    size_t             cache_bytes; /* compiled-schema cache bound (default 64 MiB) */
+    double             default_timeout_s; /* when a request gives none (default 300) */
+    sx_gr_opts         gr;          /* grammar options (zero = sx_gr_opts_default) */
+    FILE              *log;         /* one line per request; NULL = silent */
+} sx_rpc_server_opts;
+
+void sx_rpc_server_opts_default(sx_rpc_server_opts *o);
+
+typedef struct sx_rpc_server sx_rpc_server;
+
+int  sx_rpc_server_new(const sx_rpc_server_opts *o, const sx_tokenizer *tok, const sx_vocab *v,
+                       sx_rpc_backend *backend, sx_rpc_server **out, sx_error *err);
+/* Binds every address and starts the threads; on error nothing listens. */
+int  sx_rpc_server_start(sx_rpc_server *s, sx_error *err);
+/* The HTTP port actually bound (useful with port 0), or -1. */
+int  sx_rpc_server_http_port(const sx_rpc_server *s);
+/* Graceful stop: new requests are refused with `overloaded`, the ones
+ * already accepted run to completion and are answered; returns when none
+ * is left. */
+void sx_rpc_server_drain(sx_rpc_server *s);
+void sx_rpc_server_free(sx_rpc_server *s);
+
+#endif

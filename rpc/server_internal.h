@@ -1,0 +1,187 @@
+/* Internals of sx_rpc_server (rpc/server.h), shared by server*.c and
+ * metrics.c.  Locking: one server mutex (s->mu) guards the queues, the
+ * job list, the counters and every job's `cancel`; a stream has its own
+ * mutex, always taken after (never while holding) s->mu. */
+#ifndef SX_RPC_SERVER_INTERNAL_H
+#define SX_RPC_SERVER_INTERNAL_H
+
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "rpc/schema_cache.h"
+#include "rpc/server.h"
+
+enum { VIA_NNG, VIA_HTTP };
+enum { API_NATIVE, API_OPENAI };
+enum { CANCEL_NONE, CANCEL_CLIENT, CANCEL_DEADLINE };
+/* where a job is counted: not yet accepted, waiting (prep or run queue),
+ * in the generator */
+enum { STAGE_NONE, STAGE_WAIT, STAGE_RUN };
+
+/* ---- metrics -------------------------------------------------------------- */
+
+#define RPC_HIST_MAX 20
+typedef struct rpc_hist {
+    const double *bounds;   /* upper bounds, ascending; +Inf is implicit */
+    int           n;
+    uint64_t      counts[RPC_HIST_MAX + 1];
+    double        sum;
+    uint64_t      count;
+} rpc_hist;
+
+typedef struct rpc_metrics {
+    pthread_mutex_t mu;
+    uint64_t requests[2][SX_RPC_CODE_COUNT]; /* [via][code] */
+    uint64_t tok_prompt, tok_completion, tok_forced;
+    uint64_t steps;
+    rpc_hist ttft, tpot, total, queue, batch;
+} rpc_metrics;
+
+/* Live values sampled when /metrics is read. */
+typedef struct rpc_gauges {
+    int     queued, running, inflight;
+    int64_t kv_capacity;
+    sx_rpc_cache_stats cache;
+} rpc_gauges;
+
+void rpc_metrics_init(rpc_metrics *m);
+void rpc_metrics_destroy(rpc_metrics *m);
+void rpc_hist_add(rpc_hist *h, double x);
+void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_completion,
+                         int n_forced, double queue_ms, double ttft_ms, double tpot_ms,
+                         double total_ms);
+void rpc_metrics_step(rpc_metrics *m, int batch);
+/* Prometheus text exposition format 0.0.4. */
+int  rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out);
+
+/* ---- HTTP event streams ----------------------------------------------------- */
+
+typedef struct rpc_stream rpc_stream;
+
+/* ---- requests --------------------------------------------------------------- */
+
+typedef struct nng_worker nng_worker;
+
+typedef struct rpc_job {
+    struct sx_rpc_server *s;
+    int             via, api;
+    uint64_t        no;            /* server-wide request number */
+    /* where the answer goes */
+    nng_worker     *nw;            /* VIA_NNG */
+    uint32_t        pipe;          /* VIA_NNG: the client's connection */
+    nng_aio        *http_aio;      /* VIA_HTTP: the handler's aio until answered */
+    nng_http_conn  *conn;          /* VIA_HTTP: its connection (hijacked to stream) */
+    rpc_stream     *stream;        /* VIA_HTTP with stream: true, once started */
+    /* the request */
+    char           *body;
+    size_t          body_len;
+    sx_rpc_req      req;
+    int             parsed;
+    const sx_rpc_compiled *comp;
+    int             cache_hit;
+    sx_ids          prompt;
+    sx_ids         *labels;        /* CHOICES with scores: tokens of each label + end of turn */
+    double         *scores;
+    /* running */
+    int             handle, running, cancel_sent;
+    int             cancel;        /* CANCEL_*, under s->mu */
+    double          t_recv, t_prep0, t_prep1, t_admit, t_first, t_last, deadline;
+    double          compile_ms;
+    sx_bytes        text;
+    json_t         *logprobs;
+    int             n_events;
+    int             stage;         /* STAGE_*, under s->mu */
+    int             n_prompt, n_completion, n_forced;
+    double          queue_ms, ttft_ms, tpot_ms, total_ms;
+    const char     *finish;        /* finish_reason, for the log */
+    int             sent_role;     /* streaming: the first chunk went out */
+    char            cid[48];       /* OpenAI completion id */
+    long            created;
+    /* list links */
+    struct rpc_job *qnext;         /* prep or run queue */
+    struct rpc_job *prev, *next;   /* all live jobs */
+} rpc_job;
+
+struct nng_worker {
+    struct sx_rpc_server *s;
+    nng_ctx         ctx;
+    nng_aio        *aio;
+    int             state;
+};
+
+struct sx_rpc_server {
+    sx_rpc_server_opts  o;
+    const sx_tokenizer *tok;
+    const sx_vocab     *v;
+    sx_rpc_backend     *be;
+    sx_rpc_cache       *cache;
+    int32_t             eot;           /* <|im_end|>, closes every label */
+    int64_t             kv_capacity;
+
+    pthread_mutex_t     mu;
+    pthread_cond_t      prep_cv, sched_cv, idle_cv;
+    rpc_job            *prep_head, *prep_tail, *run_head, *run_tail;
+    rpc_job            *jobs;          /* every accepted, unanswered job */
+    int                 n_waiting;     /* accepted, not yet in the generator */
+    int                 n_running, n_inflight;
+    uint64_t            next_no;
+    int                 draining, stop, broken, started;
+
+    pthread_t          *prep_threads;
+    int                 n_prep;
+    pthread_t           sched;
+    int                 sched_started;
+
+    nng_socket          rep;
+    int                 rep_open;
+    nng_worker         *workers;
+    int                 n_workers;
+    nng_listener       *listeners;
+    int                 n_listeners;
+
+    nng_http_server    *http;
+    int                 http_port;
+    char                http_url[300];
+
+    rpc_metrics         metrics;
+};
+
+double rpc_now_ms(void);
+
+/* server.c: accepting and answering.  rpc_submit takes over `job`: it
+ * queues it, or answers it at once (overloaded) and frees it. */
+rpc_job *rpc_job_new(sx_rpc_server *s, int via, int api, char *body, size_t len);
+void     rpc_submit(sx_rpc_server *s, rpc_job *job);
+/* Answers with an error (code, message, JSON Pointer) and frees the job.
+ * Must not be called with s->mu held. */
+void     rpc_fail(rpc_job *job, int code, const char *msg, const char *pointer,
+                  const json_t *extra);
+/* Sends body (already the right format for the job's API) with status and
+ * frees the job. */
+void     rpc_answer(rpc_job *job, int code, const char *body, size_t len, const char *finish);
+void     rpc_cancel_pipe(sx_rpc_server *s, uint32_t pipe);
+
+/* server_prep.c */
+void    *rpc_prep_main(void *arg);
+/* server_sched.c */
+void    *rpc_sched_main(void *arg);
+int      rpc_sched_bind(sx_rpc_server *s, sx_error *err);
+/* server_nng.c */
+int      rpc_nng_start(sx_rpc_server *s, sx_error *err);
+void     rpc_nng_close_listeners(sx_rpc_server *s);
+void     rpc_nng_stop(sx_rpc_server *s);
+void     rpc_nng_reply(nng_worker *w, const char *body, size_t len);
+/* server_http.c */
+int      rpc_http_start(sx_rpc_server *s, sx_error *err);
+void     rpc_http_stop(sx_rpc_server *s);
+void     rpc_http_reply(nng_aio *aio, int status, const char *ctype, const char *body,
+                        size_t len);
+/* streams: start hijacks the job's connection and sends the headers; write
+ * queues bytes; end flushes, closes and drops the job's reference. */
+int      rpc_stream_start(rpc_job *job);
+void     rpc_stream_write(rpc_stream *st, const char *data, size_t len);
+void     rpc_stream_end(rpc_stream *st);
+
+#endif

@@ -1,0 +1,435 @@
+/* sx_rpc_server: the scheduler thread, the only one that drives the
+ * generator.  Between steps it drops expired or abandoned requests, cancels
+ * running ones whose client left or whose deadline passed, and admits
+ * queued requests while fewer than max_running are live; each step's
+ * events are routed back to their requests, and a request's completion
+ * becomes its response here. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/server_internal.h"
+
+/* ---- per-token output ------------------------------------------------------ */
+
+/* A token's text for logprobs: its bytes, or with '?' for bytes that are
+ * not UTF-8 on their own (a token may end mid-character). */
+static json_t *token_text(const sx_tokenizer *tok, int32_t id)
+{
+    size_t len = 0;
+    const char *b = sx_tok_bytes(tok, id, &len);
+    if (!b)
+        return json_string("");
+    json_t *v = json_stringn(b, len);
+    if (v)
+        return v;
+    char *c = malloc(len + 1);
+    if (!c)
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        c[i] = (unsigned char)b[i] < 0x80 ? b[i] : '?';
+    v = json_stringn(c, len);
+    free(c);
+    return v;
+}
+
+static json_t *token_bytes(const sx_tokenizer *tok, int32_t id)
+{
+    size_t len = 0;
+    const char *b = sx_tok_bytes(tok, id, &len);
+    json_t *a = json_array();
+    for (size_t i = 0; a && b && i < len; i++)
+        json_array_append_new(a, json_integer((unsigned char)b[i]));
+    return a;
+}
+
+static json_t *token_entry(const rpc_job *j, int32_t id, double logprob)
+{
+    const sx_tokenizer *tok = j->s->tok;
+    if (j->api == API_OPENAI)
+        return json_pack("{s:o, s:f, s:o}", "token", token_text(tok, id), "logprob", logprob,
+                         "bytes", token_bytes(tok, id));
+    return json_pack("{s:o, s:i, s:f}", "token", token_text(tok, id), "id", (int)id, "logprob",
+                     logprob);
+}
+
+static void add_logprob(rpc_job *j, const sx_gen_event *ev)
+{
+    if (!j->logprobs && !(j->logprobs = json_array()))
+        return;
+    json_t *e = token_entry(j, ev->token, ev->logprob);
+    if (!e)
+        return;
+    if (j->api == API_NATIVE)
+        json_object_set_new(e, "forced", json_boolean(ev->forced));
+    json_t *top = json_array();
+    if (top && ev->sample)
+        for (int i = 0; i < ev->sample->n_top && i < j->req.top_logprobs; i++)
+            json_array_append_new(top, token_entry(j, ev->sample->top_ids[i],
+                                                   ev->sample->top_logprobs[i]));
+    json_object_set_new(e, "top_logprobs", top ? top : json_array());
+    json_array_append_new(j->logprobs, e);
+}
+
+static void stream_piece(rpc_job *j, const char *piece, size_t len)
+{
+    if (!j->stream || (!len && j->sent_role))
+        return;
+    char *chunk;
+    size_t n;
+    if (sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, piece, len,
+                                 !j->sent_role, NULL, NULL, &chunk, &n))
+        return;
+    j->sent_role = 1;
+    rpc_stream_write(j->stream, chunk, n);
+    free(chunk);
+}
+
+/* ---- completion --------------------------------------------------------------- */
+
+static void fill_result(rpc_job *j, sx_rpc_result *res, const json_t *output, const char *finish)
+{
+    memset(res, 0, sizeof *res);
+    res->text = j->text.v ? j->text.v : "";
+    res->text_len = j->text.n;
+    res->output = output;
+    res->finish_reason = finish;
+    res->n_prompt = j->n_prompt;
+    res->n_completion = j->n_completion;
+    res->n_forced = j->n_forced;
+    res->queue_ms = j->queue_ms;
+    res->compile_ms = j->compile_ms;
+    res->ttft_ms = j->ttft_ms;
+    res->tpot_ms = j->tpot_ms;
+    res->total_ms = j->total_ms;
+    res->scores = j->scores;
+    res->logprobs = j->logprobs;
+    res->cache_hit = j->cache_hit;
+}
+
+/* The body of a successful answer, in the job's dialect. */
+static int success_body(rpc_job *j, const sx_rpc_result *res, char **body, size_t *len)
+{
+    if (j->api == API_NATIVE)
+        return sx_rpc_response_dump(&j->req, res, body, len);
+    if (!j->stream)
+        return sx_rpc_openai_response_dump(&j->req, j->cid, j->created, j->s->o.model_name, res,
+                                           body, len);
+    /* the stream's tail: the finishing chunk, usage if asked, [DONE] */
+    sx_bytes b = {0};
+    char *c = NULL;
+    size_t n = 0;
+    int rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, NULL, 0,
+                                      !j->sent_role, res->finish_reason, NULL, &c, &n);
+    if (!rc)
+        rc = sx_bytes_append(&b, c, n);
+    free(c);
+    if (!rc && j->req.stream_usage) {
+        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, NULL, 0, 0, NULL,
+                                      res, &c, &n);
+        if (!rc)
+            rc = sx_bytes_append(&b, c, n);
+        free(c);
+    }
+    if (!rc)
+        rc = sx_bytes_append(&b, "data: [DONE]\n\n", 14);
+    if (rc) {
+        sx_bytes_free(&b);
+        return rc;
+    }
+    *body = b.v;
+    *len = b.n;
+    return SX_OK;
+}
+
+static void finish_job(rpc_job *j, const sx_gen_event *ev)
+{
+    sx_rpc_server *s = j->s;
+    double now = rpc_now_ms();
+    j->n_prompt = ev->n_prompt;
+    j->n_completion = ev->n_completion;
+    j->n_forced = ev->n_forced;
+    j->ttft_ms = j->t_first > 0 ? j->t_first - j->t_recv : 0;
+    j->tpot_ms = j->n_completion > 1 ? (j->t_last - j->t_first) / (j->n_completion - 1) : 0;
+    j->total_ms = now - j->t_recv;
+    char msg[512];
+    if (ev->finish == SX_FINISH_CANCELLED) {
+        pthread_mutex_lock(&s->mu);
+        int why = j->cancel;
+        pthread_mutex_unlock(&s->mu);
+        j->finish = "cancelled";
+        if (why == CANCEL_DEADLINE) {
+            snprintf(msg, sizeof msg, "the deadline of %.3g s passed after %d output tokens",
+                     (j->deadline - j->t_recv) / 1e3, j->n_completion);
+            rpc_fail(j, SX_RPC_TIMEOUT, msg, NULL, NULL);
+        } else {
+            rpc_fail(j, SX_RPC_CANCELLED, "the client went away", NULL, NULL);
+        }
+        return;
+    }
+    if (ev->finish != SX_FINISH_STOP && ev->finish != SX_FINISH_LENGTH) {
+        j->finish = "error";
+        rpc_fail(j, SX_RPC_INTERNAL, ev->error.msg[0] ? ev->error.msg : "generation failed",
+                 NULL, NULL);
+        return;
+    }
+    const char *finish = ev->finish == SX_FINISH_STOP ? "stop" : "length";
+    j->finish = finish;
+    json_t *output = NULL;
+    sx_error err;
+    sx_err_clear(&err);
+    int rc = sx_rpc_check_output(&j->req, j->text.v ? j->text.v : "", j->text.n,
+                                 j->comp ? j->comp->validator : NULL, &output, &err);
+    sx_rpc_result res;
+    if (rc && (ev->finish != SX_FINISH_LENGTH || j->api == API_NATIVE)) {
+        if (ev->finish == SX_FINISH_LENGTH) {
+            /* the budget ran out before a valid document could close */
+            fill_result(j, &res, NULL, finish);
+            json_t *extra = json_pack("{s:s%, s:s, s:{s:i, s:i, s:i}}", "text", res.text,
+                                      res.text_len, "finish_reason", finish, "usage",
+                                      "prompt_tokens", j->n_prompt, "completion_tokens",
+                                      j->n_completion, "forced_tokens", j->n_forced);
+            snprintf(msg, sizeof msg,
+                     "max_tokens (%d) ran out before the output could be closed validly",
+                     j->req.max_tokens);
+            rpc_fail(j, SX_RPC_INCOMPLETE, msg, "/max_tokens", extra);
+            json_decref(extra);
+        } else {
+            /* the grammar's guarantee failed: never pass it off as success */
+            snprintf(msg, sizeof msg, "generated output failed the re-check: %s", err.msg);
+            if (s->o.log)
+                fprintf(s->o.log, "struxd: BUG: req=%llu %s\n", (unsigned long long)j->no, msg);
+            rpc_fail(j, SX_RPC_INTERNAL, msg, err.pointer, NULL);
+        }
+        return;
+    }
+    /* OpenAI semantics: finish_reason "length" with whatever was made */
+    fill_result(j, &res, output, finish);
+    char *body = NULL;
+    size_t len = 0;
+    rc = success_body(j, &res, &body, &len);
+    json_decref(output);
+    if (rc) {
+        rpc_fail(j, SX_RPC_INTERNAL, "out of memory", NULL, NULL);
+        return;
+    }
+    rpc_answer(j, SX_RPC_OK, body, len, finish);
+    free(body);
+}
+
+static void on_event(const sx_gen_event *ev, void *ctx)
+{
+    (void)ctx;
+    rpc_job *j = ev->user;
+    if (ev->piece_len && sx_bytes_append(&j->text, ev->piece, ev->piece_len)) {
+        /* out of memory: the text is incomplete; the re-check will say so */
+    }
+    if (!ev->done) {
+        double now = rpc_now_ms();
+        if (!j->n_events++)
+            j->t_first = now;
+        j->t_last = now;
+        if (j->req.logprobs)
+            add_logprob(j, ev);
+        stream_piece(j, ev->piece, ev->piece_len);
+        return;
+    }
+    if (ev->piece_len)
+        stream_piece(j, ev->piece, ev->piece_len);
+    finish_job(j, ev);
+}
+
+/* ---- admission ------------------------------------------------------------- */
+
+static int score(rpc_job *j, sx_error *err)
+{
+    sx_rpc_server *s = j->s;
+    size_t n = j->req.n_choices;
+    double *logp = calloc(n, sizeof *logp);
+    j->scores = calloc(n, sizeof *j->scores);
+    if (!logp || !j->scores) {
+        free(logp);
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    }
+    int rc = s->be->ops->score(s->be->b, j->prompt.v, (int)j->prompt.n, j->labels, n, logp, err);
+    if (!rc) {
+        double mx = -INFINITY, sum = 0;
+        for (size_t i = 0; i < n; i++)
+            mx = logp[i] > mx ? logp[i] : mx;
+        for (size_t i = 0; i < n; i++)
+            sum += j->scores[i] = isfinite(logp[i]) ? exp(logp[i] - mx) : 0;
+        for (size_t i = 0; i < n; i++)
+            j->scores[i] = sum > 0 ? j->scores[i] / sum : 1.0 / (double)n;
+    }
+    free(logp);
+    return rc;
+}
+
+static void admit(sx_rpc_server *s, rpc_job *j)
+{
+    sx_error err;
+    sx_err_clear(&err);
+    j->t_admit = rpc_now_ms();
+    j->queue_ms = (j->t_prep0 - j->t_recv) + (j->t_admit - j->t_prep1);
+    if (j->api == API_OPENAI)
+        snprintf(j->cid, sizeof j->cid, "chatcmpl-strux-%llu", (unsigned long long)j->no);
+    int rc;
+    if (j->labels && (rc = score(j, &err))) {
+        rpc_fail(j, rc == SX_ELIMIT ? SX_RPC_OVERLOADED : SX_RPC_INTERNAL, err.msg, NULL, NULL);
+        return;
+    }
+    sx_gen_params p;
+    memset(&p, 0, sizeof p);
+    p.grammar = j->comp ? j->comp->grammar : NULL;
+    p.sampling = j->req.sampling;
+    p.max_tokens = j->req.max_tokens;
+    rc = s->be->ops->add(s->be->b, j->prompt.v, (int)j->prompt.n, &p, j, &j->handle, &err);
+    if (rc) {
+        /* the KV fit was checked at prep, so a limit here is the budget:
+         * max_tokens below the shortest valid document */
+        int code = rc == SX_ELIMIT   ? SX_RPC_INCOMPLETE
+                   : rc == SX_EINVAL ? SX_RPC_BAD_REQUEST
+                                     : SX_RPC_INTERNAL;
+        rpc_fail(j, code, err.msg, rc == SX_ELIMIT ? "/max_tokens" : NULL, NULL);
+        return;
+    }
+    j->running = 1;
+}
+
+/* Every running job gets a final event from the generator, except when the
+ * generator itself broke: then they are answered here and never stepped
+ * again. */
+static void fail_running(sx_rpc_server *s, const char *why)
+{
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        rpc_job *j = s->jobs;
+        while (j && !(j->stage == STAGE_RUN && j->running))
+            j = j->next;
+        if (j)
+            j->running = 0;
+        pthread_mutex_unlock(&s->mu);
+        if (!j)
+            return;
+        rpc_fail(j, SX_RPC_INTERNAL, why, NULL, NULL);
+    }
+}
+
+void *rpc_sched_main(void *arg)
+{
+    sx_rpc_server *s = arg;
+    int cap = s->o.max_running + 1, n_fail = 0;
+    rpc_job **adm = calloc((size_t)cap, sizeof *adm);
+    int *cancel = calloc((size_t)cap, sizeof *cancel);
+    if (!adm || !cancel) {
+        free(adm);
+        free(cancel);
+        pthread_mutex_lock(&s->mu);
+        s->broken = 1;
+        pthread_mutex_unlock(&s->mu);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        double now = rpc_now_ms();
+        /* queued requests that expired or whose client left */
+        rpc_job *dead = NULL, **pp = &s->run_head, *last = NULL;
+        while (*pp) {
+            rpc_job *j = *pp;
+            if (j->cancel || now > j->deadline) {
+                *pp = j->qnext;
+                j->qnext = dead;
+                dead = j;
+            } else {
+                last = j;
+                pp = &j->qnext;
+            }
+        }
+        s->run_tail = last;
+        /* running requests to cancel */
+        int n_cancel = 0;
+        for (rpc_job *j = s->jobs; j && n_cancel < cap; j = j->next)
+            if (j->stage == STAGE_RUN && j->running && !j->cancel_sent &&
+                (j->cancel || now > j->deadline)) {
+                j->cancel_sent = 1;
+                if (!j->cancel)
+                    j->cancel = CANCEL_DEADLINE;
+                cancel[n_cancel++] = j->handle;
+            }
+        /* admission */
+        int n_adm = 0;
+        while (s->run_head && s->n_running < s->o.max_running && !s->broken) {
+            rpc_job *j = s->run_head;
+            s->run_head = j->qnext;
+            if (!s->run_head)
+                s->run_tail = NULL;
+            j->qnext = NULL;
+            j->stage = STAGE_RUN;
+            s->n_waiting--;
+            s->n_running++;
+            adm[n_adm++] = j;
+        }
+        int live = s->n_running;
+        if (!dead && !n_cancel && !n_adm && (!live || s->broken)) {
+            if (s->stop && !s->n_inflight)
+                break;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&s->sched_cv, &s->mu, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+
+        while (dead) {
+            rpc_job *j = dead;
+            dead = j->qnext;
+            if (j->cancel)
+                rpc_fail(j, SX_RPC_CANCELLED, "the client went away", NULL, NULL);
+            else
+                rpc_fail(j, SX_RPC_TIMEOUT, "the deadline passed while the request was queued",
+                         NULL, NULL);
+        }
+        for (int i = 0; i < n_cancel; i++)
+            s->be->ops->cancel(s->be->b, cancel[i]);
+        for (int i = 0; i < n_adm; i++)
+            admit(s, adm[i]);
+        pthread_mutex_lock(&s->mu);
+        live = s->n_running;
+        pthread_mutex_unlock(&s->mu);
+        if (live > 0) {
+            int n_live = 0;
+            sx_error err;
+            sx_err_clear(&err);
+            int rc = s->be->ops->step(s->be->b, &n_live, &err);
+            if (rc) {
+                if (s->o.log)
+                    fprintf(s->o.log, "struxd: generator step failed: %s\n", err.msg);
+                if (++n_fail >= 3) {
+                    pthread_mutex_lock(&s->mu);
+                    s->broken = 1;
+                    pthread_mutex_unlock(&s->mu);
+                    fail_running(s, "the generator failed");
+                }
+            } else {
+                n_fail = 0;
+                rpc_metrics_step(&s->metrics, n_live);
+            }
+        }
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(adm);
+    free(cancel);
+    return NULL;
+}
+
+int rpc_sched_bind(sx_rpc_server *s, sx_error *err)
+{
+    return s->be->ops->bind(s->be->b, on_event, s, err);
+}

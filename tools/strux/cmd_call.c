@@ -1,0 +1,523 @@
+/* strux call: a client for struxd -- one request from flags, or a JSONL
+ * batch with N requests in flight and a progress bar. */
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/sx_file.h"
+#include "grammar/validator.h"
+#include "rpc/client.h"
+#include "tools/strux/commands.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: strux call --addr ADDR (--schema FILE | --choices A,B,C | --regex RE |\n"
+        "                  --json-object) (--document FILE | --messages FILE) [options]\n"
+        "       strux call --addr ADDR --batch IN.jsonl --out OUT.jsonl [--concurrency N]\n"
+        "\n"
+        "Sends requests to a struxd server (nng REQ/REP; docs/PROTOCOL.md).\n"
+        "\n"
+        "one request (printed response on stdout; exit 0 when ok, 1 when not):\n"
+        "  --addr ADDR          server address, tcp://HOST:PORT or ipc:///PATH\n"
+        "  --schema FILE        JSON Schema the output must validate against\n"
+        "  --choices A,B,C      labels to classify into (output is one of them, plus scores)\n"
+        "  --regex RE           the output is text matching RE\n"
+        "  --json-object        any JSON object\n"
+        "  --document FILE      text to extract from ('-' = stdin); strux builds the prompt\n"
+        "  --messages FILE      a JSON array of {role, content} messages instead\n"
+        "  --instruction TEXT   replaces the default task sentence of document requests\n"
+        "  --system TEXT        replaces the whole default system message\n"
+        "  --max-tokens N       completion budget (server default otherwise)\n"
+        "  --temperature T      sampling temperature (default 0: greedy)\n"
+        "  --seed N             sampling seed\n"
+        "  --logprobs N         per-token log-probs with N alternatives\n"
+        "  --id ID              request id echoed back\n"
+        "  --output             print only the output value, not the whole response\n"
+        "batch:\n"
+        "  --batch IN.jsonl     one request object per line (as in docs/PROTOCOL.md)\n"
+        "  --out OUT.jsonl      one response per line, in input order\n"
+        "  --concurrency N      requests in flight (default 8)\n"
+        "  --no-progress        no progress bar (it is drawn only on a terminal anyway)\n"
+        "  --verify             re-check every successful output on the client side with\n"
+        "                       strux's validator against its request (schema, choices,\n"
+        "                       json_object); failures are counted and make the exit 1\n"
+        "both:\n"
+        "  --timeout S          request deadline sent to the server, seconds; the client\n"
+        "                       waits that long plus 5 s (default: server's deadline,\n"
+        "                       client waits up to 600 s)\n");
+}
+
+static int load_text(const char *path, char **out, size_t *len)
+{
+    sx_error err;
+    int rc = !strcmp(path, "-") ? sx_stream_read(stdin, (size_t)1 << 30, out, len, &err)
+                                : sx_file_read(path, out, len, &err);
+    if (rc)
+        fprintf(stderr, "strux call: %s\n", err.msg);
+    return rc;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- batch ------------------------------------------------------------------- */
+
+typedef struct batch {
+    sx_client   *client;
+    char       **lines;
+    size_t      *lens;
+    size_t       n, next, done, written;
+    char       **resp;      /* per line, until written */
+    double      *ms;        /* per line latency */
+    int         *ok;
+    char        *ready;     /* answered (written in order once all before are) */
+    long long    completion_tokens;
+    int          wait_ms;
+    FILE        *out;
+    int          transport_errors;
+    int          verify, verify_failures;
+    json_t      *codes;     /* error code -> count */
+    pthread_mutex_t mu;
+} batch;
+
+static char *transport_line(const char *req, size_t len, const char *msg)
+{
+    json_t *r = json_loadb(req, len, 0, NULL);
+    const json_t *id = json_object_get(r, "id");
+    json_t *o = json_pack("{s:b, s:O, s:{s:s, s:s}}", "ok", 0, "id", id ? id : json_null(), "error",
+                          "code", "transport", "message", msg);
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    json_decref(r);
+    return t;
+}
+
+/* The client's own check of a successful answer against its request: the
+ * server already re-checked it, this makes the guarantee checkable from
+ * outside.  Returns 1 when the output holds. */
+static int verify_output(const char *req, size_t len, const json_t *resp, char *why, size_t cap)
+{
+    json_t *r = json_loadb(req, len, 0, NULL);
+    const json_t *out = json_object_get(resp, "output");
+    int good = 1;
+    const json_t *schema = json_object_get(r, "schema"), *choices = json_object_get(r, "choices");
+    if (schema) {
+        sx_validator *v = NULL;
+        sx_error e;
+        int valid = 0;
+        if (!out || sx_val_compile(schema, NULL, &v, &e) || sx_val_validate(v, out, &valid, &e) ||
+            !valid) {
+            snprintf(why, cap, "%s", out ? e.msg : "no output");
+            good = 0;
+        }
+        sx_val_free(v);
+    } else if (choices) {
+        size_t i;
+        const json_t *l;
+        good = 0;
+        json_array_foreach(choices, i, l) good |= json_equal(l, out);
+        if (!good)
+            snprintf(why, cap, "output is not one of the labels");
+    } else if (json_is_true(json_object_get(r, "json_object")) && !json_is_object(out)) {
+        snprintf(why, cap, "output is not an object");
+        good = 0;
+    }
+    json_decref(r);
+    return good;
+}
+
+static void *batch_worker(void *arg)
+{
+    batch *b = arg;
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        size_t i = b->next++;
+        pthread_mutex_unlock(&b->mu);
+        if (i >= b->n)
+            return NULL;
+        sx_error err;
+        char *resp = NULL;
+        size_t rlen = 0;
+        double t0 = now_ms();
+        int rc = sx_client_call(b->client, b->lines[i], b->lens[i], b->wait_ms, &resp, &rlen, &err);
+        double ms = now_ms() - t0;
+        int ok = 0;
+        long long toks = 0;
+        const char *code = "transport";
+        json_t *v = NULL;
+        if (rc) {
+            resp = transport_line(b->lines[i], b->lens[i], err.msg);
+        } else if ((v = json_loadb(resp, rlen, 0, NULL))) {
+            ok = json_is_true(json_object_get(v, "ok"));
+            char why[600];
+            if (ok && b->verify && !verify_output(b->lines[i], b->lens[i], v, why, sizeof why)) {
+                fprintf(stderr, "strux call: line %zu: VERIFY FAILED: %s\n", i + 1, why);
+                pthread_mutex_lock(&b->mu);
+                b->verify_failures++;
+                pthread_mutex_unlock(&b->mu);
+            }
+            toks = json_integer_value(
+                json_object_get(json_object_get(v, "usage"), "completion_tokens"));
+            code = json_string_value(json_object_get(json_object_get(v, "error"), "code"));
+        }
+        pthread_mutex_lock(&b->mu);
+        b->resp[i] = resp;
+        b->ms[i] = ms;
+        b->ok[i] = ok;
+        b->completion_tokens += toks;
+        b->transport_errors += rc != 0;
+        if (!ok) {
+            const char *k = code ? code : "unknown";
+            json_t *c = json_object_get(b->codes, k);
+            json_object_set_new(b->codes, k, json_integer(c ? json_integer_value(c) + 1 : 1));
+        }
+        json_decref(v);
+        /* responses go out in input order */
+        b->ready[i] = 1;
+        while (b->written < b->n && b->ready[b->written]) {
+            if (b->resp[b->written])
+                fputs(b->resp[b->written], b->out);
+            else
+                fputs("{\"ok\":false,\"id\":null,\"error\":{\"code\":\"transport\","
+                      "\"message\":\"out of memory\"}}", b->out);
+            fputc('\n', b->out);
+            free(b->resp[b->written]);
+            b->resp[b->written] = NULL;
+            b->written++;
+        }
+        b->done++;
+        pthread_mutex_unlock(&b->mu);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void progress(batch *b, double t0, int final)
+{
+    pthread_mutex_lock(&b->mu);
+    size_t done = b->done, okn = 0;
+    for (size_t i = 0; i < b->n; i++)
+        okn += b->ok[i];
+    pthread_mutex_unlock(&b->mu);
+    double secs = (now_ms() - t0) / 1e3;
+    int width = 30, fill = b->n ? (int)(width * done / b->n) : width;
+    fprintf(stderr, "\r[%.*s%*s] %zu/%zu  ok %zu  errors %zu  %.1f req/s%s", fill,
+            "##############################", width - fill, "", done, b->n, okn, done - okn,
+            secs > 0 ? (double)done / secs : 0.0, final ? "\n" : "  ");
+    fflush(stderr);
+}
+
+static int run_batch(const char *addr, const char *in_path, const char *out_path, int conc,
+                     int wait_ms, int show_progress, int verify)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (load_text(in_path, &text, &len))
+        return 1;
+    batch b;
+    memset(&b, 0, sizeof b);
+    pthread_mutex_init(&b.mu, NULL);
+    b.wait_ms = wait_ms;
+    b.verify = verify;
+    b.codes = json_object();
+    size_t cap = 0;
+    for (char *p = text, *end; p < text + len; p = end + 1) {
+        end = memchr(p, '\n', (size_t)(text + len - p));
+        if (!end)
+            end = text + len;
+        size_t n = (size_t)(end - p);
+        size_t k = 0;
+        while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r'))
+            k++;
+        if (k == n)
+            continue;
+        if (b.n == cap) {
+            cap = cap ? 2 * cap : 256;
+            b.lines = realloc(b.lines, cap * sizeof *b.lines);
+            b.lens = realloc(b.lens, cap * sizeof *b.lens);
+        }
+        b.lines[b.n] = p;
+        b.lens[b.n] = n;
+        b.n++;
+    }
+    int status = 1;
+    sx_error err;
+    b.resp = calloc(b.n + 1, sizeof *b.resp);
+    b.ms = calloc(b.n + 1, sizeof *b.ms);
+    b.ok = calloc(b.n + 1, sizeof *b.ok);
+    b.ready = calloc(b.n + 1, 1);
+    pthread_t *th = calloc((size_t)conc, sizeof *th);
+    if (!b.resp || !b.ms || !b.ok || !b.ready || !th || (b.n && !b.lines)) {
+        fprintf(stderr, "strux call: out of memory\n");
+        goto done;
+    }
+    if (!(b.out = fopen(out_path, "w"))) {
+        fprintf(stderr, "strux call: cannot write %s\n", out_path);
+        goto done;
+    }
+    if (sx_client_open(addr, &b.client, &err)) {
+        fprintf(stderr, "strux call: %s\n", err.msg);
+        goto done;
+    }
+    double t0 = now_ms();
+    int started = 0;
+    for (; started < conc; started++)
+        if (pthread_create(&th[started], NULL, batch_worker, &b))
+            break;
+    if (!started) {
+        fprintf(stderr, "strux call: cannot start threads\n");
+        goto done;
+    }
+    for (;;) {
+        pthread_mutex_lock(&b.mu);
+        int all = b.done >= b.n;
+        pthread_mutex_unlock(&b.mu);
+        if (all)
+            break;
+        if (show_progress)
+            progress(&b, t0, 0);
+        usleep(200000);
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    double secs = (now_ms() - t0) / 1e3;
+    if (show_progress)
+        progress(&b, t0, 1);
+    size_t okn = 0;
+    for (size_t i = 0; i < b.n; i++)
+        okn += b.ok[i];
+    qsort(b.ms, b.n, sizeof *b.ms, cmp_double);
+    double p50 = b.n ? b.ms[(b.n - 1) / 2] : 0, p99 = b.n ? b.ms[(size_t)((double)(b.n - 1) * 0.99)] : 0;
+    fprintf(stderr,
+            "strux call: %zu requests in %.2f s (%.2f req/s), ok %zu, errors %zu, latency p50 "
+            "%.1f ms p99 %.1f ms, %lld completion tokens (%.1f tok/s), concurrency %d",
+            b.n, secs, secs > 0 ? (double)b.n / secs : 0.0, okn, b.n - okn, p50, p99,
+            b.completion_tokens, secs > 0 ? (double)b.completion_tokens / secs : 0.0, conc);
+    if (json_object_size(b.codes)) {
+        char *c = json_dumps(b.codes, JSON_COMPACT);
+        fprintf(stderr, ", errors by code %s", c ? c : "?");
+        free(c);
+    }
+    if (verify)
+        fprintf(stderr, ", verified %zu outputs: %d failed", okn, b.verify_failures);
+    fputc('\n', stderr);
+    status = b.transport_errors || b.verify_failures ? 1 : 0;
+done:
+    if (b.out && fclose(b.out)) {
+        fprintf(stderr, "strux call: error writing %s\n", out_path);
+        status = 1;
+    }
+    sx_client_close(b.client);
+    for (size_t i = 0; b.resp && i < b.n; i++)
+        free(b.resp[i]);
+    free(b.resp);
+    free(b.ms);
+    free(b.ok);
+    free(b.ready);
+    free(b.lines);
+    free(b.lens);
+    free(th);
+    json_decref(b.codes);
+    pthread_mutex_destroy(&b.mu);
+    free(text);
+    return status;
+}
+
+/* ---- one request -------------------------------------------------------------- */
+
+static json_t *split_labels(const char *s)
+{
+    json_t *a = json_array();
+    const char *p = s;
+    while (a) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        json_t *l = json_stringn(p, n);
+        if (!l || json_array_append_new(a, l)) {
+            json_decref(a);
+            return NULL;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return a;
+}
+
+int cmd_call(int argc, char **argv)
+{
+    const char *addr = NULL, *schema = NULL, *choices = NULL, *regex = NULL, *doc = NULL;
+    const char *msgs = NULL, *instruction = NULL, *sys = NULL, *id = NULL, *batch_in = NULL;
+    const char *batch_out = NULL;
+    int want_object = 0, output_only = 0, conc = 8, progress_bar = 1, verify = 0;
+    long max_tokens = 0, seed = -1, logprobs = -1;
+    double temperature = -1, timeout = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int flag = 1;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json-object")) {
+            want_object = 1;
+        } else if (!strcmp(a, "--output")) {
+            output_only = 1;
+        } else if (!strcmp(a, "--no-progress")) {
+            progress_bar = 0;
+        } else if (!strcmp(a, "--verify")) {
+            verify = 1;
+        } else {
+            flag = 0;
+        }
+        if (flag)
+            continue;
+        if (!v) {
+            fprintf(stderr, "strux call: %s needs a value (or is unknown; see --help)\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--addr")) addr = v;
+        else if (!strcmp(a, "--schema")) schema = v;
+        else if (!strcmp(a, "--choices")) choices = v;
+        else if (!strcmp(a, "--regex")) regex = v;
+        else if (!strcmp(a, "--document")) doc = v;
+        else if (!strcmp(a, "--messages")) msgs = v;
+        else if (!strcmp(a, "--instruction")) instruction = v;
+        else if (!strcmp(a, "--system")) sys = v;
+        else if (!strcmp(a, "--id")) id = v;
+        else if (!strcmp(a, "--batch")) batch_in = v;
+        else if (!strcmp(a, "--out")) batch_out = v;
+        else if (!strcmp(a, "--concurrency")) conc = atoi(v);
+        else if (!strcmp(a, "--max-tokens")) max_tokens = atol(v);
+        else if (!strcmp(a, "--seed")) seed = atol(v);
+        else if (!strcmp(a, "--logprobs")) logprobs = atol(v);
+        else if (!strcmp(a, "--temperature")) temperature = atof(v);
+        else if (!strcmp(a, "--timeout")) timeout = atof(v);
+        else {
+            fprintf(stderr, "strux call: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (!addr) {
+        fprintf(stderr, "strux call: --addr is required (see --help)\n");
+        return 2;
+    }
+    int wait_ms = timeout > 0 ? (int)(timeout * 1000) + 5000 : 600000;
+    if (batch_in || batch_out) {
+        if (!batch_in || !batch_out || conc < 1 || conc > 4096) {
+            fprintf(stderr, "strux call: --batch needs --out and --concurrency in 1..4096\n");
+            return 2;
+        }
+        return run_batch(addr, batch_in, batch_out, conc, wait_ms,
+                         progress_bar && isatty(2), verify);
+    }
+    int n_constraints = !!schema + !!choices + !!regex + want_object;
+    if (n_constraints > 1 || !!doc + !!msgs != 1) {
+        fprintf(stderr, "strux call: give at most one of --schema/--choices/--regex/--json-object "
+                        "and exactly one of --document/--messages\n");
+        return 2;
+    }
+    int status = 1;
+    char *text = NULL;
+    size_t len = 0;
+    json_t *req = json_object(), *resp = NULL;
+    sx_client *c = NULL;
+    sx_error err;
+    if (!req)
+        goto done;
+    if (id)
+        json_object_set_new(req, "id", json_string(id));
+    if (schema) {
+        json_error_t je;
+        json_t *s = json_load_file(schema, JSON_DECODE_ANY, &je);
+        if (!s) {
+            fprintf(stderr, "strux call: %s: line %d: %s\n", schema, je.line, je.text);
+            goto done;
+        }
+        json_object_set_new(req, "schema", s);
+    }
+    if (choices)
+        json_object_set_new(req, "choices", split_labels(choices));
+    if (regex)
+        json_object_set_new(req, "regex", json_string(regex));
+    if (want_object)
+        json_object_set_new(req, "json_object", json_true());
+    if (doc) {
+        if (load_text(doc, &text, &len))
+            goto done;
+        json_t *d = json_stringn(text, len);
+        if (!d) {
+            fprintf(stderr, "strux call: %s is not UTF-8 text\n", doc);
+            goto done;
+        }
+        json_object_set_new(req, "document", d);
+    } else {
+        json_error_t je;
+        json_t *m = json_load_file(msgs, 0, &je);
+        if (!m) {
+            fprintf(stderr, "strux call: %s: line %d: %s\n", msgs, je.line, je.text);
+            goto done;
+        }
+        if (json_is_object(m)) {
+            json_t *inner = json_incref(json_object_get(m, "messages"));
+            json_decref(m);
+            m = inner;
+        }
+        json_object_set_new(req, "messages", m ? m : json_null());
+    }
+    if (instruction)
+        json_object_set_new(req, "instruction", json_string(instruction));
+    if (sys)
+        json_object_set_new(req, "system", json_string(sys));
+    if (max_tokens > 0)
+        json_object_set_new(req, "max_tokens", json_integer(max_tokens));
+    if (seed >= 0)
+        json_object_set_new(req, "seed", json_integer(seed));
+    if (logprobs >= 0)
+        json_object_set_new(req, "logprobs", json_integer(logprobs));
+    if (temperature >= 0)
+        json_object_set_new(req, "temperature", json_real(temperature));
+    if (timeout > 0)
+        json_object_set_new(req, "timeout", json_real(timeout));
+    if (sx_client_open(addr, &c, &err) || sx_client_call_json(c, req, wait_ms, &resp, &err)) {
+        fprintf(stderr, "strux call: %s\n", err.msg);
+        goto done;
+    }
+    json_t *shown = output_only ? json_object_get(resp, "output") : resp;
+    char *t = json_dumps(shown ? shown : json_null(),
+                         JSON_ENCODE_ANY | (output_only ? JSON_INDENT(2) : JSON_COMPACT));
+    if (t)
+        puts(t);
+    free(t);
+    if (json_is_true(json_object_get(resp, "ok"))) {
+        status = 0;
+    } else if (output_only) {
+        json_t *e = json_object_get(resp, "error");
+        fprintf(stderr, "strux call: %s: %s%s%s\n",
+                json_string_value(json_object_get(e, "code")),
+                json_string_value(json_object_get(e, "message")),
+                json_object_get(e, "pointer") ? " at " : "",
+                json_object_get(e, "pointer") ? json_string_value(json_object_get(e, "pointer"))
+                                              : "");
+    }
+done:
+    sx_client_close(c);
+    json_decref(req);
+    json_decref(resp);
+    free(text);
+    return status;
+}

@@ -1,0 +1,300 @@
+/* struxd: the strux server.  Loads a Qwen3 model, listens on nng
+ * (tcp://, ipc://) and optionally HTTP, runs until SIGTERM/SIGINT, then
+ * stops accepting, finishes what is in flight and exits 0. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/sx_file.h"
+#include "engine/engine.h"
+#include "engine/generate.h"
+#include "engine/model.h"
+#include "engine/tok_vocab.h"
+#include "engine/tokenizer.h"
+#include "rpc/server.h"
+
+#define MAX_LISTEN 16
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: struxd --model DIR [options]\n"
+        "\n"
+        "Serves schema-constrained generation with a Qwen3 model over nng REQ/REP\n"
+        "(the protocol of docs/PROTOCOL.md) and, with --http, an OpenAI-compatible\n"
+        "HTTP API. SIGTERM or SIGINT: stop accepting, finish in-flight requests, exit 0.\n"
+        "\n"
+        "model\n"
+        "  --model DIR              Hugging Face Qwen3 directory (config.json, safetensors,\n"
+        "                           tokenizer.json) -- required\n"
+        "  --tokenizer FILE         tokenizer.json to use instead of DIR/tokenizer.json\n"
+        "                           (default: DIR/tokenizer.json, else\n"
+        "                           $STRUX_SHARED/qwen3-tokenizer/tokenizer.json)\n"
+        "  --model-name NAME        name shown by /v1/models and in responses (default:\n"
+        "                           the directory's last component)\n"
+        "  --int8                   quantise weight matrices to int8 at start-up\n"
+        "network\n"
+        "  --listen URL             nng address, repeatable: tcp://HOST:PORT or\n"
+        "                           ipc:///PATH (default tcp://127.0.0.1:7400 when\n"
+        "                           neither --listen nor --http is given)\n"
+        "  --http HOST:PORT         also serve HTTP: /v1/chat/completions, /v1/strux,\n"
+        "                           /v1/models, /health, /metrics (default: off)\n"
+        "engine and batching\n"
+        "  --threads N              CPU threads for the forward pass (default: all online CPUs)\n"
+        "  --max-batch N            requests generating at once (default 32)\n"
+        "  --kv-tokens N            KV-cache capacity in tokens over all requests\n"
+        "                           (default 65536)\n"
+        "  --prefill-chunk N        prompt tokens per request per step (default 256)\n"
+        "  --mask-threads N         threads filling grammar masks during the forward\n"
+        "                           pass (default 1)\n"
+        "requests and limits\n"
+        "  --max-queue N            requests waiting to start; more are answered\n"
+        "                           `overloaded` at once (default 1024)\n"
+        "  --max-request-bytes N    largest request body (default 4194304)\n"
+        "  --max-schema-bytes N     largest schema, as compact JSON (default 262144)\n"
+        "  --max-tokens N           largest max_tokens a request may ask for (default 4096)\n"
+        "  --default-max-tokens N   max_tokens when a request gives none (default 512)\n"
+        "  --timeout S              deadline of a request that gives none, seconds\n"
+        "                           (default 300; requests may ask up to 600)\n"
+        "  --prep-threads N         threads that parse, compile and tokenize (default 2)\n"
+        "  --cache-mb N             compiled-schema cache bound, MiB (default 64)\n"
+        "  --max-ws N               longest whitespace run the grammar allows between\n"
+        "                           JSON tokens (default 4; 0 = compact JSON)\n"
+        "  --quiet                  no per-request log lines\n"
+        "  -h, --help               this text\n");
+}
+
+static int parse_long(const char *flag, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || *end || x < lo || x > hi) {
+        fprintf(stderr, "struxd: %s needs an integer in [%ld, %ld]\n", flag, lo, hi);
+        return 1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* `strux model random` marks its models; real weights never carry this. */
+static int is_random_model(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/STRUX_RANDOM_MODEL", dir);
+    if (sx_file_exists(path))
+        return 1;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    int yes = cfg && (json_is_true(json_object_get(cfg, "strux_random")) ||
+                      json_object_get(cfg, "strux_random_seed") != NULL);
+    json_decref(cfg);
+    return yes;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model_dir = NULL, *tok_path = NULL, *model_name = NULL, *http = NULL;
+    const char *listen[MAX_LISTEN];
+    int n_listen = 0, quiet = 0, int8 = 0;
+    long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
+    long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
+    long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0, takes = 1;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--model")) {
+            model_dir = v;
+        } else if (!strcmp(a, "--tokenizer")) {
+            tok_path = v;
+        } else if (!strcmp(a, "--model-name")) {
+            model_name = v;
+        } else if (!strcmp(a, "--http")) {
+            http = v;
+        } else if (!strcmp(a, "--listen")) {
+            if (n_listen == MAX_LISTEN) {
+                fprintf(stderr, "struxd: at most %d --listen addresses\n", MAX_LISTEN);
+                return 2;
+            }
+            if (v)
+                listen[n_listen++] = v;
+        } else if (!strcmp(a, "--threads")) {
+            bad = parse_long(a, v, 0, 4096, &threads);
+        } else if (!strcmp(a, "--max-batch")) {
+            bad = parse_long(a, v, 1, 1024, &max_batch);
+        } else if (!strcmp(a, "--kv-tokens")) {
+            bad = parse_long(a, v, 256, 1L << 30, &kv_tokens);
+        } else if (!strcmp(a, "--prefill-chunk")) {
+            bad = parse_long(a, v, 1, 1 << 20, &prefill);
+        } else if (!strcmp(a, "--mask-threads")) {
+            bad = parse_long(a, v, 1, 256, &mask_threads);
+        } else if (!strcmp(a, "--max-queue")) {
+            bad = parse_long(a, v, 1, 1 << 20, &max_queue);
+        } else if (!strcmp(a, "--max-request-bytes")) {
+            bad = parse_long(a, v, 256, 1L << 30, &max_req);
+        } else if (!strcmp(a, "--max-schema-bytes")) {
+            bad = parse_long(a, v, 16, 1L << 30, &max_schema);
+        } else if (!strcmp(a, "--max-tokens")) {
+            bad = parse_long(a, v, 1, 1 << 24, &max_tokens);
+        } else if (!strcmp(a, "--default-max-tokens")) {
+            bad = parse_long(a, v, 1, 1 << 24, &def_tokens);
+        } else if (!strcmp(a, "--timeout")) {
+            bad = parse_long(a, v, 1, 86400, &timeout);
+        } else if (!strcmp(a, "--prep-threads")) {
+            bad = parse_long(a, v, 1, 256, &prep);
+        } else if (!strcmp(a, "--cache-mb")) {
+            bad = parse_long(a, v, 1, 1 << 20, &cache_mb);
+        } else if (!strcmp(a, "--max-ws")) {
+            bad = parse_long(a, v, 0, 64, &max_ws);
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = 1;
+            takes = 0;
+        } else if (!strcmp(a, "--int8")) {
+            int8 = 1;
+            takes = 0;
+        } else {
+            fprintf(stderr, "struxd: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+        if (bad)
+            return 2;
+        if (takes) {
+            if (!v) {
+                fprintf(stderr, "struxd: %s needs a value\n", a);
+                return 2;
+            }
+            i++;
+        }
+    }
+    if (!model_dir) {
+        fprintf(stderr, "struxd: --model DIR is required (see --help)\n");
+        return 2;
+    }
+    if (def_tokens > max_tokens)
+        def_tokens = max_tokens;
+    if (!n_listen && !http)
+        listen[n_listen++] = "tcp://127.0.0.1:7400";
+
+    /* Signals are taken synchronously by the main thread; every other
+     * thread (nng's, ours) inherits the block. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int status = 1;
+    sx_error err;
+    sx_err_clear(&err);
+    sx_model *model = NULL;
+    sx_tokenizer *tok = NULL;
+    sx_vocab *vocab = NULL;
+    sx_engine *engine = NULL;
+    sx_rpc_backend be = {0};
+    sx_rpc_server *srv = NULL;
+    char path[4096];
+
+    if (sx_model_load(model_dir, &model, &err)) {
+        fprintf(stderr, "struxd: cannot load the model: %s\n", err.msg);
+        goto done;
+    }
+    if (sx_tok_resolve_path(tok_path, model_dir, NULL, path, sizeof path, &err) ||
+        sx_tok_load(path, &tok, &err)) {
+        fprintf(stderr, "struxd: cannot load the tokenizer: %s\n", err.msg);
+        goto done;
+    }
+    sx_tok_set_n_rows(tok, model->cfg.vocab_rows);
+    if (sx_tok_make_vocab(tok, &vocab, &err)) {
+        fprintf(stderr, "struxd: %s\n", err.msg);
+        goto done;
+    }
+    sx_engine_opts eo = {.n_threads = (int)threads,
+                         .max_seqs = (int)max_batch + 17, /* + label scoring's forks */
+                         .kv_tokens = kv_tokens,
+                         .block_tokens = 16,
+                         .weight_mode = int8 ? SX_W_INT8 : SX_W_BF16};
+    if (sx_engine_new(model, &eo, &engine, &err)) {
+        fprintf(stderr, "struxd: cannot start the engine: %s\n", err.msg);
+        goto done;
+    }
+    sx_gen_opts go = {.prefill_chunk = (int)prefill, .max_batch = (int)max_batch,
+                      .mask_threads = (int)mask_threads};
+    if (sx_rpc_gen_backend_new(engine, tok, &go, &be, &err)) {
+        fprintf(stderr, "struxd: %s\n", err.msg);
+        goto done;
+    }
+    if (!model_name) {
+        const char *slash = strrchr(model_dir, '/');
+        model_name = slash && slash[1] ? slash + 1 : model_dir;
+    }
+    sx_rpc_server_opts so;
+    sx_rpc_server_opts_default(&so);
+    so.listen = listen;
+    so.n_listen = n_listen;
+    so.http = http;
+    so.model_name = model_name;
+    so.limits.max_request_bytes = (size_t)max_req;
+    so.limits.max_schema_bytes = (size_t)max_schema;
+    so.limits.max_tokens = (int)max_tokens;
+    so.limits.default_max_tokens = (int)def_tokens;
+    so.max_queue = (int)max_queue;
+    so.max_running = (int)max_batch;
+    so.prep_threads = (int)prep;
+    so.cache_bytes = (size_t)cache_mb << 20;
+    so.default_timeout_s = (double)timeout;
+    if (max_ws >= 0)
+        so.gr.max_ws = (int)max_ws;
+    so.log = quiet ? NULL : stderr;
+    if (sx_rpc_server_new(&so, tok, vocab, &be, &srv, &err) ||
+        sx_rpc_server_start(srv, &err)) {
+        fprintf(stderr, "struxd: %s\n", err.msg);
+        goto done;
+    }
+
+    const sx_qwen3_config *c = &model->cfg;
+    fprintf(stderr,
+            "struxd: model %s (Qwen3: %d layers, hidden %d, %.2fB parameters%s) | KV cache "
+            "%lld tokens | max batch %ld, queue %ld, max_tokens %ld\n",
+            model_dir, c->n_layers, c->hidden, (double)sx_qwen3_n_params(c) / 1e9,
+            int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), max_batch,
+            max_queue, max_tokens);
+    if (is_random_model(model_dir))
+        fprintf(stderr, "struxd: WARNING: %s holds RANDOM weights (a stand-in written by "
+                        "`strux model random`); outputs are schema-valid but meaningless\n",
+                model_dir);
+    fprintf(stderr, "struxd: listening on");
+    for (int i = 0; i < n_listen; i++)
+        fprintf(stderr, " %s", listen[i]);
+    if (http) {
+        const char *colon = strrchr(http, ':');
+        fprintf(stderr, " http://%.*s:%d", colon ? (int)(colon - http) : (int)strlen(http), http,
+                sx_rpc_server_http_port(srv));
+    }
+    fprintf(stderr, "\nstruxd: ready\n");
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "struxd: %s: finishing in-flight requests\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    sx_rpc_server_drain(srv);
+    fprintf(stderr, "struxd: stopped\n");
+    status = 0;
+done:
+    sx_rpc_server_free(srv);
+    sx_rpc_backend_free(&be);
+    sx_engine_free(engine);
+    sx_vocab_free(vocab);
+    sx_tok_free(tok);
+    sx_model_free(model);
+    return status;
+}
