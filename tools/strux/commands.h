@@ -19,6 +19,8 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_call(int argc, char **argv);
 
 
 #endif
