@@ -305,10 +305,17 @@ static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 double gr_num_value(const gr_frame *f)
 {
     char buf[64];
-    snprintf(buf, sizeof buf, "%s%llue-%lld", (f->flags & F_NEG) ? "-" : "",
-             (unsigned long long)f->val, (long long)f->count);
+    long long e = -(long long)f->count;
+    if (f->phase >= N_E) /* an exponent has started: count holds its digits */
+        e = ((f->flags & F_ENEG) ? -(long long)f->kst : (long long)f->kst) - (long long)f->lo;
+    snprintf(buf, sizeof buf, "%s%llue%lld", (f->flags & F_NEG) ? "-" : "",
+             (unsigned long long)f->val, e);
     return strtod(buf, NULL);
 }
+
+/* After the exponent mark: some exponent the digits so far can grow into
+ * (two digits at most) puts the value inside the bounds. */
+static int exp_ok(const gr_node *n, const gr_frame *f, int ending);
 
 static int in_bounds(const gr_node *n, double x)
 {
@@ -425,9 +432,21 @@ int gr_num_digits(int64_t v)
     return d;
 }
 
+/* The open interval (a, b) meets [lo, hi] with room beyond rounding
+ * error, so some decimal lies in both. */
+static int interval_room(double a, double b, double lo, double hi)
+{
+    double L = a > lo ? a : lo, H = b < hi ? b : hi;
+    double tol = 1e-9 * (fabs(L) + fabs(H) + 1e-300);
+    if (isinf(L) || isinf(H))
+        return L < H;
+    return H - L > tol;
+}
+
 /* Can the number on f still be completed into a valid value?  `ending`
  * asks instead whether the number may end right here.  Completions have
- * at most `cap` significant digits and no exponent when bounded. */
+ * at most `cap` significant digits; only reals that are not hashed take an
+ * exponent. */
 int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     int neg = (f->flags & F_NEG) != 0;
@@ -465,6 +484,8 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
     }
     if (!n->u.num.has_min && !n->u.num.has_max)
         return 1;
+    if (f->phase >= N_E)
+        return exp_ok(n, f, ending);
     if (ending)
         return in_bounds(n, gr_num_value(f));
     /* the value read so far is itself a completion (end here, or after
@@ -498,11 +519,59 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
         a = -b; /* either sign */
     double lo = n->u.num.has_min ? n->u.num.min : -INFINITY;
     double hi = n->u.num.has_max ? n->u.num.max : INFINITY;
-    double L = a > lo ? a : lo, H = b < hi ? b : hi;
-    double tol = 1e-9 * (fabs(L) + fabs(H) + 1e-300);
-    if (isinf(L) || isinf(H))
-        return L < H;
-    return H - L > tol;
+    if (interval_room(a, b, lo, hi))
+        return 1;
+    if (gr_num_hashed(n, f))
+        return 0;
+    /* completions with an exponent: the value read so far, or any
+     * completion of it, times 10^e (e in [-99, 99], two digits) */
+    int e_now = f->phase == N_ZERO || f->phase == N_INT || f->phase == N_FRAC;
+    for (int e = -99; e <= 99; e++) {
+        if (e_now) {
+            gr_frame t = *f;
+            t.lo = (uint32_t)(f->phase == N_FRAC ? f->count : 0);
+            t.phase = N_EXP;
+            t.kst = e < 0 ? -e : e;
+            t.flags = (uint8_t)(e < 0 ? (f->flags | F_ENEG) : (f->flags & ~F_ENEG));
+            if (in_bounds(n, gr_num_value(&t)))
+                return 1;
+        }
+        double sc = pow(10.0, e);
+        if (interval_room(a * sc, b * sc, lo, hi))
+            return 1;
+    }
+    return 0;
+}
+
+static int exp_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    if (ending)
+        return f->phase == N_EXP && in_bounds(n, gr_num_value(f));
+    gr_frame t = *f;
+    int signs = f->phase == N_E ? 2 : 1;
+    for (int s = 0; s < signs; s++) {
+        if (f->phase == N_E)
+            t.flags = (uint8_t)(s ? (f->flags | F_ENEG) : (f->flags & ~F_ENEG));
+        t.phase = N_EXP;
+        if (f->phase == N_EXP && f->count >= 2)
+            return in_bounds(n, gr_num_value(f));
+        if (f->phase == N_EXP) { /* one digit so far: it, or it and one more */
+            if (in_bounds(n, gr_num_value(f)))
+                return 1;
+            for (int d = 0; d <= 9; d++) {
+                t.kst = f->kst * 10 + d;
+                if (in_bounds(n, gr_num_value(&t)))
+                    return 1;
+            }
+            return 0;
+        }
+        for (int e = 0; e <= 99; e++) {
+            t.kst = e;
+            if (in_bounds(n, gr_num_value(&t)))
+                return 1;
+        }
+    }
+    return 0;
 }
 
 /* The number frame after byte c (a digit, sign, point or exponent
@@ -513,6 +582,9 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
     int ph = f->phase, next = -1;
     int hashed = gr_num_hashed(n, f);
     int bounded = n->u.num.has_min || n->u.num.has_max || n->u.num.integer || hashed;
+    /* integers and hashed values are read digit by digit; bounded reals
+     * take an exponent too (exp_ok) */
+    int no_exp = n->u.num.integer || hashed;
     switch (ph) {
     case N_START:
         if (c == '-')
@@ -531,14 +603,14 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         else if (c == '.' && !n->u.num.no_frac &&
                  !(n->u.num.integer && f->val > 9007199254740992LL))
             next = N_DOT; /* past 2^53 a parser reads "N.0" as a rounded double */
-        else if ((c == 'e' || c == 'E') && !bounded)
+        else if ((c == 'e' || c == 'E') && !no_exp)
             next = N_E;
         break;
     case N_DOT:
     case N_FRAC:
         if (digit && !(n->u.num.integer && c != '0'))
             next = N_FRAC;
-        else if ((c == 'e' || c == 'E') && ph == N_FRAC && !bounded)
+        else if ((c == 'e' || c == 'E') && ph == N_FRAC && !no_exp)
             next = N_E;
         break;
     case N_E:
@@ -559,11 +631,14 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
     nf->phase = (uint8_t)next;
     if (c == '-' && ph == N_START)
         nf->flags |= F_NEG;
+    if (c == '-' && ph == N_E)
+        nf->flags |= F_ENEG;
     if (digit && next == N_EXP) {
         /* two exponent digits at most: the value stays finite for any
          * parser (jansson refuses overflowing reals) */
         if (++nf->count > 2)
             return 0;
+        nf->kst = nf->kst * 10 + (c - '0');
     } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
         int64_t top = hashed ? 100000000000000LL : 100000000000000000LL;
         if (nf->val >= top) {
@@ -579,7 +654,10 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         if (next == N_FRAC && ++nf->count > GR_HASH_FRAC && hashed)
             return 0;
     } else if (next == N_E) {
-        nf->count = 0; /* from here count holds exponent digits */
+        /* from here count holds exponent digits, lo the fraction digits */
+        nf->lo = (uint32_t)(ph == N_FRAC ? f->count : 0);
+        nf->count = 0;
+        nf->kst = 0;
     }
     return gr_num_ok(n, nf, 0);
 }

@@ -324,11 +324,15 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 #define F_INEXACT 2u  /* number: more significant digits than tracked */
 #define F_KESC 4u     /* object key: inside an escape */
 #define F_KGEN 8u     /* object key: may still be an additional (unknown) key */
+#define F_ENEG 16u    /* number: minus sign after the exponent mark */
 #define F_UH 32u      /* the value's hash is tracked (inside a uniqueItems item) */
 #define F_UITEM 64u   /* an item of a GR_UNIQ_HASH array: it must differ from
                          the earlier items, so liveness counts them */
 /* numbers whose value is hashed: at most this many significant digits (so
- * distinct decimals are distinct doubles), no exponent */
+ * distinct decimals are distinct doubles), no exponent.  Other numbers may
+ * have an exponent of at most two digits; from the exponent mark on, a
+ * number frame keeps its fraction digit count in `lo` and the exponent's
+ * digits in `kst` (`count` counts them). */
 #define GR_HASH_DIGITS 15
 #define GR_HASH_FRAC 200
 

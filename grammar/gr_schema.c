@@ -1694,6 +1694,26 @@ static int types_overlap(int a, int b)
     return (na & nb & ~(T_INT | T_NUM)) != 0 || ((na & T_NUM) && (nb & T_NUM));
 }
 
+/* unevaluatedProperties beside a $ref, applied to the merged schema m:
+ * where m has additionalProperties every property is already evaluated
+ * (the keyword is void); without applicators the properties nobody
+ * evaluated are exactly m's additional ones. */
+static int unevaluated_after_ref(gc_ctx *c, json_t *m, json_t *up)
+{
+    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "not",
+                                              "dependentSchemas", "dependencies",
+                                              "$dynamicRef", NULL};
+    if (json_object_get(m, "additionalProperties"))
+        return SX_OK;
+    for (int i = 0; applicators[i]; i++)
+        if (json_object_get(m, applicators[i]))
+            return gc_unsupported(c, "unevaluatedProperties",
+                                  "beside a $ref whose target has applicators");
+    if (json_object_set(m, "additionalProperties", up))
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    return SX_OK;
+}
+
 /* Resolves a top-level $ref of an allOf/anyOf member into a fresh copy of
  * its target (merged with the member's other keywords). */
 static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
@@ -1730,8 +1750,18 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
     }
     json_t *rest = json_deep_copy(m);
     json_object_del(rest, "$ref");
+    /* the siblings' unevaluatedProperties see what the target evaluates */
+    json_t *up = json_incref(json_object_get(rest, "unevaluatedProperties"));
+    if (up && json_is_true(up)) {
+        json_decref(up);
+        up = NULL;
+    }
+    json_object_del(rest, "unevaluatedProperties");
     rc = gc_merge(c, base, rest);
     json_decref(rest);
+    if (!rc && up)
+        rc = unevaluated_after_ref(c, base, up);
+    json_decref(up);
     if (rc) {
         json_decref(base);
         return rc;

@@ -809,7 +809,7 @@ int gc_witness(gc_ctx *c)
  * under a fake root. */
 static void finish_number(const sx_grammar *g, const gr_frame *f, wbuf *w)
 {
-    static const char digits[] = "0123456789.";
+    static const char digits[] = "0123456789.e-"; /* digits first: shortest plain */
     gr_frame root, top = *f;
     memset(&root, 0, sizeof root);
     root.node = -1;

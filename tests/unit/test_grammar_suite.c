@@ -64,6 +64,10 @@ static void run_file(const char *path, tally *t)
                 t->agree++;
             } else if (valid) {
                 t->valid_rejected++;
+                if (getenv("STRUX_SUITE_VERBOSE"))
+                    print_message("valid rejected: %s: \"%s\" / \"%s\": %s\n", path,
+                                  json_string_value(json_object_get(g, "description")),
+                                  json_string_value(json_object_get(tc, "description")), text);
             } else {
                 t->invalid_accepted++;
                 fail_msg("UNSOUND: %s: \"%s\" / \"%s\": accepted the invalid instance %s", path,
