@@ -20,3 +20,21 @@ else
 fi
 echo "== MaskBench sample (bench/maskbench_sample.txt), single thread: strux =="
 sed "s|^|$SHARED/maskbench/|" bench/maskbench_sample.txt | xargs "$B/strux" maskbench --threads 1 --quiet --timeout-ms 60000
+echo "== sampler, 151,936-token vocabulary: strux =="
+"$B/bench_sampler"
+# The engine on a random model of Qwen3-0.6B's shapes (speed depends on
+# shapes, not values), and transformers on the same files, same threads.
+MODEL=${STRUX_BENCH_MODEL:-models/random-0.6b}
+if [ ! -f "$MODEL/model.safetensors" ]; then
+    echo "(writing a random-weight Qwen3-0.6B into $MODEL for the engine figures)"
+    "$B/strux" model random --shape 0.6b --seed 1 --out "$MODEL" >/dev/null
+fi
+T=${STRUX_THREADS:-$(nproc)}
+echo "== CPU engine, $MODEL, $T threads: strux (bench_decode) =="
+"$B/bench_decode" --model "$MODEL" --threads "$T" --prompt 512 --decode 24
+if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch, transformers" 2>/dev/null; then
+    echo "== CPU engine, $MODEL, $T threads: Hugging Face transformers (generate) =="
+    .venv/bin/python bench/peers/hf_generate.py --model "$MODEL" --threads "$T" --prompt 512 --decode 24
+else
+    echo "(transformers peer skipped: 'make fixtures' installs torch and transformers into .venv)"
+fi

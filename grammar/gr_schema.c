@@ -1189,7 +1189,7 @@ static int contains_nodes(gc_ctx *c, const json_t *s, const json_t *more, int32_
     for (int j = 0; j < k; j++)
         any_max |= mx[j] >= 0;
     for (int S = 0; S < (1 << k) && !rc; S++) {
-        int32_t tn;
+        int32_t tn = -1;
         if (S == 0 && !any_max) {
             tn = items_node;
         } else if (items_node < 0) {
