@@ -182,6 +182,7 @@ static void job_free(rpc_job *j)
     sx_bytes_free(&j->text);
     json_decref(j->logprobs);
     free(j->scores);
+    sx_gr_free(j->best_only);
     free(j->body);
     free(j);
 }

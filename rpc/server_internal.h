@@ -84,6 +84,7 @@ typedef struct rpc_job {
     sx_ids          prompt;
     sx_ids         *labels;        /* CHOICES with scores: tokens of each label + end of turn */
     double         *scores;
+    sx_grammar     *best_only;     /* greedy CHOICES: the top-scored label alone */
     /* running */
     int             handle, running, cancel_sent;
     int             cancel;        /* CANCEL_*, under s->mu */

@@ -282,6 +282,18 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     sx_gen_params p;
     memset(&p, 0, sizeof p);
     p.grammar = j->comp ? j->comp->grammar : NULL;
+    /* Greedy classification answers the most probable label: a label-by-
+     * label greedy walk can part from it (a likely first token that only
+     * unlikely labels continue), so the output is held to the top score. */
+    if (j->scores && j->req.sampling.temperature == 0) {
+        size_t best = 0;
+        for (size_t i = 1; i < j->req.n_choices; i++)
+            if (j->scores[i] > j->scores[best])
+                best = i;
+        if (sx_gr_compile_choices(s->v, &j->req.choices[best], 1, &s->o.gr, &j->best_only,
+                                  &err) == 0)
+            p.grammar = j->best_only;
+    }
     p.sampling = j->req.sampling;
     p.max_tokens = j->req.max_tokens;
     rc = s->be->ops->add(s->be->b, j->prompt.v, (int)j->prompt.n, &p, j, &j->handle, &err);

@@ -422,6 +422,14 @@ static void nng_schema_choices_regex(void **state)
                 json_real_value(json_object_get(sc, "negative")));
     assert_int_equal(t.f.n_scores, 1);
     json_decref(v);
+    /* greedy: the output is the top-scored label, not the one the walk
+     * prefers (the stand-in walks to the fewest bytes; it scores the fewest
+     * tokens higher: 4 tokens for 20 bytes beats 7 for 6) */
+    v = call(t.ipc, "{\"choices\":[\"x7qz9k\",\"internationalization\"],"
+                    "\"document\":\"x\"}", 10000);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    assert_string_equal(json_string_value(json_object_get(v, "output")), "internationalization");
+    json_decref(v);
 
     v = call(t.ipc, "{\"regex\":\"[A-Z]{2}-[0-9]{3}\",\"messages\":[{\"role\":\"user\","
                     "\"content\":\"code?\"}],\"logprobs\":true}", 10000);
