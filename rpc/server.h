@@ -95,6 +95,9 @@ int  sx_rpc_server_new(const sx_rpc_server_opts *o, const sx_tokenizer *tok, con
 int  sx_rpc_server_start(sx_rpc_server *s, sx_error *err);
 /* The HTTP port actually bound (useful with port 0), or -1. */
 int  sx_rpc_server_http_port(const sx_rpc_server *s);
+/* The TCP port the i-th --listen address bound (useful with port 0), or -1
+ * when it is not a tcp:// address or not listening. */
+int  sx_rpc_server_listen_port(const sx_rpc_server *s, int i);
 /* Graceful stop: new requests are refused with `overloaded`, the ones
  * already accepted run to completion and are answered; returns when none
  * is left. */

@@ -144,6 +144,15 @@ int rpc_nng_start(sx_rpc_server *s, sx_error *err)
     return SX_OK;
 }
 
+int sx_rpc_server_listen_port(const sx_rpc_server *s, int i)
+{
+    int port = -1;
+    if (i < 0 || i >= s->n_listeners || strncmp(s->o.listen[i], "tcp", 3) ||
+        nng_listener_get_int(s->listeners[i], NNG_OPT_TCP_BOUND_PORT, &port) != 0)
+        return -1;
+    return port;
+}
+
 void rpc_nng_close_listeners(sx_rpc_server *s)
 {
     /* closes the listeners' connections too: only once nothing is left */

@@ -273,8 +273,15 @@ int main(int argc, char **argv)
                         "`strux model random`); outputs are schema-valid but meaningless\n",
                 model_dir);
     fprintf(stderr, "struxd: listening on");
-    for (int i = 0; i < n_listen; i++)
-        fprintf(stderr, " %s", listen[i]);
+    for (int i = 0; i < n_listen; i++) {
+        /* tcp addresses with the port bound (port 0 picks a free one) */
+        int port = sx_rpc_server_listen_port(srv, i);
+        const char *colon = strrchr(listen[i], ':');
+        if (port > 0 && colon)
+            fprintf(stderr, " %.*s:%d", (int)(colon - listen[i]), listen[i], port);
+        else
+            fprintf(stderr, " %s", listen[i]);
+    }
     if (http) {
         const char *colon = strrchr(http, ':');
         fprintf(stderr, " http://%.*s:%d", colon ? (int)(colon - http) : (int)strlen(http), http,
