@@ -385,37 +385,28 @@ static long indent_text(gr_ctx *cx, gr_set s, const uint8_t *in, long n, uint8_t
     gr_set nb, t, t2;
     for (long i = 0; i < n; i++) {
         gr_feed_set(cx, &s, in[i], &nb);
-        if (!nb.n) {
-            int found = 0;
-            gr_feed_set(cx, &s, ' ', &t);
-            if (t.n) {
-                gr_feed_set(cx, &t, in[i], &nb);
-                if (nb.n && k < cap) {
-                    out[k++] = ' ';
-                    found = 1;
-                }
-            }
-            gr_feed_set(cx, &s, '\n', &t);
+        /* refused: the run before it -- spaces alone (after a colon, or
+         * the rest of a run already started), else a newline and spaces */
+        for (int lead = 0; !nb.n && lead < 2; lead++) {
             size_t start = k;
-            if (!found && t.n && k < cap) {
-                out[k++] = '\n';
-                while (t.n && k < cap) {
-                    gr_feed_set(cx, &t, in[i], &nb);
-                    if (nb.n) {
-                        found = 1;
-                        break;
-                    }
-                    gr_feed_set(cx, &t, ' ', &t2);
-                    t = t2;
-                    out[k++] = ' ';
-                }
+            t = s;
+            if (lead) {
+                gr_feed_set(cx, &s, '\n', &t);
+                if (t.n && k < cap)
+                    out[k++] = '\n';
             }
-            if (!found) {
+            while (t.n && k < cap) {
+                gr_feed_set(cx, &t, in[i], &nb);
+                if (nb.n)
+                    break;
+                gr_feed_set(cx, &t, ' ', &t2);
+                t = t2;
+                out[k++] = ' ';
+            }
+            if (!nb.n)
                 k = start;
-                return -1;
-            }
         }
-        if (k >= cap)
+        if (!nb.n || k >= cap)
             return -1;
         out[k++] = in[i];
         s = nb;

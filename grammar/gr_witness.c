@@ -1011,6 +1011,10 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 int uitem = (f->flags & F_UITEM) != 0;
                 long l = gr_num_new_completion(n, f, uitem ? f->up->ext : NULL,
                                                uitem ? variant : 0, t, sizeof t, &fin.h);
+                /* too few ways to finish this value for the variant (a
+                 * lone "0"): the outer values take the variant instead */
+                if (l < 0 && uitem && variant > 0)
+                    l = gr_num_new_completion(n, f, f->up->ext, 0, t, sizeof t, &fin.h);
                 if (l < 0)
                     w.oom = 1;
                 else
@@ -1026,6 +1030,8 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
             if ((f->flags & F_UITEM) && !n->u.str.raw) {
                 uint8_t t[4096];
                 long l = gr_str_new_completion(n, f, f->up->ext, variant, t, sizeof t, &fin.h);
+                if (l < 0 && variant > 0)
+                    l = gr_str_new_completion(n, f, f->up->ext, 0, t, sizeof t, &fin.h);
                 have_fin = 1;
                 if (l < 0) {
                     w.oom = 1;
@@ -1059,18 +1065,29 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                     else
                         wit(N, vn, &w);
                 } else if (best < 0) {
-                    /* a new additional key: close it; one more byte makes
-                     * sure it does not spell a known key */
-                    if (f->flags & 4u) /* inside an escape */
+                    /* a new additional key: close it; more bytes make
+                     * sure it spells neither a known key nor one the
+                     * object already has (hashed as the matcher does) */
+                    uint64_t h = (uint64_t)f->val;
+                    if (f->flags & 4u) { /* inside an escape */
                         puts_(&w, "n");
+                        h = (h ^ 'n') * GR_KEY_PRIME;
+                    }
                     if (f->aux) {
                         uint8_t b = f->u8lo;
                         put(&w, &b, 1);
-                        for (int k = 1; k < f->aux; k++)
+                        h = (h ^ b) * GR_KEY_PRIME;
+                        for (int k = 1; k < f->aux; k++) {
                             put(&w, "\x80", 1);
+                            h = (h ^ 0x80) * GR_KEY_PRIME;
+                        }
                     }
-                    if (f->lo < f->hi)
+                    int more = f->lo < f->hi || gr_key_listed(f->ext, h);
+                    for (int k = 0; more && k < 64; k++) {
                         puts_(&w, "~");
+                        h = (h ^ '~') * GR_KEY_PRIME;
+                        more = gr_key_listed(f->ext, h);
+                    }
                     puts_(&w, "\":");
                     wit(N, n->u.obj.additional, &w);
                 } else {
@@ -1086,7 +1103,8 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 wit(N, (int32_t)f->lo, &w);
                 ph = O_AFTER;
             }
-            if (ph == O_COMMA) {
+            /* indented layout: a run after '{' announces a member */
+            if (ph == O_COMMA || (ph == O_OPEN && f->ws > 0 && g->opts.ws_mode == SX_WS_INDENTED)) {
                 /* a member must follow the comma */
                 size_t before = w.n;
                 object_members(g, n, seen, count, 0, NULL, &w, 0, f->ext, skip);
@@ -1135,9 +1153,13 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 break;
             }
             int need_comma = f->phase == A_AFTER;
+            /* an item must follow a comma, and in the indented layout a
+             * run after '[' */
+            int item_due = f->phase == A_COMMA ||
+                           (f->phase == A_OPEN && f->ws > 0 && g->opts.ws_mode == SX_WS_INDENTED);
             if (n->u.arr.lit_class) {
                 int64_t more = n->u.arr.min_items - count;
-                if (f->phase == A_COMMA && more < 1)
+                if (item_due && more < 1)
                     more = 1; /* an item must follow the comma */
                 unique_items(N, n, f->seen, more > 0 ? more : 0, f->phase == A_AFTER, &w);
                 puts_(&w, "]");
@@ -1150,7 +1172,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 if (!first_frame && (last_tag >> i & 1))
                     cnt[i]++;
             }
-            cont_fill(g, n, count, cnt, f->phase == A_COMMA, f->phase == A_AFTER, NULL, &w, 0);
+            cont_fill(g, n, count, cnt, item_due, f->phase == A_AFTER, NULL, &w, 0);
             puts_(&w, "]");
             break;
         }
@@ -1159,7 +1181,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                  * array that may equal an earlier one takes `variant`
                  * more */
                 int64_t more = n->u.arr.min_items - count;
-                if (f->phase == A_COMMA && more < 1)
+                if (item_due && more < 1)
                     more = 1; /* an item must follow the comma */
                 if (more < 0)
                     more = 0;
@@ -1170,7 +1192,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 puts_(&w, "]");
                 break;
             }
-            if (f->phase == A_COMMA) {
+            if (item_due) {
                 int32_t it = count < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[count] : n->u.arr.items;
                 wit(N, it, &w);
                 count++;

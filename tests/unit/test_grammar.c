@@ -43,6 +43,24 @@ static int accepts(const sx_grammar *g, const char *text)
     return ok;
 }
 
+/* A case's compile options: "max_ws", "ws" ("flexible", "compact",
+ * "indented") and "indent". */
+static void case_opts(const json_t *c, sx_gr_opts *o)
+{
+    sx_gr_opts_default(o);
+    const json_t *ws = json_object_get(c, "max_ws");
+    if (ws)
+        o->max_ws = (int)json_integer_value(ws);
+    const char *mode = json_string_value(json_object_get(c, "ws"));
+    if (mode)
+        o->ws_mode = !strcmp(mode, "compact")    ? SX_WS_COMPACT
+                     : !strcmp(mode, "indented") ? SX_WS_INDENTED
+                                                 : SX_WS_FLEXIBLE;
+    const json_t *ind = json_object_get(c, "indent");
+    if (ind)
+        o->indent = (int)json_integer_value(ind);
+}
+
 static void cases_from_file(void **state)
 {
     (void)state;
@@ -58,10 +76,7 @@ static void cases_from_file(void **state)
         sx_grammar *g = NULL;
         sx_error err;
         sx_gr_opts o;
-        sx_gr_opts_default(&o);
-        json_t *ws = json_object_get(c, "max_ws");
-        if (ws)
-            o.max_ws = (int)json_integer_value(ws);
+        case_opts(c, &o);
         int rc = sx_gr_compile_json(V, json_object_get(c, "schema"), &o, &g, &err);
         json_t *want_err = json_object_get(c, "error");
         if (want_err) {
@@ -120,10 +135,14 @@ static void random_walks_stay_alive(void **state)
         sx_grammar *g;
         sx_error err;
         sx_validator *val = NULL;
-        assert_int_equal(sx_gr_compile_json(V, json_object_get(c, "schema"), NULL, &g, &err), 0);
+        sx_gr_opts o;
+        case_opts(c, &o);
+        assert_int_equal(sx_gr_compile_json(V, json_object_get(c, "schema"), &o, &g, &err), 0);
         if (sx_val_compile(json_object_get(c, "schema"), NULL, &val, &err))
             val = NULL; /* a schema the validator declines: liveness still checked */
-        for (int walk = 0; walk < 20; walk++) {
+        /* STRUX_WALKS=N: more walks per case (a stress run; CI uses 20) */
+        int n_walks = getenv("STRUX_WALKS") ? atoi(getenv("STRUX_WALKS")) : 20;
+        for (int walk = 0; walk < n_walks; walk++) {
             sx_matcher *m;
             assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
             char doc[4096];
@@ -152,6 +171,11 @@ static void random_walks_stay_alive(void **state)
                 if (steps % 7 == 0) {
                     uint8_t cb[2048];
                     size_t cn = sx_matcher_shortest_completion(m, cb, sizeof cb);
+                    if (cn == (size_t)-1) {
+                        for (size_t q = 0; q < len; q++)
+                            fprintf(stderr, "%02x", (unsigned char)doc[q]);
+                        fprintf(stderr, "\n");
+                    }
                     if (cn == (size_t)-1)
                         fail_msg("case %s: no completion found after '%.*s'",
                                  json_string_value(json_object_get(c, "name")), (int)len, doc);
@@ -186,7 +210,7 @@ static void random_walks_stay_alive(void **state)
                 }
             }
             if (ended) {
-                json_t *parsed = json_loadb(doc, len, JSON_DECODE_ANY, &je);
+                json_t *parsed = json_loadb(doc, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
                 if (!parsed)
                     fail_msg("case %s: generated invalid JSON '%.*s': %s",
                              json_string_value(json_object_get(c, "name")), (int)len, doc, je.text);
