@@ -1142,7 +1142,6 @@ static int contains_nodes(gc_ctx *c, const json_t *s, const json_t *more, int32_
     int64_t mn[GR_MAX_CONTAINS], mx[GR_MAX_CONTAINS];
     size_t i;
     json_t *e;
-    size_t old = gc_ptr_push(c, "contains");
     json_array_foreach(list, i, e) {
         int64_t a = 1, b = -1;
         if ((rc = get_count(c, e, "minContains", &a)) || (rc = get_count(c, e, "maxContains", &b)))
@@ -1206,7 +1205,10 @@ static int contains_nodes(gc_ctx *c, const json_t *s, const json_t *more, int32_
             }
             json_t *sch = json_array_size(parts) ? json_pack("{s:o}", "allOf", parts)
                                                  : (json_decref(parts), json_true());
+            /* errors inside point into the contains subschema */
+            size_t old = gc_ptr_push(c, "contains");
             rc = sch ? gc_schema(c, sch, &tn) : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            gc_ptr_pop(c, old);
             json_decref(sch);
         }
         c->g->nodes[id].u.arr.ctag_node[S] = tn;
@@ -1220,7 +1222,6 @@ static int contains_nodes(gc_ctx *c, const json_t *s, const json_t *more, int32_
         }
     }
 out:
-    gc_ptr_pop(c, old);
     json_decref(list);
     return rc;
 }
