@@ -12,7 +12,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: strux check --schema FILE [--max-ws N] [--tokenizer PATH] INSTANCE.json\n\n"
+    fprintf(f, "usage: strux check --schema FILE [--max-ws N | --indent N] [--tokenizer PATH] INSTANCE.json\n\n"
                "Tokenizes the instance text as it is and feeds it token by token to the\n"
                "schema's matcher (a full mask before every token), then validates it with the\n"
                "independent validator.  Says whether each accepts it and, if the matcher\n"
@@ -35,6 +35,14 @@ int cmd_check(int argc, char **argv)
             tok_path = argv[++i];
         } else if (!strcmp(argv[i], "--max-ws") && i + 1 < argc) {
             o.max_ws = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--indent") && i + 1 < argc) {
+            /* the JSON.stringify(v, null, N) layout */
+            o.ws_mode = SX_WS_INDENTED;
+            o.indent = atoi(argv[++i]);
+            if (o.indent < 1 || o.indent > 16) {
+                fprintf(stderr, "strux check: --indent must be 1..16\n");
+                return 2;
+            }
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "strux check: unknown option '%s'\n", argv[i]);
             usage(stderr);

@@ -66,6 +66,8 @@ static void usage(FILE *f)
         "  --cache-mb N             compiled-schema cache bound, MiB (default 64)\n"
         "  --max-ws N               longest whitespace run the grammar allows between\n"
         "                           JSON tokens (default 4; 0 = compact JSON)\n"
+        "  --indent N               output laid out exactly as JSON.stringify(v, null, N)\n"
+        "                           (N spaces per level, 1..16; replaces --max-ws)\n"
         "  --quiet                  no per-request log lines\n"
         "  -h, --help               this text\n");
 }
@@ -105,7 +107,7 @@ int main(int argc, char **argv)
     int n_listen = 0, quiet = 0, int8 = 0;
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
-    long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1;
+    long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0, takes = 1;
@@ -155,6 +157,8 @@ int main(int argc, char **argv)
             bad = parse_long(a, v, 1, 1 << 20, &cache_mb);
         } else if (!strcmp(a, "--max-ws")) {
             bad = parse_long(a, v, 0, 64, &max_ws);
+        } else if (!strcmp(a, "--indent")) {
+            bad = parse_long(a, v, 1, 16, &indent);
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
             takes = 0;
@@ -254,6 +258,10 @@ int main(int argc, char **argv)
     so.default_timeout_s = (double)timeout;
     if (max_ws >= 0)
         so.gr.max_ws = (int)max_ws;
+    if (indent > 0) {
+        so.gr.ws_mode = SX_WS_INDENTED;
+        so.gr.indent = (int)indent;
+    }
     so.log = quiet ? NULL : stderr;
     if (sx_rpc_server_new(&so, tok, vocab, &be, &srv, &err) ||
         sx_rpc_server_start(srv, &err)) {

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `strux compile` and `strux check` from the outside: exit statuses, the
+# error line naming the keyword and its JSON Pointer, and the layouts
+# (--max-ws 0 compact, --indent N as JSON.stringify(v, null, N)).
+# Needs $STRUX_BUILD (absolute build dir holding strux) and $STRUX_SHARED.
+set -u
+S="$STRUX_BUILD/strux"
+T=$(mktemp -d /tmp/strux-cli-grammar.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 failed=0
+check() { # check WHAT COMMAND...: the command's status is the verdict
+    local what=$1
+    shift
+    n=$((n + 1))
+    if "$@"; then echo "ok $n - $what"; else echo "not ok $n - $what"; failed=$((failed + 1)); fi
+}
+tok=(--tokenizer "${STRUX_SHARED:-../shared}/qwen3-tokenizer/tokenizer.json")
+printf '%s' '{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},"required":["a"],"additionalProperties":false}' >"$T/s.json"
+printf '{\n  "a": [\n    1,\n    2\n  ]\n}' >"$T/ind2.json"
+printf '{"a":[1,2]}' >"$T/compact.json"
+printf '{"a": [1, 2]}' >"$T/spaced.json"
+
+check "compile: exit 0 and a size line" sh -c "'$S' compile ${tok[*]} --schema '$T/s.json' | grep -q 'compile:'"
+check "check: flexible layout accepts spaced JSON" "$S" check "${tok[@]}" --schema "$T/s.json" "$T/spaced.json"
+check "check --max-ws 0: compact accepted" "$S" check "${tok[@]}" --max-ws 0 --schema "$T/s.json" "$T/compact.json"
+"$S" check "${tok[@]}" --max-ws 0 --schema "$T/s.json" "$T/spaced.json" >"$T/out" 2>&1
+check "check --max-ws 0: spaced JSON refused, exit 1, says where" \
+    sh -c "[ $? -eq 1 ] && grep -q 'matcher: *rejects token' '$T/out'"
+check "check --indent 2: JSON.stringify(v, null, 2) accepted" \
+    "$S" check "${tok[@]}" --indent 2 --schema "$T/s.json" "$T/ind2.json"
+"$S" check "${tok[@]}" --indent 4 --schema "$T/s.json" "$T/ind2.json" >/dev/null 2>&1
+check "check --indent 4: a 2-space layout refused (exit 1)" [ $? -eq 1 ]
+"$S" check "${tok[@]}" --indent 2 --schema "$T/s.json" "$T/compact.json" >/dev/null 2>&1
+check "check --indent 2: compact JSON refused (exit 1)" [ $? -eq 1 ]
+"$S" check "${tok[@]}" --indent 0 --schema "$T/s.json" "$T/ind2.json" >"$T/out" 2>&1
+check "check --indent 0: usage error (exit 2)" sh -c "[ $? -eq 2 ] && grep -q 'indent must be 1..16' '$T/out'"
+printf '%s' '{"type":"array","items":{"type":"integer"},"contains":{"minimum":5},"uniqueItems":true}' >"$T/bad.json"
+"$S" compile "${tok[@]}" --schema "$T/bad.json" >"$T/out" 2>&1
+check "compile: unsupported keyword is exit 1 with keyword and pointer" \
+    sh -c "[ $? -eq 1 ] && grep -q \"unsupported: 'contains' at /contains\" '$T/out' && grep -q 'JSON Pointer: /contains' '$T/out'"
+printf '%s' '{"type":"strin"}' >"$T/inv.json"
+"$S" compile "${tok[@]}" --schema "$T/inv.json" >"$T/out" 2>&1
+check "compile: invalid schema is exit 1 with the pointer" sh -c "[ $? -eq 1 ] && grep -q 'at /type' '$T/out'"
+printf '{"type": "object",' >"$T/broken.json"
+"$S" compile "${tok[@]}" --schema "$T/broken.json" >"$T/out" 2>&1
+check "compile: malformed JSON is exit 1 with a line number" sh -c "[ $? -eq 1 ] && grep -qi 'line' '$T/out'"
+exit $((failed > 0))
