@@ -268,6 +268,15 @@ void rpc_answer(rpc_job *j, int code, const char *body, size_t len, const char *
     if (j->via == VIA_NNG) {
         rpc_nng_reply(j->nw, body, len);
     } else if (j->stream) {
+        if (j->http_plain) {
+            int st = sx_rpc_http_status(code);
+            char head[256];
+            int hn = snprintf(head, sizeof head,
+                              "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                              "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                              st, rpc_http_reason(st), len);
+            rpc_stream_write(j->stream, head, (size_t)hn);
+        }
         rpc_stream_write(j->stream, body, len);
         pthread_mutex_lock(&s->mu);
         rpc_stream *st = j->stream;
@@ -307,7 +316,7 @@ void rpc_fail(rpc_job *j, int code, const char *msg, const char *pointer, const 
         char *e = NULL;
         size_t n = 0;
         rc = sx_rpc_openai_error_dump(code, msg, pointer, &e, &n);
-        if (!rc && j->stream) {
+        if (!rc && j->stream && !j->http_plain) {
             /* mid-stream: an error event, then the end of the stream */
             body = malloc(n + 32);
             if (body)

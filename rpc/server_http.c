@@ -2,9 +2,11 @@
  *   POST /v1/chat/completions  OpenAI-compatible (JSON or server-sent events)
  *   POST /v1/strux             the native protocol (docs/PROTOCOL.md) over HTTP
  *   GET  /v1/models, /health, /metrics
- * POST handlers hand their aio to a job, which answers it when done.  A
- * streaming answer hijacks the connection and writes the events itself,
- * in order, one write in flight at a time. */
+ * POST handlers hand their aio to a job.  Once the request is parsed the
+ * job takes the connection over (hijack): a streaming answer writes its
+ * events itself, in order, one write in flight at a time; a plain answer
+ * is one whole response written the same way, and meanwhile a pending read
+ * sees the client leave, which cancels the request. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,23 +194,41 @@ struct rpc_stream {
     sx_rpc_server  *s;
     nng_http_conn  *conn;
     nng_http_req   *req;   /* ours after the hijack */
-    nng_aio        *aio;
+    nng_aio        *aio;   /* the write in flight */
+    nng_aio        *raio;  /* watched answers: a read that ends when the client does */
+    uint8_t         rbuf[64];
     pthread_mutex_t mu;
     sx_bytes        pending, sending;
     int             busy, ended, failed, gone;
+    int             reading, closed;
 };
 
 static void stream_destroy(rpc_stream *st)
 {
-    nng_http_conn_close(st->conn);
+    if (!st->closed)
+        nng_http_conn_close(st->conn);
     if (st->req)
         nng_http_req_free(st->req);
-    /* may run inside the aio's own callback: let nng free it later */
+    /* may run inside an aio's own callback: let nng free them later */
     nng_aio_reap(st->aio);
+    if (st->raio)
+        nng_aio_reap(st->raio);
     pthread_mutex_destroy(&st->mu);
     sx_bytes_free(&st->pending);
     sx_bytes_free(&st->sending);
     free(st);
+}
+
+/* Marks every job of this stream cancelled by its client. */
+static void stream_client_gone(rpc_stream *st)
+{
+    sx_rpc_server *s = st->s;
+    pthread_mutex_lock(&s->mu);
+    for (rpc_job *j = s->jobs; j; j = j->next)
+        if (j->stream == st && !j->cancel)
+            j->cancel = CANCEL_CLIENT;
+    pthread_cond_signal(&s->sched_cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* Under st->mu: moves pending bytes into the write buffer; returns 1 when
@@ -232,14 +252,23 @@ static void stream_send(rpc_stream *st)
     nng_http_conn_write_all(st->conn, st->aio);
 }
 
-/* Under st->mu: 1 when the stream is finished and this caller frees it. */
-static int stream_done(rpc_stream *st)
+/* Under st->mu: 1 when the stream is finished and this caller frees it.
+ * A watch read still pending is ended by closing the connection first
+ * (*wake); its callback then finishes the stream. */
+static int stream_done(rpc_stream *st, int *wake)
 {
-    if (st->ended && !st->busy && !st->gone) {
-        st->gone = 1;
-        return 1;
+    *wake = 0;
+    if (!st->ended || st->busy || st->gone)
+        return 0;
+    if (st->reading) {
+        if (!st->closed) {
+            st->closed = 1;
+            *wake = 1;
+        }
+        return 0;
     }
-    return 0;
+    st->gone = 1;
+    return 1;
 }
 
 static void stream_cb(void *arg)
@@ -250,34 +279,52 @@ static void stream_cb(void *arg)
     st->busy = 0;
     if (rv)
         st->failed = 1;
-    int send = stream_next(st), destroy = !send && stream_done(st);
+    int wake = 0, send = stream_next(st), destroy = !send && stream_done(st, &wake);
     pthread_mutex_unlock(&st->mu);
-    if (rv) {
-        /* the client left: stop generating for it */
-        sx_rpc_server *s = st->s;
-        pthread_mutex_lock(&s->mu);
-        for (rpc_job *j = s->jobs; j; j = j->next)
-            if (j->stream == st && !j->cancel)
-                j->cancel = CANCEL_CLIENT;
-        pthread_cond_signal(&s->sched_cv);
-        pthread_mutex_unlock(&s->mu);
-    }
+    if (rv) /* the client left: stop generating for it */
+        stream_client_gone(st);
     if (send)
         stream_send(st);
+    else if (wake)
+        nng_http_conn_close(st->conn);
     else if (destroy)
         stream_destroy(st);
 }
 
-int rpc_stream_start(rpc_job *j)
+/* The watch read ended.  With an error before the answer: the client
+ * closed its end, so its request is cancelled. */
+static void watch_cb(void *arg)
 {
-    static const char head[] = "HTTP/1.1 200 OK\r\n"
-                               "Content-Type: text/event-stream\r\n"
-                               "Cache-Control: no-cache\r\n"
-                               "Connection: close\r\n\r\n";
+    rpc_stream *st = arg;
+    int rv = nng_aio_result(st->raio);
+    pthread_mutex_lock(&st->mu);
+    st->reading = 0;
+    int early = !st->ended, wake = 0;
+    int destroy = stream_done(st, &wake);
+    pthread_mutex_unlock(&st->mu);
+    /* rv 0: the client sent more (a pipelined request, which a
+     * Connection: close answer does not serve) -- it is still there */
+    if (early && rv != 0 && rv != NNG_ECANCELED)
+        stream_client_gone(st);
+    if (wake)
+        nng_http_conn_close(st->conn);
+    else if (destroy)
+        stream_destroy(st);
+}
+
+/* Takes the job's connection over; `watch`: also arm the read that sees
+ * the client go. */
+static int stream_take(rpc_job *j, int watch, rpc_stream **out)
+{
     rpc_stream *st = calloc(1, sizeof *st);
     if (!st)
         return SX_ENOMEM;
     if (nng_aio_alloc(&st->aio, stream_cb, st)) {
+        free(st);
+        return SX_ENOMEM;
+    }
+    if (watch && nng_aio_alloc(&st->raio, watch_cb, st)) {
+        nng_aio_free(st->aio);
         free(st);
         return SX_ENOMEM;
     }
@@ -294,8 +341,51 @@ int rpc_stream_start(rpc_job *j)
     pthread_mutex_lock(&j->s->mu);
     j->stream = st;
     pthread_mutex_unlock(&j->s->mu);
+    if (watch) {
+        st->reading = 1;
+        nng_iov iov = {.iov_buf = st->rbuf, .iov_len = sizeof st->rbuf};
+        nng_aio_set_iov(st->raio, 1, &iov);
+        nng_http_conn_read(st->conn, st->raio);
+    }
+    *out = st;
+    return SX_OK;
+}
+
+int rpc_stream_start(rpc_job *j)
+{
+    static const char head[] = "HTTP/1.1 200 OK\r\n"
+                               "Content-Type: text/event-stream\r\n"
+                               "Cache-Control: no-cache\r\n"
+                               "Connection: close\r\n\r\n";
+    rpc_stream *st;
+    int rc = stream_take(j, 0, &st);
+    if (rc)
+        return rc;
     rpc_stream_write(st, head, sizeof head - 1);
     return SX_OK;
+}
+
+int rpc_http_watch(rpc_job *j)
+{
+    rpc_stream *st;
+    int rc = stream_take(j, 1, &st);
+    if (!rc)
+        j->http_plain = 1;
+    return rc;
+}
+
+const char *rpc_http_reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 413: return "Payload Too Large";
+    case 422: return "Unprocessable Entity";
+    case 499: return "Client Closed Request";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Internal Server Error";
+    }
 }
 
 void rpc_stream_write(rpc_stream *st, const char *data, size_t len)
@@ -315,10 +405,12 @@ void rpc_stream_end(rpc_stream *st)
         return;
     pthread_mutex_lock(&st->mu);
     st->ended = 1;
-    int send = stream_next(st), destroy = !send && stream_done(st);
+    int wake = 0, send = stream_next(st), destroy = !send && stream_done(st, &wake);
     pthread_mutex_unlock(&st->mu);
     if (send)
         stream_send(st);
+    else if (wake)
+        nng_http_conn_close(st->conn);
     else if (destroy)
         stream_destroy(st);
 }

@@ -73,7 +73,9 @@ typedef struct rpc_job {
     uint32_t        pipe;          /* VIA_NNG: the client's connection */
     nng_aio        *http_aio;      /* VIA_HTTP: the handler's aio until answered */
     nng_http_conn  *conn;          /* VIA_HTTP: its connection (hijacked to stream) */
-    rpc_stream     *stream;        /* VIA_HTTP with stream: true, once started */
+    rpc_stream     *stream;        /* VIA_HTTP with stream: true, once started;
+                                      or a watched plain answer (http_plain) */
+    int             http_plain;    /* the stream carries one whole HTTP response */
     /* the request */
     char           *body;
     size_t          body_len;
@@ -182,6 +184,11 @@ void     rpc_http_reply(nng_aio *aio, int status, const char *ctype, const char 
 /* streams: start hijacks the job's connection and sends the headers; write
  * queues bytes; end flushes, closes and drops the job's reference. */
 int      rpc_stream_start(rpc_job *job);
+/* A non-streamed HTTP request: the connection is taken over too, so that a
+ * client that goes away cancels its request (a pending read sees the
+ * close); the answer is then written as a whole HTTP response. */
+int      rpc_http_watch(rpc_job *job);
+const char *rpc_http_reason(int status); /* "OK", "Not Found", ... */
 void     rpc_stream_write(rpc_stream *st, const char *data, size_t len);
 void     rpc_stream_end(rpc_stream *st);
 

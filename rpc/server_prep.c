@@ -121,6 +121,10 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
         rpc_fail(j, SX_RPC_INTERNAL, "cannot start the event stream", NULL, NULL);
         return 1;
     }
+    if (!j->req.stream && j->via == VIA_HTTP && (rc = rpc_http_watch(j))) {
+        rpc_fail(j, SX_RPC_INTERNAL, "cannot watch the connection", NULL, NULL);
+        return 1;
+    }
     j->t_prep1 = rpc_now_ms();
     return 0;
 }

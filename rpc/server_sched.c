@@ -74,7 +74,7 @@ static void add_logprob(rpc_job *j, const sx_gen_event *ev)
 
 static void stream_piece(rpc_job *j, const char *piece, size_t len)
 {
-    if (!j->stream || (!len && j->sent_role))
+    if (!j->stream || j->http_plain || (!len && j->sent_role))
         return;
     char *chunk;
     size_t n;
@@ -113,7 +113,7 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, char **body, size_
 {
     if (j->api == API_NATIVE)
         return sx_rpc_response_dump(&j->req, res, body, len);
-    if (!j->stream)
+    if (!j->stream || j->http_plain)
         return sx_rpc_openai_response_dump(&j->req, j->cid, j->created, j->s->o.model_name, res,
                                            body, len);
     /* the stream's tail: the finishing chunk, usage if asked, [DONE] */

@@ -337,6 +337,25 @@ static char *http(int port, const char *method, const char *path, const char *bo
     return out;
 }
 
+/* Sends a POST and closes the socket without reading the answer. */
+static void http_post_and_vanish(int port, const char *path, const char *body)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     path, strlen(body));
+    assert_int_equal(write(fd, head, (size_t)n), n);
+    assert_int_equal(write(fd, body, strlen(body)), (ssize_t)strlen(body));
+    usleep(200000); /* the request is running by now */
+    close(fd);
+}
+
 static json_t *http_json(int port, const char *method, const char *path, const char *body,
                          int *status)
 {
@@ -613,6 +632,16 @@ static void deadlines_and_vanishing_clients(void **state)
         char *m = http(t.port, "GET", "/metrics", NULL);
         seen = strstr(m, "strux_requests_total{via=\"nng\",code=\"cancelled\"} 1") != NULL;
         (void)status;
+        free(m);
+    }
+    assert_true(seen);
+    /* the same over HTTP, without streaming: the closed connection cancels */
+    http_post_and_vanish(t.port, "/v1/strux", slow);
+    seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) {
+        usleep(20000);
+        char *m = http(t.port, "GET", "/metrics", NULL);
+        seen = strstr(m, "strux_requests_total{via=\"http\",code=\"cancelled\"} 1") != NULL;
         free(m);
     }
     assert_true(seen);
