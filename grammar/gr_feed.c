@@ -48,7 +48,7 @@ static int frames_equal(const gr_frame *a, const gr_frame *b)
             a->flags != b->flags || a->aux != b->aux || a->u8lo != b->u8lo || a->u8hi != b->u8hi || a->lo != b->lo || a->hi != b->hi ||
             a->pos != b->pos || a->count != b->count || a->val != b->val ||
             a->seen != b->seen || a->ext != b->ext || a->kst != b->kst || a->vh != b->vh ||
-            a->ctag != b->ctag)
+            a->ctag != b->ctag || a->ord != b->ord)
             return 0;
         a = a->up;
         b = b->up;
@@ -956,7 +956,7 @@ static uint64_t obj_required_closure(const gr_node *n, uint64_t seen)
     return all;
 }
 
-static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count);
+static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked);
 
 /* Keys of props that may appear at all (their value schema is not empty). */
 static uint64_t obj_allowed(const gr_node *n)
@@ -980,9 +980,9 @@ int gr_obj_pres_holds(const gr_node *n, uint64_t seen)
  * completion (with what it requires in turn) is allowed, feasible, and for
  * oneOf completes no other list.  Adding keys only completes more lists,
  * so the smallest completion is the one to test. */
-static int obj_pres_feasible(const gr_node *n, uint64_t seen, int64_t count)
+static int obj_pres_feasible(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked)
 {
-    uint64_t allowed = obj_allowed(n);
+    uint64_t allowed = obj_allowed(n) & ~(blocked & ~seen);
     for (int i = 0; i < n->u.obj.n_pres; i++) {
         uint64_t S = seen | n->u.obj.pres[i];
         for (int k = 0; k < 64; k++) {
@@ -995,22 +995,57 @@ static int obj_pres_feasible(const gr_node *n, uint64_t seen, int64_t count)
             continue;
         if (!gr_obj_pres_holds(n, S))
             continue;
-        if (obj_feasible_base(n, S, count + __builtin_popcountll(S & ~seen)))
+        if (obj_feasible_base(n, S, count + __builtin_popcountll(S & ~seen), blocked))
             return 1;
     }
     return 0;
 }
 
-/* After a key is added (seen, count): can the object still be closed? */
-static int obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
+/* After a key is added (seen, count): can the object still be closed?
+ * `blocked`: keys it can no longer take (property-order mode). */
+static int obj_feasible_b(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked)
 {
-    if (n->u.obj.n_pres && !obj_pres_feasible(n, seen, count))
+    if (n->u.obj.n_pres && !obj_pres_feasible(n, seen, count, blocked))
         return 0;
-    return obj_feasible_base(n, seen, count);
+    return obj_feasible_base(n, seen, count, blocked);
 }
 
-static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count)
+static int obj_feasible(const gr_node *n, uint64_t seen, int64_t count)
 {
+    return obj_feasible_b(n, seen, count, 0);
+}
+
+uint64_t gr_ord_blocked(const gr_node *n, uint16_t ord)
+{
+    if (!n->u.obj.ord_before)
+        return 0;
+    return n->u.obj.ord_before[ord > n->u.obj.n_listed ? n->u.obj.n_listed : ord];
+}
+
+uint16_t gr_ord_after(const gr_prop *p)
+{
+    return p->order == GR_ORD_UNLISTED ? GR_ORD_UNLISTED : (uint16_t)(p->order + 1);
+}
+
+int gr_ord_ok(const gr_node *n, uint16_t ord, const gr_prop *p)
+{
+    /* a listed key not before the position; other keys at any time (all
+     * listed ones are then behind) */
+    return !n->u.obj.ord_before || p->order == GR_ORD_UNLISTED ||
+           (ord != GR_ORD_UNLISTED && p->order >= ord);
+}
+
+int gr_obj_feasible_add(const gr_node *n, uint64_t seen, int64_t count, const gr_prop *p)
+{
+    return obj_feasible_b(n, seen | gr_prop_bit(p), count + 1,
+                          gr_ord_blocked(n, gr_ord_after(p)));
+}
+
+static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked)
+{
+    blocked &= ~seen;
+    if (blocked && (obj_required_closure(n, seen) & blocked))
+        return 0; /* a required key that can no longer come */
     if (n->u.obj.n_forbid) {
         uint64_t will = obj_required_closure(n, seen);
         for (int i = 0; i < n->u.obj.n_forbid; i++)
@@ -1027,7 +1062,7 @@ static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count)
         for (uint32_t i = 0; i < n->u.obj.n; i++) {
             uint64_t b = gr_prop_bit(&n->u.obj.props[i]);
             hashed += !b;
-            unseen += b && !(seen & b);
+            unseen += b && !(seen & b) && !(blocked & b);
         }
         /* without additional keys every key counted is a listed one, so
          * the hashed keys present are the count less the bits */
@@ -1058,8 +1093,8 @@ static int obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint
 {
     for (uint32_t i = lo; i < hi; i++) {
         const gr_prop *p = &n->u.obj.props[i];
-        if (p->node >= 0 && !gr_prop_seen(p, f->seen, f->ext) &&
-            obj_feasible(n, f->seen | gr_prop_bit(p), f->count + 1))
+        if (p->node >= 0 && !gr_prop_seen(p, f->seen, f->ext) && gr_ord_ok(n, f->ord, p) &&
+            gr_obj_feasible_add(n, f->seen, f->count, p))
             return 1;
     }
     return 0;
@@ -1086,7 +1121,9 @@ int gr_key_listed(const void *list, uint64_t h)
 /* Can one more additional key be added (it must also be a new one)? */
 static int obj_gen_ok(const gr_node *n, const gr_frame *f)
 {
-    if (!gr_obj_has_gen(n) || !obj_feasible(n, f->seen, f->count + 1))
+    /* an additional key puts every listed one behind (property order) */
+    if (!gr_obj_has_gen(n) ||
+        !obj_feasible_b(n, f->seen, f->count + 1, gr_ord_blocked(n, GR_ORD_UNLISTED)))
         return 0;
     const gr_strx *kx = n->u.obj.keyx;
     return !(kx && f->ext &&
@@ -1124,7 +1161,7 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
         if (lo < hi && P[lo].key_len == pos) {
             uint64_t bit = gr_prop_bit(&P[lo]);
             if (P[lo].node < 0 || gr_prop_seen(&P[lo], f->seen, f->ext) ||
-                !obj_feasible(n, f->seen | bit, f->count + 1))
+                !gr_ord_ok(n, f->ord, &P[lo]) || !gr_obj_feasible_add(n, f->seen, f->count, &P[lo]))
                 return;
             gr_frame *nf = clone(cx, f);
             if (!nf)
@@ -1139,6 +1176,8 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
             }
             nf->seen |= bit;
             nf->count++;
+            if (n->u.obj.ord_before)
+                nf->ord = gr_ord_after(&P[lo]);
             nf->lo = (uint32_t)P[lo].node;
             nf->phase = O_COLON;
             if (f->flags & F_UH)
@@ -1162,6 +1201,8 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
         kh->h = h;
         nf->ext = kh;
         nf->count++;
+        if (n->u.obj.ord_before)
+            nf->ord = GR_ORD_UNLISTED;
         nf->lo = (uint32_t)value;
         nf->phase = O_COLON;
         emit(out, nf);

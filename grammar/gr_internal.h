@@ -34,7 +34,10 @@ typedef struct gr_prop {
                            key condition names); past 64, optional keys
                            whose presence the frame's key-hash list records */
     uint64_t hash;      /* gr_key_hash of key */
+    uint16_t order;     /* position in `properties`; GR_ORD_UNLISTED for other names */
 } gr_prop;
+
+#define GR_ORD_UNLISTED 0xFFFF
 
 #define GR_KEY_BASIS 1469598103934665603ULL /* FNV-1a */
 #define GR_KEY_PRIME 1099511628211ULL
@@ -123,6 +126,14 @@ typedef struct gr_node {
             int n_forbid;
             uint64_t *pres;      /* anyOf/oneOf of required lists: the key sets */
             int n_pres, pres_one;/* how many; 1 = exactly one set complete, 0 = at least one */
+            /* property-order mode (sx_gr_opts.prop_order): members follow
+             * `properties`, other keys after all of them.  ord_before[o]:
+             * the bits of the listed keys placed before position o
+             * (o = n_listed: all of them); by_order: prop indices listed
+             * ones first, in their order.  NULL when the mode is off. */
+            uint64_t *ord_before;
+            uint16_t *by_order;
+            uint16_t n_listed;
         } obj;
         struct {
             int32_t *prefix;
@@ -301,6 +312,9 @@ struct gr_frame {
     int32_t kst;    /* object key: state of the key automaton */
     uint32_t lo, hi;/* literal range (LITSET, object keys) */
     uint32_t pos;   /* bytes matched into the literals */
+    uint16_t ord;   /* object, property-order mode: the position after the
+                       last listed key written; GR_ORD_UNLISTED after any
+                       other key */
     uint8_t ctag;   /* an array item: the contains constraints it counts for
                        (a bit per gr_node.u.arr.cont entry) */
     int64_t count;  /* code points, items, properties, digits */
@@ -406,6 +420,13 @@ static inline int gr_prop_seen(const gr_prop *p, uint64_t seen, const void *keys
 /* gr_feed.c: with keys `seen` (count of them), can the object still be
  * completed validly? */
 int gr_obj_feasible(const gr_node *n, uint64_t seen, int64_t count);
+/* Property-order mode: the keys an object at position `ord` can no longer
+ * take, the position after writing p, and whether p may come now. */
+uint64_t gr_ord_blocked(const gr_node *n, uint16_t ord);
+uint16_t gr_ord_after(const gr_prop *p);
+int gr_ord_ok(const gr_node *n, uint16_t ord, const gr_prop *p);
+/* gr_obj_feasible once the key p is added in property-order mode. */
+int gr_obj_feasible_add(const gr_node *n, uint64_t seen, int64_t count, const gr_prop *p);
 /* The object's anyOf/oneOf-of-required condition holds for keys `seen`. */
 int gr_obj_pres_holds(const gr_node *n, uint64_t seen);
 

@@ -519,6 +519,39 @@ typedef struct prop_tmp {
     int index;            /* its gr_prop.index */
 } prop_tmp;
 
+/* Property-order mode: the tables of gr_node.u.obj (ord_before, by_order)
+ * for props P (sorted by key); every key needs a bit in the seen set. */
+static int order_tables(gc_ctx *c, const gr_prop *P, int np, int32_t id)
+{
+    int listed = 0;
+    for (int k = 0; k < np; k++) {
+        if (!gr_prop_bit(&P[k]))
+            return gc_unsupported(c, "properties", "more than 64 names in property-order mode");
+        listed += P[k].order != GR_ORD_UNLISTED;
+    }
+    uint64_t *before = gc_alloc(c, (size_t)(listed + 1) * sizeof *before);
+    uint16_t *by = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *by);
+    if (!before || !by)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int o = 0; o <= listed; o++)
+        for (int k = 0; k < np; k++)
+            if (P[k].order < o)
+                before[o] |= gr_prop_bit(&P[k]);
+    int m = 0;
+    for (int o = 0; o < listed; o++)
+        for (int k = 0; k < np; k++)
+            if (P[k].order == o)
+                by[m++] = (uint16_t)k;
+    for (int k = 0; k < np; k++)
+        if (P[k].order == GR_ORD_UNLISTED)
+            by[m++] = (uint16_t)k;
+    gr_node *n = &c->g->nodes[id];
+    n->u.obj.ord_before = before;
+    n->u.obj.by_order = by;
+    n->u.obj.n_listed = (uint16_t)listed;
+    return SX_OK;
+}
+
 static int cmp_prop(const void *a, const void *b)
 {
     const gr_prop *x = a, *y = b;
@@ -933,6 +966,8 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         P[k].key_len = (uint32_t)klen;
         P[k].index = tmp[k].index;
         P[k].hash = gr_key_hash(kb, klen);
+        /* `properties` come first in tmp, in their written order */
+        P[k].order = tmp[k].schema ? (uint16_t)k : GR_ORD_UNLISTED;
         /* a listed name still has to satisfy propertyNames, and the
          * patterns it matches apply to its value too */
         const char *nm = tmp[k].name;
@@ -1005,6 +1040,9 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     }
     n = &c->g->nodes[id];
     qsort(P, (size_t)np, sizeof *P, cmp_prop);
+    if (c->opts.prop_order && (rc = order_tables(c, P, np, id)))
+        return rc;
+    n = &c->g->nodes[id];
     n->u.obj.props = P;
     n->u.obj.n = (uint32_t)np;
     n->u.obj.required = required;

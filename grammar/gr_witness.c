@@ -281,7 +281,57 @@ static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wb
  * is needed before the first member written. */
 static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
                            int need_comma, const int64_t *len, wbuf *w, int depth,
-                           const void *seen_keys, int32_t skip)
+                           const void *seen_keys, int32_t skip, uint16_t ord);
+
+/* Property-order mode: the keys still needed, in `properties` order from
+ * position ord -- the required ones, and optional ones while the object
+ * is short of minProperties. */
+static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
+                            uint64_t req, int need_comma, const int64_t *len, wbuf *w, int depth,
+                            const void *seen_keys, int32_t skip, uint16_t ord)
+{
+    for (uint32_t m = 0; m < n->u.obj.n; m++) {
+        uint32_t k = n->u.obj.by_order[m];
+        const gr_prop *p = &n->u.obj.props[k];
+        uint64_t bit = gr_prop_bit(p);
+        int64_t owed = __builtin_popcountll(req & ~seen & ~bit);
+        int wanted = (req & bit) || count + owed < n->u.obj.min_props;
+        if (!wanted || gr_prop_seen(p, seen, seen_keys) || (int32_t)k == skip || p->node < 0 ||
+            !gr_ord_ok(n, ord, p) || !gr_obj_feasible_add(n, seen, count, p))
+            continue;
+        if (need_comma)
+            puts_(w, ",");
+        puts_(w, "\"");
+        put(w, p->key, p->key_len);
+        puts_(w, "\":");
+        if (len)
+            write_witness(g, p->node, len, w, depth + 1);
+        else
+            wit(g->nodes, p->node, w);
+        seen |= bit;
+        count++;
+        ord = gr_ord_after(p);
+        need_comma = 1;
+    }
+    /* still short of minProperties: invented additional keys (last) */
+    for (int64_t k = 0; count < n->u.obj.min_props && n->u.obj.additional >= 0 && k < 1000; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s\"_%lld\":", need_comma ? "," : "", (long long)k);
+        puts_(w, key);
+        if (len)
+            write_witness(g, n->u.obj.additional, len, w, depth + 1);
+        else
+            wit(g->nodes, n->u.obj.additional, w);
+        count++;
+        need_comma = 1;
+    }
+    if (count < n->u.obj.min_props)
+        w->oom = 1;
+}
+
+static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
+                           int need_comma, const int64_t *len, wbuf *w, int depth,
+                           const void *seen_keys, int32_t skip, uint16_t ord)
 {
     const gr_node *N = g->nodes;
     uint64_t req = n->u.obj.required;
@@ -299,6 +349,10 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
                 break;
             }
         }
+    }
+    if (n->u.obj.by_order) {
+        ordered_members(g, n, seen, count, req, need_comma, len, w, depth, seen_keys, skip, ord);
+        return;
     }
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t k = 0; k < n->u.obj.n; k++) {
@@ -714,7 +768,7 @@ static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wb
         return;
     case GK_OBJECT:
         puts_(w, "{");
-        object_members(g, n, 0, 0, 0, len, w, depth, NULL, -1);
+        object_members(g, n, 0, 0, 0, len, w, depth, NULL, -1, 0);
         puts_(w, "}");
         return;
     case GK_ARRAY:
@@ -928,8 +982,8 @@ static int finish_key(const gr_node *n, const gr_frame *f, wbuf *w)
     int best = -1;
     for (uint32_t i = f->lo; i < f->hi; i++)
         if (P[i].node >= 0 && !gr_prop_seen(&P[i], f->seen, f->ext) &&
-            (best < 0 || P[i].key_len < P[best].key_len) &&
-            gr_obj_feasible(n, f->seen | gr_prop_bit(&P[i]), f->count + 1))
+            (best < 0 || P[i].key_len < P[best].key_len) && gr_ord_ok(n, f->ord, &P[i]) &&
+            gr_obj_feasible_add(n, f->seen, f->count, &P[i]))
             best = (int)i;
     if (best >= 0) {
         put(w, P[best].key + f->pos, P[best].key_len - f->pos);
@@ -1049,6 +1103,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
             uint64_t seen = f->seen;
             int64_t count = f->count;
             int ph = f->phase;
+            uint16_t ord = f->ord; /* property-order position */
             int32_t skip = -1; /* a hashed key just written */
             size_t seg = w.n;
             if (ph == O_START) {
@@ -1064,6 +1119,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                         w.oom = 1;
                     else
                         wit(N, vn, &w);
+                    ord = GR_ORD_UNLISTED;
                 } else if (best < 0) {
                     /* a new additional key: close it; more bytes make
                      * sure it spells neither a known key nor one the
@@ -1090,10 +1146,13 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                     }
                     puts_(&w, "\":");
                     wit(N, n->u.obj.additional, &w);
+                    ord = GR_ORD_UNLISTED;
                 } else {
                     wit(N, n->u.obj.props[best].node, &w);
                     seen |= gr_prop_bit(&n->u.obj.props[best]);
                     skip = best;
+                    if (n->u.obj.by_order)
+                        ord = gr_ord_after(&n->u.obj.props[best]);
                 }
                 count++;
                 ph = O_AFTER;
@@ -1107,15 +1166,16 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
             if (ph == O_COMMA || (ph == O_OPEN && f->ws > 0 && g->opts.ws_mode == SX_WS_INDENTED)) {
                 /* a member must follow the comma */
                 size_t before = w.n;
-                object_members(g, n, seen, count, 0, NULL, &w, 0, f->ext, skip);
+                object_members(g, n, seen, count, 0, NULL, &w, 0, f->ext, skip, ord);
                 if (w.n == before) {
                     /* nothing required: any usable optional key, else an
                      * invented additional one */
                     int done = 0;
-                    for (uint32_t k = 0; k < n->u.obj.n && !done; k++) {
+                    for (uint32_t m = 0; m < n->u.obj.n && !done; m++) {
+                        uint32_t k = n->u.obj.by_order ? n->u.obj.by_order[m] : m;
                         const gr_prop *p = &n->u.obj.props[k];
                         if (p->node >= 0 && !gr_prop_seen(p, seen, f->ext) &&
-                            gr_obj_feasible(n, seen | gr_prop_bit(p), count + 1)) {
+                            gr_ord_ok(n, ord, p) && gr_obj_feasible_add(n, seen, count, p)) {
                             puts_(&w, "\"");
                             put(&w, p->key, p->key_len);
                             puts_(&w, "\":");
@@ -1136,7 +1196,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                     }
                 }
             } else {
-                object_members(g, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext, skip);
+                object_members(g, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext, skip, ord);
             }
             if ((f->flags & F_UITEM) && variant > 0) {
                 /* an item equal to an earlier one: more members make it new */

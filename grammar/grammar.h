@@ -56,7 +56,8 @@ typedef struct sx_gr_opts {
      * (optional ones may be left out; required ones may not, so they cannot
      * be skipped over), and keys that `properties` does not list (other
      * required names, patternProperties, additionalProperties) come after
-     * all of the listed ones.  0 (default): members in any order. */
+     * all of the listed ones.  0 (default): members in any order.
+     * An object with more than 64 names is refused in this mode. */
     int prop_order;
     int draft7;          /* 1: draft-07 array items/additionalItems; else per $schema, 2020-12 */
     int max_nodes;       /* compile budget: grammar nodes (default 100000) */

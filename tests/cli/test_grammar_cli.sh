@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `strux compile` and `strux check` from the outside: exit statuses, the
 # error line naming the keyword and its JSON Pointer, and the layouts
-# (--max-ws 0 compact, --indent N as JSON.stringify(v, null, N)).
+# (--max-ws 0 compact, --indent N as JSON.stringify(v, null, N)) and
+# --property-order.
 # Needs $STRUX_BUILD (absolute build dir holding strux) and $STRUX_SHARED.
 set -u
 S="$STRUX_BUILD/strux"
@@ -34,6 +35,14 @@ check "check --indent 4: a 2-space layout refused (exit 1)" [ $? -eq 1 ]
 check "check --indent 2: compact JSON refused (exit 1)" [ $? -eq 1 ]
 "$S" check "${tok[@]}" --indent 0 --schema "$T/s.json" "$T/ind2.json" >"$T/out" 2>&1
 check "check --indent 0: usage error (exit 2)" sh -c "[ $? -eq 2 ] && grep -q 'indent must be 1..16' '$T/out'"
+printf '%s' '{"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"integer"}},"required":["a"]}' >"$T/po.json"
+printf '{"b": 2, "a": 1}' >"$T/po_in.json"
+printf '{"a": 1, "b": 2}' >"$T/po_out.json"
+check "check --property-order: members in the listed order accepted" \
+    "$S" check "${tok[@]}" --property-order --schema "$T/po.json" "$T/po_in.json"
+"$S" check "${tok[@]}" --property-order --schema "$T/po.json" "$T/po_out.json" >/dev/null 2>&1
+check "check --property-order: another order refused (exit 1)" [ $? -eq 1 ]
+check "check without --property-order: any order" "$S" check "${tok[@]}" --schema "$T/po.json" "$T/po_out.json"
 printf '%s' '{"type":"array","items":{"type":"integer"},"contains":{"minimum":5},"uniqueItems":true}' >"$T/bad.json"
 "$S" compile "${tok[@]}" --schema "$T/bad.json" >"$T/out" 2>&1
 check "compile: unsupported keyword is exit 1 with keyword and pointer" \

@@ -44,7 +44,7 @@ static int accepts(const sx_grammar *g, const char *text)
 }
 
 /* A case's compile options: "max_ws", "ws" ("flexible", "compact",
- * "indented") and "indent". */
+ * "indented"), "indent" and "prop_order". */
 static void case_opts(const json_t *c, sx_gr_opts *o)
 {
     sx_gr_opts_default(o);
@@ -59,6 +59,7 @@ static void case_opts(const json_t *c, sx_gr_opts *o)
     const json_t *ind = json_object_get(c, "indent");
     if (ind)
         o->indent = (int)json_integer_value(ind);
+    o->prop_order = json_is_true(json_object_get(c, "prop_order"));
 }
 
 static void cases_from_file(void **state)

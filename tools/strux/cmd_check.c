@@ -12,7 +12,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: strux check --schema FILE [--max-ws N | --indent N] [--tokenizer PATH] INSTANCE.json\n\n"
+    fprintf(f, "usage: strux check --schema FILE [--max-ws N | --indent N] [--property-order]\n"
+               "                    [--tokenizer PATH] INSTANCE.json\n\n"
                "Tokenizes the instance text as it is and feeds it token by token to the\n"
                "schema's matcher (a full mask before every token), then validates it with the\n"
                "independent validator.  Says whether each accepts it and, if the matcher\n"
@@ -35,6 +36,8 @@ int cmd_check(int argc, char **argv)
             tok_path = argv[++i];
         } else if (!strcmp(argv[i], "--max-ws") && i + 1 < argc) {
             o.max_ws = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--property-order")) {
+            o.prop_order = 1;
         } else if (!strcmp(argv[i], "--indent") && i + 1 < argc) {
             /* the JSON.stringify(v, null, N) layout */
             o.ws_mode = SX_WS_INDENTED;

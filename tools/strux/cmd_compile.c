@@ -10,7 +10,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: strux compile --schema FILE [--max-ws N | --indent N] [--tokenizer PATH]\n\n"
+    fprintf(f, "usage: strux compile --schema FILE [--max-ws N | --indent N] [--property-order]\n"
+               "                      [--tokenizer PATH]\n\n"
                "Compiles a JSON Schema into strux's token-level grammar and prints the compile\n"
                "time, the time to the first mask and the grammar's size.  A schema strux cannot\n"
                "enforce exactly is an error naming the keyword and its JSON Pointer.\n"
@@ -32,6 +33,8 @@ int cmd_compile(int argc, char **argv)
             tok_path = argv[++i];
         } else if (!strcmp(argv[i], "--max-ws") && i + 1 < argc) {
             o.max_ws = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--property-order")) {
+            o.prop_order = 1;
         } else if (!strcmp(argv[i], "--indent") && i + 1 < argc) {
             /* the JSON.stringify(v, null, N) layout */
             o.ws_mode = SX_WS_INDENTED;

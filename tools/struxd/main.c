@@ -68,6 +68,8 @@ static void usage(FILE *f)
         "                           JSON tokens (default 4; 0 = compact JSON)\n"
         "  --indent N               output laid out exactly as JSON.stringify(v, null, N)\n"
         "                           (N spaces per level, 1..16; replaces --max-ws)\n"
+        "  --property-order         object members in the order `properties` lists them\n"
+        "                           (optional ones may be left out; other keys last)\n"
         "  --quiet                  no per-request log lines\n"
         "  -h, --help               this text\n");
 }
@@ -108,6 +110,7 @@ int main(int argc, char **argv)
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
+    int prop_order = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0, takes = 1;
@@ -159,6 +162,9 @@ int main(int argc, char **argv)
             bad = parse_long(a, v, 0, 64, &max_ws);
         } else if (!strcmp(a, "--indent")) {
             bad = parse_long(a, v, 1, 16, &indent);
+        } else if (!strcmp(a, "--property-order")) {
+            prop_order = 1;
+            takes = 0;
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
             takes = 0;
@@ -262,6 +268,7 @@ int main(int argc, char **argv)
         so.gr.ws_mode = SX_WS_INDENTED;
         so.gr.indent = (int)indent;
     }
+    so.gr.prop_order = prop_order;
     so.log = quiet ? NULL : stderr;
     if (sx_rpc_server_new(&so, tok, vocab, &be, &srv, &err) ||
         sx_rpc_server_start(srv, &err)) {
