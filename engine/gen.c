@@ -86,6 +86,7 @@ void sx_gen_free(sx_gen *g)
         g->head = s->next;
         seq_free(g, s);
     }
+    gen_prefix_free_all(g);
     free(g->items);
     free(g->item_seq);
     free(g->logits);
@@ -102,6 +103,8 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
     gen_seq *s = NULL;
     if (n_prompt <= 0 || !prompt)
         return sx_err_set(err, SX_EINVAL, "the prompt is empty");
+    if (p->prefix_len < 0)
+        return sx_err_set(err, SX_EINVAL, "prefix_len must be >= 0");
     if (p->max_tokens <= 0)
         return sx_err_set(err, SX_EINVAL, "max_tokens must be positive (got %d)", p->max_tokens);
     if ((rc = sx_sampling_check(&p->sampling, err)))
@@ -183,6 +186,7 @@ void gen_finish(sx_gen *g, gen_seq *s, int finish, const sx_error *error)
     ev.n_prompt = s->n_prompt;
     ev.n_completion = s->n_completion;
     ev.n_forced = s->n_forced;
+    ev.n_cached = s->n_cached;
     ev.ttft_ms = s->t_first > 0 ? s->t_first - s->t_add : 0;
     /* flush a held-back partial character into the last piece */
     g->piece.n = 0;

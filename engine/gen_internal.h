@@ -18,6 +18,8 @@ typedef struct gen_seq {
     sx_matcher  *m;                   /* NULL when unconstrained */
     sx_sampler  *s;
     int          kv;                  /* engine sequence, -1 before admission */
+    int          n_cached;            /* prompt tokens forked from the prefix cache */
+    int          cache_at;            /* > 0: store the prefix once prefilled this far */
     int64_t      reserve;             /* KV tokens reserved for this request */
     /* tokens chosen but not yet run through the model (sampled + forced) */
     int32_t     *feed;
@@ -30,6 +32,15 @@ typedef struct gen_seq {
     struct gen_seq *next;             /* live list, in admission order */
 } gen_seq;
 
+/* A cached prompt prefix: an engine sequence holding exactly its KV. */
+typedef struct gen_prefix {
+    int32_t  *tokens;
+    int       len, kv;
+    uint64_t  hash, used;
+} gen_prefix;
+
+#define GEN_PREFIXES 8
+
 struct sx_gen {
     sx_engine          *e;
     const sx_tokenizer *tok;
@@ -41,6 +52,9 @@ struct sx_gen {
     int64_t             kv_capacity, kv_reserved;
     int                 next_handle;
     gen_seq            *head;         /* queued and live requests, oldest first */
+    gen_prefix          prefixes[GEN_PREFIXES];
+    int                 n_prefixes;
+    uint64_t            clock;
     /* per-step scratch */
     sx_step_item       *items;
     gen_seq           **item_seq;
@@ -68,6 +82,15 @@ void   gen_masks_wait(sx_gen *g);
 int    gen_feed_push(gen_seq *s, int32_t tok);
 void   gen_finish(sx_gen *g, gen_seq *s, int finish, const sx_error *error);
 void   gen_reap(sx_gen *g);
+/* The prefix cache (gen_prefix.c).  admit: a new engine sequence for s,
+ * forked from a cached prefix when there is one (then s->n_fed and
+ * s->n_cached are set, else s->cache_at); 0 or an engine error.  store:
+ * called once s has prefilled s->cache_at tokens.  evict: drops the
+ * least recently used prefix, 0 when none is left. */
+int    gen_prefix_admit(sx_gen *g, gen_seq *s);
+void   gen_prefix_store(sx_gen *g, gen_seq *s);
+int    gen_prefix_evict(sx_gen *g);
+void   gen_prefix_free_all(sx_gen *g);
 
 /* Bytes of completion text looked at; a document whose shortest completion
  * is longer is steered only once it fits. */

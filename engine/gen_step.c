@@ -205,9 +205,14 @@ static void admit(sx_gen *g, int *n_running)
     for (gen_seq *s = g->head; s && *n_running < g->o.max_batch; s = s->next) {
         if (s->state != GS_QUEUED || s->cancelled)
             continue;
+        /* cached prefixes give way to requests */
+        while (g->kv_reserved + s->reserve > g->kv_capacity && gen_prefix_evict(g))
+            ;
         if (g->kv_reserved + s->reserve > g->kv_capacity)
             break; /* keep arrival order: wait for room */
-        if (sx_engine_seq_new(g->e, &s->kv, NULL))
+        while (gen_prefix_admit(g, s) && gen_prefix_evict(g))
+            ; /* no free engine sequence: a cached prefix holds one */
+        if (s->kv < 0)
             break;
         g->kv_reserved += s->reserve;
         s->state = GS_PREFILL;
@@ -233,6 +238,8 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
             int chunk = s->n_prompt - s->n_fed;
             if (chunk > g->o.prefill_chunk)
                 chunk = g->o.prefill_chunk;
+            if (s->cache_at > s->n_fed && chunk > s->cache_at - s->n_fed)
+                chunk = s->cache_at - s->n_fed; /* stop at the prefix to cache */
             g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0};
         } else if (s->state == GS_DECODE) {
             g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0};
@@ -277,6 +284,8 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         float *row = g->logits + (size_t)i * (size_t)g->vocab_rows;
         if (s->state == GS_PREFILL) {
             s->n_fed += g->items[i].n;
+            if (s->cache_at && s->n_fed == s->cache_at)
+                gen_prefix_store(g, s);
             if (s->n_fed < s->n_prompt)
                 continue;
         } else {

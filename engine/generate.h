@@ -42,6 +42,12 @@ typedef struct sx_gen_params {
     const sx_grammar *grammar;  /* NULL = unconstrained */
     sx_sampling       sampling;
     int               max_tokens;  /* completion budget, > 0 */
+    /* The first prefix_len prompt tokens are shared by many requests (a
+     * system turn with its instructions and schema): their KV cache is
+     * kept after the first such request and forked by the next ones, which
+     * then prefill only the rest.  0 = none.  Outputs are the same either
+     * way. */
+    int               prefix_len;
 } sx_gen_params;
 
 typedef enum sx_finish {
@@ -67,6 +73,7 @@ typedef struct sx_gen_event {
     int         finish;        /* sx_finish */
     sx_error    error;         /* when finish == SX_FINISH_ERROR */
     int         n_prompt, n_completion, n_forced;
+    int         n_cached;      /* prompt tokens taken from the prefix cache */
     double      ttft_ms;       /* add -> first completion token */
 } sx_gen_event;
 

@@ -243,11 +243,11 @@ static void log_line(rpc_job *j, int code)
     }
     fprintf(f,
             "struxd: req=%llu id=%s via=%s%s mode=%s status=%s finish=%s prompt=%d "
-            "completion=%d forced=%d queue_ms=%.1f ttft_ms=%.1f total_ms=%.1f\n",
+            "completion=%d forced=%d cached=%d queue_ms=%.1f ttft_ms=%.1f total_ms=%.1f\n",
             (unsigned long long)j->no, id, j->via == VIA_NNG ? "nng" : "http",
             j->api == API_OPENAI ? "/openai" : "", sx_rpc_mode_name(j->req.mode),
             sx_rpc_code_name(code), j->finish ? j->finish : "-", j->n_prompt, j->n_completion,
-            j->n_forced, j->queue_ms, j->ttft_ms, j->total_ms);
+            j->n_forced, j->n_cached, j->queue_ms, j->ttft_ms, j->total_ms);
     fflush(f);
 }
 

@@ -97,6 +97,8 @@ typedef struct rpc_job {
     int             n_events;
     int             stage;         /* STAGE_*, under s->mu */
     int             n_prompt, n_completion, n_forced;
+    int             prefix_len;    /* tokens of the system turn (shared prefix), 0 = none */
+    int             n_cached;      /* prompt tokens served from the prefix cache */
     double          queue_ms, ttft_ms, tpot_ms, total_ms;
     const char     *finish;        /* finish_reason, for the log */
     int             sent_role;     /* streaming: the first chunk went out */

@@ -95,6 +95,16 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
     rc = sx_rpc_build_messages(&j->req, &msgs, &n_msgs, &owned, &err);
     if (!rc)
         rc = sx_chat_encode(s->tok, msgs, n_msgs, 1, &j->prompt, &err);
+    /* a system turn (strux's extraction prompt with the schema, or the
+     * caller's) is what requests share: its KV is cached by the generator */
+    if (!rc && n_msgs > 1 && !strcmp(msgs[0].role, "system")) {
+        int32_t im_end = sx_tok_find(s->tok, "<|im_end|>", 10);
+        for (size_t k = 0; k < j->prompt.n; k++)
+            if (j->prompt.v[k] == im_end) {
+                j->prefix_len = (int)k + 1;
+                break;
+            }
+    }
     free(msgs);
     free(owned);
     if (rc) {

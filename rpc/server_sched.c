@@ -150,6 +150,7 @@ static void finish_job(rpc_job *j, const sx_gen_event *ev)
     j->n_prompt = ev->n_prompt;
     j->n_completion = ev->n_completion;
     j->n_forced = ev->n_forced;
+    j->n_cached = ev->n_cached;
     j->ttft_ms = j->t_first > 0 ? j->t_first - j->t_recv : 0;
     j->tpot_ms = j->n_completion > 1 ? (j->t_last - j->t_first) / (j->n_completion - 1) : 0;
     j->total_ms = now - j->t_recv;
@@ -296,6 +297,7 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     }
     p.sampling = j->req.sampling;
     p.max_tokens = j->req.max_tokens;
+    p.prefix_len = j->prefix_len;
     rc = s->be->ops->add(s->be->b, j->prompt.v, (int)j->prompt.n, &p, j, &j->handle, &err);
     if (rc) {
         /* the KV fit was checked at prep, so a limit here is the budget:

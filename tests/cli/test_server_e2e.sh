@@ -112,13 +112,20 @@ for k in range(6):
                  "temperature": 1.0, "messages": [{"role": "user", "content": "A ticket code?"}]})
     reqs.append({"id": f"jo-{k}", "json_object": True, "seed": k, "temperature": 1.0,
                  "max_tokens": 24, "document": "Name: Ada, age 36, city: Turin"})
+# STRUX_E2E_REQUESTS=N: an evenly spread subset (the ASan run, where every
+# request is ~20x slower; the full set runs in the normal build)
+cap = int(os.environ.get("STRUX_E2E_REQUESTS", "0") or 0)
+if 0 < cap < len(reqs):
+    reqs = [reqs[i * len(reqs) // cap] for i in range(cap)]
 with open(out, "w") as o:
     for r in reqs:
         o.write(json.dumps(r) + "\n")
 print(len(reqs))
 PY
 NREQ=$("$PY" "$T/gen.py" "$S" "$T/in.jsonl")
-check "built $NREQ requests (>= 200)" [ "${NREQ:-0}" -ge 200 ]
+WANT=200
+[ -n "${STRUX_E2E_REQUESTS:-}" ] && WANT=$STRUX_E2E_REQUESTS && [ "$WANT" -gt 200 ] && WANT=200
+check "built $NREQ requests (>= $WANT)" [ "${NREQ:-0}" -ge "$WANT" ]
 "$B/strux" call --addr "$ADDR" --batch "$T/in.jsonl" --out "$T/out.jsonl" --concurrency 32 \
     --verify --no-progress 2>"$T/batch.log"
 rc=$?

@@ -31,7 +31,7 @@ static char DIR_[256];
 typedef struct result {
     sx_bytes text;
     sx_ids ids;
-    int done, finish, n_completion, n_forced;
+    int done, finish, n_completion, n_forced, n_cached;
 } result;
 
 static void on_event(const sx_gen_event *ev, void *ctx)
@@ -49,6 +49,7 @@ static void on_event(const sx_gen_event *ev, void *ctx)
     r->finish = ev->finish;
     r->n_completion = ev->n_completion;
     r->n_forced = ev->n_forced;
+    r->n_cached = ev->n_cached;
     if (ev->finish == SX_FINISH_ERROR)
         print_error("generation error: %s\n", ev->error.msg);
 }
@@ -277,6 +278,73 @@ static void batching_is_invisible(void **state)
     }
 }
 
+/* A shared prompt prefix is prefilled once: later requests fork its KV,
+ * prefill only the rest, and answer exactly as without the cache. */
+static void prefix_cache_is_invisible(void **state)
+{
+    (void)state;
+    const char *users[3] = {"First document, fairly short.", "Second one.",
+                            "A third document with quite a few more words in it than the others."};
+    sx_ids p[3] = {{0}};
+    int P = -1;
+    for (int i = 0; i < 3; i++) {
+        encode_prompt(users[i], &p[i]);
+        /* the system turn: through its end-of-turn token */
+        int32_t im_end = sx_tok_find(TOK, "<|im_end|>", 10);
+        int k = 0;
+        while (k < (int)p[i].n && p[i].v[k] != im_end)
+            k++;
+        assert_true(k < (int)p[i].n);
+        assert_true(P < 0 || P == k + 1);
+        P = k + 1;
+    }
+    sx_gen_params gp;
+    memset(&gp, 0, sizeof gp);
+    sx_sampling_default(&gp.sampling);
+    gp.max_tokens = 10;
+    result ref[3], got[3];
+    memset(ref, 0, sizeof ref);
+    memset(got, 0, sizeof got);
+    sx_gen *g;
+    for (int i = 0; i < 3; i++) { /* references: no cache */
+        assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+        assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &ref[i], NULL, NULL), 0);
+        run_all(g);
+        sx_gen_free(g);
+    }
+    /* prefill chunks shorter than the prefix: the cache must be filled at
+     * exactly its end */
+    sx_gen_opts go = {.prefill_chunk = 5, .max_batch = 4, .mask_threads = 1};
+    assert_int_equal(sx_gen_new(ENG, TOK, &go, on_event, NULL, &g, NULL), 0);
+    gp.prefix_len = P;
+    assert_int_equal(sx_gen_add(g, p[0].v, (int)p[0].n, &gp, &got[0], NULL, NULL), 0);
+    run_all(g);
+    assert_int_equal(got[0].n_cached, 0);
+    for (int i = 1; i < 3; i++)
+        assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &got[i], NULL, NULL), 0);
+    run_all(g);
+    for (int i = 0; i < 3; i++) {
+        if (i > 0)
+            assert_int_equal(got[i].n_cached, P);
+        assert_int_equal(got[i].ids.n, ref[i].ids.n);
+        assert_memory_equal(got[i].ids.v, ref[i].ids.v, ref[i].ids.n * sizeof *ref[i].ids.v);
+        result_free(&got[i]);
+        result_free(&ref[i]);
+    }
+    /* a prefix as long as the prompt is not cached (nothing would be left
+     * to prefill) */
+    gp.prefix_len = (int)p[1].n;
+    assert_int_equal(sx_gen_add(g, p[1].v, (int)p[1].n, &gp, &got[0], NULL, NULL), 0);
+    run_all(g);
+    assert_int_equal(got[0].n_cached, 0);
+    result_free(&got[0]);
+    gp.prefix_len = -1;
+    assert_int_equal(sx_gen_add(g, p[1].v, (int)p[1].n, &gp, &got[0], NULL, NULL), SX_EINVAL);
+    sx_gen_free(g);
+    for (int i = 0; i < 3; i++)
+        sx_ids_free(&p[i]);
+}
+
 static void budget_and_cancel(void **state)
 {
     (void)state;
@@ -382,6 +450,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(constrained_outputs_validate),
         cmocka_unit_test(batching_is_invisible),
+        cmocka_unit_test(prefix_cache_is_invisible),
         cmocka_unit_test(budget_and_cancel),
         cmocka_unit_test(choices_and_unconstrained),
     };
