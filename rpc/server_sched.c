@@ -267,6 +267,30 @@ static int score(rpc_job *j, sx_error *err)
     return rc;
 }
 
+/* Greedy classification without a stream: the answer is the top label,
+ * as the generator would have written it (its tokens were scored). */
+static void answer_label(rpc_job *j, size_t best)
+{
+    json_t *str = json_string(j->req.choices[best]);
+    char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+    json_decref(str);
+    j->text.n = 0;
+    if (!text || sx_bytes_append(&j->text, text, strlen(text))) {
+        free(text);
+        rpc_fail(j, SX_RPC_INTERNAL, "out of memory", NULL, NULL);
+        return;
+    }
+    free(text);
+    j->t_first = j->t_last = rpc_now_ms();
+    sx_gen_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.done = 1;
+    ev.finish = SX_FINISH_STOP;
+    ev.n_prompt = (int)j->prompt.n;
+    ev.n_completion = (int)j->labels[best].n - 1; /* without the end of turn */
+    finish_job(j, &ev);
+}
+
 static void admit(sx_rpc_server *s, rpc_job *j)
 {
     sx_error err;
@@ -291,6 +315,12 @@ static void admit(sx_rpc_server *s, rpc_job *j)
         for (size_t i = 1; i < j->req.n_choices; i++)
             if (j->scores[i] > j->scores[best])
                 best = i;
+        if (!j->stream && !j->req.logprobs) {
+            /* nothing left to generate: the grammar would force exactly
+             * these tokens, which the scoring already ran */
+            answer_label(j, best);
+            return;
+        }
         if (sx_gr_compile_choices(s->v, &j->req.choices[best], 1, &s->o.gr, &j->best_only,
                                   &err) == 0)
             p.grammar = j->best_only;
