@@ -229,7 +229,8 @@ int main(int argc, char **argv)
         goto done;
     }
     sx_engine_opts eo = {.n_threads = (int)threads,
-                         .max_seqs = (int)max_batch + 17, /* + label scoring's forks */
+                         /* + label scoring's forks and the cached prompt prefixes */
+                         .max_seqs = (int)max_batch + 17 + 8,
                          .kv_tokens = kv_tokens,
                          .block_tokens = 16,
                          .weight_mode = int8 ? SX_W_INT8 : SX_W_BF16};
