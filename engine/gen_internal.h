@@ -39,7 +39,7 @@ typedef struct gen_prefix {
     uint64_t  hash, used;
 } gen_prefix;
 
-#define GEN_PREFIXES 8
+#define GEN_PREFIXES 16
 
 struct sx_gen {
     sx_engine          *e;

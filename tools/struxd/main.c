@@ -230,7 +230,7 @@ int main(int argc, char **argv)
     }
     sx_engine_opts eo = {.n_threads = (int)threads,
                          /* + label scoring's forks and the cached prompt prefixes */
-                         .max_seqs = (int)max_batch + 17 + 8,
+                         .max_seqs = (int)max_batch + 17 + 16,
                          .kv_tokens = kv_tokens,
                          .block_tokens = 16,
                          .weight_mode = int8 ? SX_W_INT8 : SX_W_BF16};
