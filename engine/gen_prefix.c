@@ -74,26 +74,65 @@ int gen_prefix_admit(sx_gen *g, gen_seq *s)
     return sx_engine_seq_new(g->e, &s->kv, NULL);
 }
 
+/* Keeps engine sequence kv (holding exactly the prefix t[0..P)) as an
+ * entry; it is freed instead when there is no room.  The entry or NULL. */
+static gen_prefix *keep(sx_gen *g, const int32_t *t, int P, uint64_t h, int kv)
+{
+    if (g->n_prefixes == GEN_PREFIXES)
+        gen_prefix_evict(g);
+    int32_t *copy = malloc((size_t)P * sizeof *copy);
+    /* only with room to spare: requests come first */
+    if (!copy || g->kv_reserved + P > g->kv_capacity) {
+        free(copy);
+        sx_engine_seq_free(g->e, kv);
+        return NULL;
+    }
+    memcpy(copy, t, (size_t)P * sizeof *copy);
+    gen_prefix *p = &g->prefixes[g->n_prefixes++];
+    *p = (gen_prefix){.tokens = copy, .len = P, .kv = kv, .hash = h, .used = ++g->clock};
+    g->kv_reserved += P;
+    return p;
+}
+
 void gen_prefix_store(sx_gen *g, gen_seq *s)
 {
     int P = s->cache_at;
     s->cache_at = 0;
     uint64_t h = hash_tokens(s->prompt, P);
+    int kv;
     if (find(g, s->prompt, P, h))
         return; /* another request stored it meanwhile */
-    if (g->n_prefixes == GEN_PREFIXES)
-        gen_prefix_evict(g);
-    /* only with room to spare: requests come first */
-    if (g->kv_reserved + P > g->kv_capacity)
-        return;
-    int32_t *t = malloc((size_t)P * sizeof *t);
-    int kv;
-    if (!t || sx_engine_seq_fork(g->e, s->kv, P, &kv, NULL)) {
-        free(t);
-        return;
+    if (sx_engine_seq_fork(g->e, s->kv, P, &kv, NULL) == SX_OK)
+        keep(g, s->prompt, P, h, kv);
+}
+
+int sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int P, int *seq,
+                      sx_error *err)
+{
+    *seq = -1;
+    if (P <= 0 || P >= n_prompt)
+        return SX_OK;
+    uint64_t h = hash_tokens(prompt, P);
+    gen_prefix *hit = find(g, prompt, P, h);
+    if (!hit) {
+        int kv;
+        if (sx_engine_seq_new(g->e, &kv, NULL))
+            return SX_OK; /* no free sequence: the caller prefills itself */
+        float *row = malloc((size_t)g->vocab_rows * sizeof *row);
+        int rc = row ? SX_OK : sx_err_set(err, SX_ENOMEM, "out of memory");
+        for (int off = 0; !rc && off < P; off += g->o.prefill_chunk) {
+            int n = P - off < g->o.prefill_chunk ? P - off : g->o.prefill_chunk;
+            sx_step_item it = {.seq = kv, .tokens = prompt + off, .n = n, .logits_all = 0};
+            rc = sx_engine_step(g->e, &it, 1, row, err);
+        }
+        free(row);
+        if (rc) {
+            sx_engine_seq_free(g->e, kv);
+            return rc;
+        }
+        if (!(hit = keep(g, prompt, P, h, kv)))
+            return SX_OK;
     }
-    memcpy(t, s->prompt, (size_t)P * sizeof *t);
-    gen_prefix *p = &g->prefixes[g->n_prefixes++];
-    *p = (gen_prefix){.tokens = t, .len = P, .kv = kv, .hash = h, .used = ++g->clock};
-    g->kv_reserved += P;
+    hit->used = ++g->clock;
+    return sx_engine_seq_fork(g->e, hit->kv, P, seq, err);
 }

@@ -91,6 +91,13 @@ int  sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt,
 /* Cancels a request; its final event (SX_FINISH_CANCELLED) fires at the next
  * step. */
 void sx_gen_cancel(sx_gen *g, int handle);
+/* A new engine sequence holding the first prefix_len tokens of prompt,
+ * forked from the prefix cache; on a miss the prefix is prefilled here
+ * (one or more engine steps) and kept for later requests.  The caller owns
+ * *seq (sx_engine_seq_free).  *seq = -1 with SX_OK when there is nothing to
+ * reuse (prefix_len outside 1..n_prompt-1, or no room to keep it). */
+int  sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int prefix_len, int *seq,
+                       sx_error *err);
 /* Runs one step.  *n_live receives the number of requests still running or
  * queued (0 = idle). */
 int  sx_gen_step(sx_gen *g, int *n_live, sx_error *err);

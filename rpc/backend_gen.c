@@ -35,12 +35,18 @@ static int gb_step(void *b, int *n_live, sx_error *err)
     return sx_gen_step(((gen_backend *)b)->g, n_live, err);
 }
 
-static int gb_score(void *b, const int32_t *prompt, int n_prompt, const sx_ids *labels,
-                    size_t n_labels, double *logp, sx_error *err)
+static int gb_score(void *b, const int32_t *prompt, int n_prompt, int prefix_len,
+                    const sx_ids *labels, size_t n_labels, double *logp, sx_error *err)
 {
     gen_backend *gb = b;
-    return sx_rpc_score_labels(gb->e, sx_tok_vocab_size(gb->tok), prompt, n_prompt, labels,
-                               n_labels, gb->o.prefill_chunk, logp, err);
+    /* the shared prefix from the generator's cache: only the rest is run */
+    int base;
+    int rc = sx_gen_prefix_seq(gb->g, prompt, n_prompt, prefix_len, &base, err);
+    if (rc)
+        return rc;
+    return sx_rpc_score_labels(gb->e, sx_tok_vocab_size(gb->tok), prompt, n_prompt, base,
+                               base >= 0 ? prefix_len : 0, labels, n_labels, gb->o.prefill_chunk,
+                               logp, err);
 }
 
 static int64_t gb_kv(void *b)

@@ -27,33 +27,43 @@ static double log_softmax_at(const float *row, int n, int32_t tok)
 }
 
 int sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, int n_prompt,
-                        const sx_ids *labels, size_t n_labels, int chunk, double *logp,
-                        sx_error *err)
+                        int base_in, int n_base, const sx_ids *labels, size_t n_labels, int chunk,
+                        double *logp, sx_error *err)
 {
+    int base = base_in; /* ours from here on, whatever happens */
     const int rows = sx_engine_model(e)->cfg.vocab_rows;
     if (vocab_valid <= 0 || vocab_valid > rows)
         vocab_valid = rows;
     if (chunk <= 0)
         chunk = 256;
-    if (n_prompt <= 0)
-        return sx_err_set(err, SX_EINVAL, "score: the prompt is empty");
+    int forks[SCORE_FORKS], n_forks = 0, rc;
+    float *logits = NULL;
+    sx_step_item *items = NULL;
+    if (base < 0)
+        n_base = 0;
+    if (n_prompt <= 0 || n_base < 0 || n_base >= n_prompt) {
+        rc = sx_err_set(err, SX_EINVAL, "score: empty prompt or cached part %d of %d", n_base,
+                        n_prompt);
+        goto fail;
+    }
     for (size_t i = 0; i < n_labels; i++)
-        if (labels[i].n == 0)
-            return sx_err_set(err, SX_EINVAL, "score: label %zu has no tokens", i);
-    int base = -1, forks[SCORE_FORKS], n_forks = 0, rc;
+        if (labels[i].n == 0) {
+            rc = sx_err_set(err, SX_EINVAL, "score: label %zu has no tokens", i);
+            goto fail;
+        }
     size_t max_len = 1;
     for (size_t i = 0; i < n_labels; i++)
         max_len = labels[i].n > max_len ? labels[i].n : max_len;
     size_t cap_rows = max_len > SCORE_ROWS ? max_len : SCORE_ROWS;
-    float *logits = malloc(cap_rows * (size_t)rows * sizeof *logits);
-    sx_step_item *items = malloc(SCORE_FORKS * sizeof *items);
+    logits = malloc(cap_rows * (size_t)rows * sizeof *logits);
+    items = malloc(SCORE_FORKS * sizeof *items);
     if (!logits || !items) {
         rc = sx_err_set(err, SX_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = sx_engine_seq_new(e, &base, err)))
+    if (base < 0 && (rc = sx_engine_seq_new(e, &base, err)))
         goto fail;
-    for (int off = 0; off < n_prompt; off += chunk) {
+    for (int off = n_base; off < n_prompt; off += chunk) {
         int n = n_prompt - off < chunk ? n_prompt - off : chunk;
         sx_step_item it = {.seq = base, .tokens = prompt + off, .n = n, .logits_all = 0};
         if ((rc = sx_engine_step(e, &it, 1, logits, err)))

@@ -43,9 +43,11 @@ typedef struct sx_rpc_backend_ops {
     void    (*cancel)(void *b, int handle);
     int     (*step)(void *b, int *n_live, sx_error *err);
     /* log-probabilities of whole continuations after a prompt: logp[i] =
-     * sum of log p(labels[i] token j | prompt, labels[i] tokens < j). */
-    int     (*score)(void *b, const int32_t *prompt, int n_prompt, const sx_ids *labels,
-                     size_t n_labels, double *logp, sx_error *err);
+     * sum of log p(labels[i] token j | prompt, labels[i] tokens < j).  The
+     * first prefix_len prompt tokens are a shared prefix (0 = none) whose
+     * cache may be reused. */
+    int     (*score)(void *b, const int32_t *prompt, int n_prompt, int prefix_len,
+                     const sx_ids *labels, size_t n_labels, double *logp, sx_error *err);
     int64_t (*kv_capacity)(void *b); /* tokens the cache holds in all */
     void    (*free)(void *b);
 } sx_rpc_backend_ops;
@@ -62,13 +64,15 @@ int  sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_
 void sx_rpc_backend_free(sx_rpc_backend *b);
 
 /* Exact label scoring on the engine: the prompt is prefilled once into a
- * fresh sequence (chunks of `chunk` tokens), each label is run on a fork
- * that shares the prompt's cache blocks, and logp[i] sums the model's
+ * sequence (chunks of `chunk` tokens), each label is run on a fork that
+ * shares the prompt's cache blocks, and logp[i] sums the model's
  * log-softmax over each label token (rows at or past vocab_valid excluded).
- * Sequences are freed before returning. */
+ * `base`: -1, or a sequence already holding the first n_base (< n_prompt)
+ * prompt tokens, which the call takes over.  Sequences are freed before
+ * returning. */
 int  sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, int n_prompt,
-                         const sx_ids *labels, size_t n_labels, int chunk, double *logp,
-                         sx_error *err);
+                         int base, int n_base, const sx_ids *labels, size_t n_labels, int chunk,
+                         double *logp, sx_error *err);
 
 typedef struct sx_rpc_server_opts {
     const char *const *listen;      /* nng URLs (tcp://host:port, ipc:///path) */

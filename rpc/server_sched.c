@@ -253,7 +253,8 @@ static int score(rpc_job *j, sx_error *err)
         free(logp);
         return sx_err_set(err, SX_ENOMEM, "out of memory");
     }
-    int rc = s->be->ops->score(s->be->b, j->prompt.v, (int)j->prompt.n, j->labels, n, logp, err);
+    int rc = s->be->ops->score(s->be->b, j->prompt.v, (int)j->prompt.n, j->prefix_len, j->labels,
+                               n, logp, err);
     if (!rc) {
         double mx = -INFINITY, sum = 0;
         for (size_t i = 0; i < n; i++)

@@ -340,6 +340,14 @@ static void prefix_cache_is_invisible(void **state)
     result_free(&got[0]);
     gp.prefix_len = -1;
     assert_int_equal(sx_gen_add(g, p[1].v, (int)p[1].n, &gp, &got[0], NULL, NULL), SX_EINVAL);
+    /* label scoring's way in: a sequence holding just the prefix */
+    int seq;
+    assert_int_equal(sx_gen_prefix_seq(g, p[2].v, (int)p[2].n, P, &seq, NULL), SX_OK);
+    assert_true(seq >= 0);
+    assert_int_equal(sx_engine_seq_len(ENG, seq), P);
+    sx_engine_seq_free(ENG, seq);
+    assert_int_equal(sx_gen_prefix_seq(g, p[2].v, (int)p[2].n, 0, &seq, NULL), SX_OK);
+    assert_int_equal(seq, -1);
     sx_gen_free(g);
     for (int i = 0; i < 3; i++)
         sx_ids_free(&p[i]);

@@ -108,8 +108,8 @@ static void forks_equal_from_scratch(void **state)
     double logp[NL];
     sx_error e;
     /* a small chunk makes the prompt prefill in several steps */
-    assert_int_equal(sx_rpc_score_labels(E, sx_tok_vocab_size(TOK), prompt.v, (int)prompt.n, labels,
-                                         NL, 5, logp, &e),
+    assert_int_equal(sx_rpc_score_labels(E, sx_tok_vocab_size(TOK), prompt.v, (int)prompt.n, -1,
+                                         0, labels, NL, 5, logp, &e),
                      SX_OK);
     /* every sequence it made is gone */
     assert_int_equal(sx_engine_free_tokens(E), before);
@@ -120,6 +120,28 @@ static void forks_equal_from_scratch(void **state)
         assert_true(fabs(logp[i] - want) <= 1e-3 * (1 + fabs(want)));
         assert_true(logp[i] < 0);
     }
+    /* from a sequence that already holds the prompt's first tokens (a
+     * cached prefix): the same scores, and that sequence is freed too */
+    int base;
+    const int P = 7;
+    float *row = malloc((size_t)sx_engine_model(E)->cfg.vocab_rows * sizeof *row);
+    assert_int_equal(sx_engine_seq_new(E, &base, &e), SX_OK);
+    sx_step_item it = {.seq = base, .tokens = prompt.v, .n = P, .logits_all = 0};
+    assert_int_equal(sx_engine_step(E, &it, 1, row, &e), SX_OK);
+    free(row);
+    double logp2[NL];
+    assert_int_equal(sx_rpc_score_labels(E, sx_tok_vocab_size(TOK), prompt.v, (int)prompt.n, base,
+                                         P, labels, NL, 5, logp2, &e),
+                     SX_OK);
+    assert_int_equal(sx_engine_free_tokens(E), before);
+    for (int i = 0; i < NL; i++)
+        assert_true(fabs(logp2[i] - logp[i]) <= 1e-4 * (1 + fabs(logp[i])));
+    /* a cached part as long as the prompt is refused, and the base freed */
+    assert_int_equal(sx_engine_seq_new(E, &base, &e), SX_OK);
+    assert_int_equal(sx_rpc_score_labels(E, sx_tok_vocab_size(TOK), prompt.v, (int)prompt.n, base,
+                                         (int)prompt.n, labels, NL, 5, logp2, &e),
+                     SX_EINVAL);
+    assert_int_equal(sx_engine_free_tokens(E), before);
     for (int i = 0; i < NL; i++)
         sx_ids_free(&labels[i]);
     sx_ids_free(&prompt);

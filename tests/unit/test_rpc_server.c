@@ -157,8 +157,8 @@ static int f_step(void *b, int *n_live, sx_error *err)
 }
 
 /* Shorter labels are likelier: checkable without a model. */
-static int f_score(void *b, const int32_t *prompt, int n_prompt, const sx_ids *labels, size_t n,
-                   double *logp, sx_error *err)
+static int f_score(void *b, const int32_t *prompt, int n_prompt, int prefix_len,
+                   const sx_ids *labels, size_t n, double *logp, sx_error *err)
 {
     ((fake *)b)->n_scores++;
     for (size_t i = 0; i < n; i++)
