@@ -313,8 +313,6 @@ double gr_num_value(const gr_frame *f)
     return strtod(buf, NULL);
 }
 
-/* After the exponent mark: some exponent the digits so far can grow into
- * (two digits at most) puts the value inside the bounds. */
 static int exp_ok(const gr_node *n, const gr_frame *f, int ending);
 
 static int in_bounds(const gr_node *n, double x)
@@ -324,6 +322,24 @@ static int in_bounds(const gr_node *n, double x)
     if (n->u.num.has_max && (n->u.num.excl_max ? !(x < n->u.num.max) : !(x <= n->u.num.max)))
         return 0;
     return 1;
+}
+
+/* Is the decimal +-m*10^e10 inside the bounds?  `approx` is its double
+ * product; only when that lies within rounding distance of a bound does
+ * the exact text decide, rounded as a parser (strtod) would round it. */
+static int scaled_in_bounds(const gr_node *n, int neg, uint64_t m, long long e10, double approx)
+{
+    const double rel = 1e-12;
+    int near = 0;
+    if (n->u.num.has_min && fabs(approx - n->u.num.min) <= rel * fabs(n->u.num.min) + 1e-300)
+        near = 1;
+    if (n->u.num.has_max && fabs(approx - n->u.num.max) <= rel * fabs(n->u.num.max) + 1e-300)
+        near = 1;
+    if (!near)
+        return in_bounds(n, approx);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%llue%lld", neg ? "-" : "", (unsigned long long)m, e10);
+    return in_bounds(n, strtod(buf, NULL));
 }
 
 /* Integer nodes: some integer in [a, b] (a <= b) satisfies bounds and
@@ -488,86 +504,85 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
         return exp_ok(n, f, ending);
     if (ending)
         return in_bounds(n, gr_num_value(f));
-    /* the value read so far is itself a completion (end here, or after
-     * "x." add a zero) */
     if (f->phase != N_START && f->phase != N_SIGN && in_bounds(n, gr_num_value(f)))
-        return 1;
-    /* Interval of every completion (a, b); a witness exists if the open
-     * intersection with the bounds has room beyond rounding error. */
-    double x = gr_num_value(f), a, b;
-    double mag = fabs(x);
-    if (f->phase == N_START || f->phase == N_SIGN) {
-        a = 0;
-        b = pow(10.0, cap);
-    } else if (f->phase == N_INT) {
-        /* more integer digits while the cap allows, then a fraction */
-        a = mag;
-        b = (mag + 1) * pow(10.0, cap - gr_num_digits(f->val));
-    } else if (f->phase == N_ZERO) {
-        a = 0;
-        b = 1;
-    } else { /* N_DOT / N_FRAC: completions add digits after the point */
-        a = mag;
-        b = mag + pow(10.0, -(double)f->count);
+        return 1; /* the value read so far (or "x." plus a zero) */
+    /* Every completion lies in some [A*10^j, B*10^j) for j in [jlo, jhi]:
+     * the digits so far, more integer digits while the cap allows, any
+     * fraction, and for reals that are not hashed an exponent of two digits
+     * at most.  A is the digits read so far, itself reachable exactly. */
+    int exp = !gr_num_hashed(n, f);
+    uint64_t A = f->val;
+    long long e10 = 0, jlo = exp ? -99 : 0, jhi = exp ? 99 : 0;
+    double B;
+    int either = 0;
+    switch (f->phase) {
+    case N_START:
+    case N_SIGN:
+        either = f->phase == N_START;
+        A = 0;
+        B = pow(10.0, cap);
+        break;
+    case N_ZERO:
+        B = 1;
+        break;
+    case N_INT:
+        B = (double)A + 1;
+        jhi += cap - gr_num_digits(f->val);
+        break;
+    default: /* N_DOT, N_FRAC: more fraction digits */
+        e10 = -(long long)f->count;
+        B = (double)A + 1;
+        break;
     }
-    if (neg || f->phase == N_SIGN) {
-        double t = -b;
-        b = -a;
-        a = t;
-    }
-    if (f->phase == N_START)
-        a = -b; /* either sign */
+    /* no digit can follow: the completions are the endpoints alone */
+    if (f->val >= (exp ? 100000000000000000LL : 100000000000000LL) ||
+        (!exp && (f->phase == N_DOT || f->phase == N_FRAC) && f->count >= GR_HASH_FRAC))
+        B = (double)A;
     double lo = n->u.num.has_min ? n->u.num.min : -INFINITY;
     double hi = n->u.num.has_max ? n->u.num.max : INFINITY;
-    if (interval_room(a, b, lo, hi))
-        return 1;
-    if (gr_num_hashed(n, f))
-        return 0;
-    /* completions with an exponent: the value read so far, or any
-     * completion of it, times 10^e (e in [-99, 99], two digits) */
-    int e_now = f->phase == N_ZERO || f->phase == N_INT || f->phase == N_FRAC;
-    for (int e = -99; e <= 99; e++) {
-        if (e_now) {
-            gr_frame t = *f;
-            t.lo = (uint32_t)(f->phase == N_FRAC ? f->count : 0);
-            t.phase = N_EXP;
-            t.kst = e < 0 ? -e : e;
-            t.flags = (uint8_t)(e < 0 ? (f->flags | F_ENEG) : (f->flags & ~F_ENEG));
-            if (in_bounds(n, gr_num_value(&t)))
+    for (int s = 0; s <= either; s++) {
+        int sg = either ? s : neg || f->phase == N_SIGN;
+        /* a running power of ten: ~200 products stay far inside the
+         * tolerances below (1e-9 for room, 1e-12 for nearness) */
+        double sc = pow(10.0, (double)(jlo + e10));
+        for (long long j = jlo; j <= jhi; j++, sc *= 10) {
+            double a = (double)A * sc, b = B * sc;
+            if (sg ? interval_room(-b, -a, lo, hi) : interval_room(a, b, lo, hi))
+                return 1;
+            if (scaled_in_bounds(n, sg, A, j + e10, sg ? -a : a))
                 return 1;
         }
-        double sc = pow(10.0, e);
-        if (interval_room(a * sc, b * sc, lo, hi))
-            return 1;
     }
     return 0;
 }
 
+/* After the exponent mark: some exponent the digits so far can grow into
+ * (two digits at most) puts the value inside the bounds. */
 static int exp_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     if (ending)
         return f->phase == N_EXP && in_bounds(n, gr_num_value(f));
-    gr_frame t = *f;
-    int signs = f->phase == N_E ? 2 : 1;
-    for (int s = 0; s < signs; s++) {
-        if (f->phase == N_E)
-            t.flags = (uint8_t)(s ? (f->flags | F_ENEG) : (f->flags & ~F_ENEG));
-        t.phase = N_EXP;
-        if (f->phase == N_EXP && f->count >= 2)
-            return in_bounds(n, gr_num_value(f));
-        if (f->phase == N_EXP) { /* one digit so far: it, or it and one more */
-            if (in_bounds(n, gr_num_value(f)))
-                return 1;
-            for (int d = 0; d <= 9; d++) {
-                t.kst = f->kst * 10 + d;
-                if (in_bounds(n, gr_num_value(&t)))
-                    return 1;
-            }
-            return 0;
-        }
-        for (int e = 0; e <= 99; e++) {
-            t.kst = e;
-            if (in_bounds(n, gr_num_value(&t)))
+    int neg = (f->flags & F_NEG) != 0;
+    long long e_lo = 0, e_hi = 99, base = -(long long)f->lo;
+    int sgn_lo = (f->flags & F_ENEG) ? -1 : 1, sgn_hi = sgn_lo;
+    if (f->phase == N_E) {
+        sgn_lo = -1; /* no sign yet: either */
+        sgn_hi = 1;
+    } else if (f->phase == N_EXP && f->count >= 2) {
+        e_lo = e_hi = f->kst;
+    } else if (f->phase == N_EXP) { /* one digit so far: it, or it and one more */
+        e_lo = e_hi = f->kst;
+        if (scaled_in_bounds(n, neg, f->val, base + sgn_lo * e_lo,
+                             (neg ? -1.0 : 1.0) * (double)f->val * pow(10.0, (double)(base + sgn_lo * e_lo))))
+            return 1;
+        e_lo = f->kst * 10;
+        e_hi = e_lo + 9;
+    }
+    for (int sg = sgn_lo; sg <= sgn_hi; sg += 2) {
+        double sc = pow(10.0, (double)(base + sg * e_lo)), step = sg > 0 ? 10 : 0.1;
+        for (long long e = e_lo; e <= e_hi; e++, sc *= step) {
+            long long x = base + sg * e;
+            if (scaled_in_bounds(n, neg, f->val, x, (neg ? -1.0 : 1.0) * (double)f->val * sc))
                 return 1;
         }
     }
@@ -601,7 +616,8 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         if (digit && ph == N_INT)
             next = N_INT;
         else if (c == '.' && !n->u.num.no_frac &&
-                 !(n->u.num.integer && f->val > 9007199254740992LL))
+                 !(n->u.num.integer && f->val > 9007199254740992LL) &&
+                 !(bounded && f->val >= (hashed ? 100000000000000LL : 100000000000000000LL)))
             next = N_DOT; /* past 2^53 a parser reads "N.0" as a rounded double */
         else if ((c == 'e' || c == 'E') && !no_exp)
             next = N_E;

@@ -283,6 +283,50 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
                            int need_comma, const int64_t *len, wbuf *w, int depth,
                            const void *seen_keys, int32_t skip, uint16_t ord);
 
+/* Hashes of the keys of the object text t (to keep invented keys apart). */
+static gr_vseen *text_keys(const uint8_t *t, size_t n, gr_vseen *into, int cap, int *used)
+{
+    json_t *v = json_loadb((const char *)t, n, JSON_DECODE_ANY, NULL);
+    gr_vseen *list = NULL;
+    const char *k;
+    json_t *x;
+    if (json_is_object(v))
+        json_object_foreach(v, k, x) {
+            size_t kl;
+            char *e = gc_encode_string(k, strlen(k), &kl);
+            if (e && *used < cap) {
+                into[*used].next = list;
+                into[*used].h = gr_key_hash((const uint8_t *)e, kl);
+                list = &into[(*used)++];
+            }
+            free(e);
+        }
+    json_decref(v);
+    return list;
+}
+
+static int listed_name(const gr_node *n, const char *key, size_t kl)
+{
+    for (uint32_t i = 0; i < n->u.obj.n; i++)
+        if (n->u.obj.props[i].key_len == kl && !memcmp(n->u.obj.props[i].key, key, kl))
+            return 1;
+    return 0;
+}
+
+/* An invented key for a member that additionalProperties takes: "_",
+ * "_1", "_2"... from *next on, the first neither listed nor among
+ * `seen_keys` (a gr_key_listed list, or NULL). */
+static size_t fresh_key(const gr_node *n, const void *seen_keys, long *next, char key[32])
+{
+    for (;;) {
+        long i = (*next)++;
+        size_t kl = i ? (size_t)snprintf(key, 32, "_%ld", i) : (size_t)snprintf(key, 32, "_");
+        if (!listed_name(n, key, kl) &&
+            !(seen_keys && gr_key_listed(seen_keys, gr_key_hash((const uint8_t *)key, kl))))
+            return kl;
+    }
+}
+
 /* Property-order mode: the keys still needed, in `properties` order from
  * position ord -- the required ones, and optional ones while the object
  * is short of minProperties. */
@@ -314,10 +358,13 @@ static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen
         need_comma = 1;
     }
     /* still short of minProperties: invented additional keys (last) */
+    long next_key = 0;
     for (int64_t k = 0; count < n->u.obj.min_props && n->u.obj.additional >= 0 && k < 1000; k++) {
         char key[32];
-        snprintf(key, sizeof key, "%s\"_%lld\":", need_comma ? "," : "", (long long)k);
-        puts_(w, key);
+        size_t kl = fresh_key(n, seen_keys, &next_key, key);
+        puts_(w, need_comma ? ",\"" : "\"");
+        put(w, key, kl);
+        puts_(w, "\":");
         if (len)
             write_witness(g, n->u.obj.additional, len, w, depth + 1);
         else
@@ -394,10 +441,13 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
             wit(N, vn, w);
         return;
     }
+    long next_key = 0;
     for (int64_t k = 0; count < n->u.obj.min_props && n->u.obj.additional >= 0 && k < 1000; k++) {
         char key[32];
-        snprintf(key, sizeof key, "%s\"_%lld\":", need_comma ? "," : "", (long long)k);
-        puts_(w, key);
+        size_t kl = fresh_key(n, seen_keys, &next_key, key);
+        puts_(w, need_comma ? ",\"" : "\"");
+        put(w, key, kl);
+        puts_(w, "\":");
         if (len)
             write_witness(g, n->u.obj.additional, len, w, depth + 1);
         else
@@ -443,36 +493,6 @@ static void cont_fill(const sx_grammar *g, const gr_node *n, int64_t count, cons
 
 static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t *len, wbuf *w,
                      int depth);
-
-/* Hashes of the keys of the object text t (to keep invented keys apart). */
-static gr_vseen *text_keys(const uint8_t *t, size_t n, gr_vseen *into, int cap, int *used)
-{
-    json_t *v = json_loadb((const char *)t, n, JSON_DECODE_ANY, NULL);
-    gr_vseen *list = NULL;
-    const char *k;
-    json_t *x;
-    if (json_is_object(v))
-        json_object_foreach(v, k, x) {
-            size_t kl;
-            char *e = gc_encode_string(k, strlen(k), &kl);
-            if (e && *used < cap) {
-                into[*used].next = list;
-                into[*used].h = gr_key_hash((const uint8_t *)e, kl);
-                list = &into[(*used)++];
-            }
-            free(e);
-        }
-    json_decref(v);
-    return list;
-}
-
-static int listed_name(const gr_node *n, const char *key, size_t kl)
-{
-    for (uint32_t i = 0; i < n->u.obj.n; i++)
-        if (n->u.obj.props[i].key_len == kl && !memcmp(n->u.obj.props[i].key, key, kl))
-            return 1;
-    return 0;
-}
 
 #define MAX_EXTRA 64
 
@@ -1191,7 +1211,13 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                         else
                             wit(N, vn, &w);
                     } else if (!done) {
-                        puts_(&w, "\"_\":");
+                        /* a name neither present nor listed */
+                        char key[32];
+                        long next = 0;
+                        size_t kl = fresh_key(n, f->ext, &next, key);
+                        puts_(&w, "\"");
+                        put(&w, key, kl);
+                        puts_(&w, "\":");
                         wit(N, n->u.obj.additional, &w);
                     }
                 }

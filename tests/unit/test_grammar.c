@@ -106,6 +106,16 @@ static void cases_from_file(void **state)
                 fail_msg("case %s: accepted invalid %s", name, json_string_value(x));
             checked++;
         }
+        /* "dead": prefixes with no valid completion, refused as they come */
+        json_array_foreach(json_object_get(c, "dead"), j, x) {
+            sx_matcher *m;
+            assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+            const char *t = json_string_value(x);
+            if (sx_matcher_accept_bytes(m, t, strlen(t), NULL) == 0)
+                fail_msg("case %s: took the dead prefix %s", name, t);
+            sx_matcher_free(m);
+            checked++;
+        }
         sx_gr_free(g);
     }
     print_message("grammar cases: %d checks in %zu schemas\n", checked, json_array_size(all));
