@@ -165,6 +165,42 @@ __attribute__((target("avx2,fma"))) static float fma_loop256(long iters)
     _mm256_storeu_ps(v, s);
     return v[0];
 }
+
+/* AMX bf16: four independent C tiles, A and B loaded once; 16x16x32
+ * multiply-adds per instruction (the CPU path already asked Linux for the
+ * tile state). */
+__attribute__((target("amx-tile,amx-bf16"))) static float amx_loop(long iters)
+{
+    struct {
+        uint8_t  palette, start_row, reserved[14];
+        uint16_t colsb[16];
+        uint8_t  rows[16];
+    } cfg;
+    static _Alignas(64) uint16_t ab[16 * 32];
+    _Alignas(64) float out[16 * 16];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 6; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    _tile_loadd(4, ab, 64);
+    _tile_loadd(5, ab, 64);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 5);
+        _tile_dpbf16ps(1, 4, 5);
+        _tile_dpbf16ps(2, 4, 5);
+        _tile_dpbf16ps(3, 4, 5);
+    }
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return out[0];
+}
 #endif
 
 typedef struct fma_ctx {
@@ -178,7 +214,9 @@ static void fma_run(void *arg, int tid, int nth)
     fma_ctx *c = arg;
     (void)nth;
 #if defined(__x86_64__)
-    c->sink[tid % 64] = c->path == SX_CPU_AVX512 ? fma_loop512(c->iters) : fma_loop256(c->iters);
+    c->sink[tid % 64] = c->path == SX_CPU_AMX + 1 ? amx_loop(c->iters)
+                        : c->path >= SX_CPU_AVX512 ? fma_loop512(c->iters)
+                                                   : fma_loop256(c->iters);
 #endif
 }
 
@@ -189,13 +227,16 @@ static double measure_fma_peak(sx_pool *pool, int path, double *per_cpu)
     *per_cpu = 0;
     if (path == SX_CPU_SCALAR)
         return 0;
-    fma_ctx c = { .path = path, .iters = 20000000 };
-    int lanes = path == SX_CPU_AVX512 ? 16 : 8;
+    /* path SX_CPU_AMX + 1 asks for the AMX bf16 tile peak */
+    int amx = path == SX_CPU_AMX + 1;
+    fma_ctx c = { .path = path, .iters = amx ? 2000000 : 20000000 };
+    int lanes = path >= SX_CPU_AVX512 ? 16 : 8;
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = now(), c0 = cpu_now();
         sx_pool_run(pool, fma_run, &c);
-        double flops = (double)c.iters * 12 * lanes * 2 * sx_pool_size(pool);
+        double flops = (amx ? (double)c.iters * 4 * 16 * 16 * 32 * 2 : (double)c.iters * 12 * lanes * 2) *
+                       sx_pool_size(pool);
         double f = flops / (now() - t0), fc = flops / ((cpu_now() - c0) / sx_pool_size(pool));
         best = f > best ? f : best;
         *per_cpu = fc > *per_cpu ? fc : *per_cpu;
@@ -351,6 +392,8 @@ typedef struct machine {
     double                bw_cpu; /* the same per CPU second (measure_bandwidth) */
     double                peak;
     double                peak_cpu;
+    double                amx_peak; /* bf16 tiles, when the path is AMX */
+    double                amx_peak_cpu;
 } machine;
 
 /* bandwidth again, just before a decode measurement: the ceiling is the best
@@ -452,6 +495,11 @@ static int run_mode(const sx_model *m, int mode, int threads, int prompt, int n_
     if (mc->peak > 0)
         printf(" (%.0f%% of the %.0f GFLOP/s FMA peak; goal >= 50%%)",
                100 * mm_flops * prompt / tt / mc->peak, mc->peak / 1e9);
+    if (mc->amx_peak > 0)
+        /* each activation is two bf16 halves: two tile products per product */
+        printf(" (%.0f%% of the %.0f GFLOP/s AMX bf16 peak, %.0f%% counting both halves)",
+               100 * mm_flops * prompt / tt / mc->amx_peak, mc->amx_peak / 1e9,
+               200 * mm_flops * prompt / tt / mc->amx_peak);
     printf("\n");
     if (mc->peak_cpu > 0)
         printf("%s prefill_pct_of_fma_peak_per_cpu_second: %.0f%% (%.1f tok/s per thread-CPU-s)\n",
@@ -583,6 +631,11 @@ int main(int argc, char **argv)
     if (mc.peak > 0)
         printf("fma_peak_gflops: %.1f (f32, %s, %d threads; %.1f per thread-CPU-second)\n",
                mc.peak / 1e9, mc.kr->name, threads, mc.peak_cpu / 1e9);
+    if (mc.kr->path == SX_CPU_AMX) {
+        mc.amx_peak = measure_fma_peak(mc.pool, SX_CPU_AMX + 1, &mc.amx_peak_cpu);
+        printf("amx_bf16_peak_gflops: %.1f (%d threads; %.1f per thread-CPU-second)\n",
+               mc.amx_peak / 1e9, threads, mc.amx_peak_cpu / 1e9);
+    }
 
     sx_model *loaded = NULL;
     rmodel rm;

@@ -36,11 +36,12 @@ typedef enum sx_cpu_path {
     SX_CPU_SCALAR = 0,
     SX_CPU_AVX2   = 1,
     SX_CPU_AVX512 = 2,
+    SX_CPU_AMX    = 3,   /* AVX-512 plus AMX bf16 tiles for prefill */
     SX_CPU_PATHS
 } sx_cpu_path;
 
 typedef struct sx_cpu_kernels {
-    const char *name;   /* "scalar", "avx2", "avx512" */
+    const char *name;   /* "scalar", "avx2", "avx512", "amx" */
     int         path;   /* sx_cpu_path */
     int         tile;   /* tokens per activation tile */
     void  (*mm_bf16)(const uint16_t *wp, int k, const float *xp, int n_tok,
@@ -61,7 +62,7 @@ typedef struct sx_cpu_kernels {
 /* The table for a path, or NULL when this CPU (or compiler) lacks it. */
 const sx_cpu_kernels *sx_cpu_kernels_for(int path);
 
-/* The fastest path this CPU runs, unless STRUX_CPU=avx512|avx2|scalar names
+/* The fastest path this CPU runs, unless STRUX_CPU=amx|avx512|avx2|scalar names
  * one; a path the CPU lacks is SX_EUNSUPPORTED, an unknown name SX_EINVAL. */
 int sx_cpu_kernels_select(const sx_cpu_kernels **out, sx_error *err);
 
@@ -69,6 +70,15 @@ int sx_cpu_kernels_select(const sx_cpu_kernels **out, sx_error *err);
 extern const sx_cpu_kernels sx_cpu_scalar_kernels;
 extern const sx_cpu_kernels sx_cpu_avx2_kernels;
 extern const sx_cpu_kernels sx_cpu_avx512_kernels;
+extern const sx_cpu_kernels sx_cpu_amx_kernels;
+/* The AVX-512 kernels themselves, which the AMX path reuses (x86-64 only). */
+void sx_avx512_mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y, long ldy,
+                       int r0, int r1, int accumulate);
+void sx_avx512_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
+                     float *y, long ldy, int r0, int r1, int accumulate);
+void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, const float *v, int bt,
+                         int nj, int hd, float scale, float *m, float *l, float *acc);
+void sx_avx512_exp(float *y, const float *x, int n);
 
 /* Activations: row t (k floats) of an n_tok-row matrix into its tile. */
 static inline size_t sx_xpack_size(int n_tok, int k) { return (size_t)n_tok * ((k + 1) & ~1); }

@@ -119,8 +119,8 @@ TGT static void tile_bf16_any(const uint16_t *pan, int k2, const float *xt, floa
     }
 }
 
-TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
-                        long ldy, int r0, int r1, int accumulate)
+TGT void sx_avx512_mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
+                          long ldy, int r0, int r1, int accumulate)
 {
     int k2 = (k + 1) / 2;
     size_t pstride = (size_t)SX_PANEL * 2 * k2;
@@ -211,8 +211,8 @@ TGT static void tile_q8_any(const int8_t *pan, const float *scale, int k2, const
     }
 }
 
-TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
-                      float *y, long ldy, int r0, int r1, int accumulate)
+TGT void sx_avx512_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
+                        float *y, long ldy, int r0, int r1, int accumulate)
 {
     int k2 = (k + 1) / 2;
     int tc = token_chunk(n_tok, k);
@@ -259,7 +259,7 @@ INL __m512 exp16(__m512 v)
     return _mm512_scalef_ps(p, k);
 }
 
-TGT static void vexp(float *y, const float *x, int n)
+TGT void sx_avx512_exp(float *y, const float *x, int n)
 {
     for (int i = 0; i < n; i += 16) {
         __mmask16 m = lanes(n - i);
@@ -275,8 +275,8 @@ INL __m512 kcol(const float *kc, int d, int bt, __mmask16 km)
 /* 16 keys at a time: scores are one vector (keys in lanes, from the
  * transposed block), values are added row by row into 4-vector slices of
  * the accumulator. */
-TGT static void att_block(const float *q, long ldq, int nq, const float *kt, const float *v,
-                          int bt, int nj, int hd, float scale, float *m, float *l, float *acc)
+TGT void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, const float *v,
+                            int bt, int nj, int hd, float scale, float *m, float *l, float *acc)
 {
     float p[16];
     for (int j0 = 0; j0 < nj; j0 += 16) {
@@ -340,8 +340,8 @@ TGT static void att_block(const float *q, long ldq, int nq, const float *kt, con
 
 const sx_cpu_kernels sx_cpu_avx512_kernels = {
     .name = "avx512", .path = SX_CPU_AVX512, .tile = TT,
-    .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
-    .att_block = att_block, .exp = vexp,
+    .mm_bf16 = sx_avx512_mm_bf16, .mm_q8 = sx_avx512_mm_q8,
+    .att_block = sx_avx512_att_block, .exp = sx_avx512_exp,
 };
 
 #else
