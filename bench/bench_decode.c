@@ -92,7 +92,7 @@ static void bw_read(void *arg, int tid, int nth)
     sx_pool_range(c->n, nth, tid, 4096, &lo, &hi);
     float s = 0;
 #if defined(__x86_64__)
-    if (c->kr->path == SX_CPU_AVX512) {
+    if (c->kr->path >= SX_CPU_AVX512) {
         c->sink[tid % 64] = read512(c->buf + lo, hi - lo, c->prefetch);
         return;
     }

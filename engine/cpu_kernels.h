@@ -8,8 +8,12 @@
  *   bf16 panel: for each pair kp of k, the 32 rows' (w[r][2kp], w[r][2kp+1]),
  *     i.e. 64 bf16 = two 512-bit vectors whose 32-bit lanes are rows; a shift
  *     widens the even element to f32, a mask the odd one;
- *   int8 panel: for each k, the 32 rows' int8 values (per-row symmetric
- *     scale, w = q * scale[r]).
+ *   int8 panel (SX_Q8_PAIRS): for each k, the 32 rows' int8 values
+ *     (per-row symmetric scale, w = q * scale[r]);
+ *   int8 panel (SX_Q8_VNNI, the AMX path): for each group of 4 k, the 32
+ *     rows' 4 values as q + 128, k padded to 32.  These kernels quantise
+ *     the activations too, per token and block of 32 k (x ~ sx[b] * xq,
+ *     |error| <= sx[b] / 2), and multiply bytes.
  * k is padded to even and rows to a multiple of SX_PANEL with zeros.
  *
  * Activations are packed too, in tiles of `tile` tokens (the path's tile
@@ -44,6 +48,7 @@ typedef struct sx_cpu_kernels {
     const char *name;   /* "scalar", "avx2", "avx512", "amx" */
     int         path;   /* sx_cpu_path */
     int         tile;   /* tokens per activation tile */
+    int         q8_layout; /* SX_Q8_PAIRS or SX_Q8_VNNI */
     void  (*mm_bf16)(const uint16_t *wp, int k, const float *xp, int n_tok,
                      float *y, long ldy, int r0, int r1, int accumulate);
     void  (*mm_q8)(const int8_t *wp, const float *scale, int k, const float *xp,
@@ -79,6 +84,9 @@ void sx_avx512_mm_q8(const int8_t *wp, const float *scale, int k, const float *x
 void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, const float *v, int bt,
                          int nj, int hd, float scale, float *m, float *l, float *acc);
 void sx_avx512_exp(float *y, const float *x, int n);
+/* int8 through AVX512-VNNI (SX_Q8_VNNI weights), which the AMX path uses. */
+void sx_vnni_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
+                   float *y, long ldy, int r0, int r1, int accumulate);
 
 /* Activations: row t (k floats) of an n_tok-row matrix into its tile. */
 static inline size_t sx_xpack_size(int n_tok, int k) { return (size_t)n_tok * ((k + 1) & ~1); }
@@ -90,10 +98,13 @@ void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp)
 static inline int sx_pad_rows(int rows) { return (rows + SX_PANEL - 1) / SX_PANEL * SX_PANEL; }
 size_t sx_pack_bf16_size(int rows, int k);
 void   sx_pack_bf16(const uint16_t *w, int rows, int k, int r0, int r1, uint16_t *wp);
-size_t sx_pack_q8_size(int rows, int k);
-/* Quantises rows [r0, r1) (per-row symmetric) and packs them; scale has
- * sx_pad_rows(rows) entries, padding rows get 0. */
-void   sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int8_t *wp, float *scale);
+/* int8 layouts: a path's kernels name theirs in sx_cpu_kernels.q8_layout. */
+enum { SX_Q8_PAIRS = 0, SX_Q8_VNNI = 1 };
+size_t sx_pack_q8_size(int rows, int k, int layout);
+/* Quantises rows [r0, r1) (per-row symmetric) and packs them in `layout`;
+ * scale has sx_pad_rows(rows) entries, padding rows get 0. */
+void   sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int layout, int8_t *wp,
+                  float *scale);
 /* Per-row symmetric int8 of a row-major matrix: scale[r] = max|w[r]| / 127,
  * q = round(w / scale) (unpacked; the reference the packed form follows). */
 void   sx_quant_q8_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q, float *scale);

@@ -9,7 +9,8 @@
 #include <unistd.h>
 #endif
 
-/* AMX: the CPU has AMX-TILE, AMX-BF16 and AVX512-BF16, and Linux lets this
+/* AMX: the CPU has AMX-TILE, AMX-BF16, AVX512-BF16 and AVX512-VNNI (every
+ * AMX CPU has the last two), and Linux lets this
  * process use the tile data state (asked once; the answer is per process). */
 static int amx_usable(void)
 {
@@ -18,7 +19,8 @@ static int amx_usable(void)
     int st = __atomic_load_n(&state, __ATOMIC_RELAXED);
     if (st < 0) {
         unsigned a, b, c, d, ok = 0;
-        if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 22 & 1) && (d >> 24 & 1)) {
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 22 & 1) && (d >> 24 & 1) &&
+            (c >> 11 & 1)) {
             unsigned a1, b1, c1, d1;
             if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 >> 5 & 1))
                 /* ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA */

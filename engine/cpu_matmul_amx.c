@@ -1,6 +1,7 @@
 /* AMX kernels: bf16 tile products for prefill-sized inputs (16 tokens and
  * more); decode-sized inputs, int8 weights, attention and exp are the
- * AVX-512 kernels, which this path extends.
+ * AVX-512 kernels, which this path extends -- except int8, which is
+ * AVX512-VNNI's (cpu_matmul_vnni.c).
  *
  * The bf16 weight panels already have the layout AMX wants for its "B"
  * operand: for each k pair the 32 rows' (even, odd) values, so 16 k pairs
@@ -252,7 +253,7 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
 
 const sx_cpu_kernels sx_cpu_amx_kernels = {
     .name = "amx", .path = SX_CPU_AMX, .tile = TT,
-    .mm_bf16 = mm_bf16, .mm_q8 = sx_avx512_mm_q8,
+    .q8_layout = SX_Q8_VNNI, .mm_bf16 = mm_bf16, .mm_q8 = sx_vnni_mm_q8,
     .att_block = sx_avx512_att_block, .exp = sx_avx512_exp,
 };
 

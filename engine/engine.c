@@ -48,6 +48,7 @@ typedef struct pack_ctx {
     sx_wmat **mats;
     int       n, mode;
     long      total_panels;
+    int       q8_layout;
 } pack_ctx;
 
 static void pack_run(void *arg, int tid, int nth)
@@ -64,7 +65,8 @@ static void pack_run(void *arg, int tid, int nth)
             continue;
         int r0 = (int)(a * SX_PANEL), r1 = (int)(b * SX_PANEL);
         if (pc->mode == SX_W_INT8)
-            sx_pack_q8(w->src, w->rows, w->cols, r0, r1, (int8_t *)w->q8, (float *)w->scale);
+            sx_pack_q8(w->src, w->rows, w->cols, r0, r1, pc->q8_layout, (int8_t *)w->q8,
+                       (float *)w->scale);
         else
             sx_pack_bf16(w->src, w->rows, w->cols, r0, r1, (uint16_t *)w->bf16);
     }
@@ -87,7 +89,7 @@ static int pack_weights(sx_engine *e, sx_error *err)
     long panels = 0;
     for (int i = 0; i < n; i++) {
         sx_wmat *w = mats[i];
-        bytes += e->mode == SX_W_INT8 ? sx_pack_q8_size(w->rows, w->cols)
+        bytes += e->mode == SX_W_INT8 ? sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout)
                                       : sx_pack_bf16_size(w->rows, w->cols) * sizeof(uint16_t);
         bytes = (bytes + 63) & ~(size_t)63;
         rows += (size_t)sx_pad_rows(w->rows);
@@ -114,7 +116,7 @@ static int pack_weights(sx_engine *e, sx_error *err)
         if (e->mode == SX_W_INT8) {
             w->q8 = (int8_t *)e->wmem + off;
             w->scale = e->wscale + ro;
-            off += sx_pack_q8_size(w->rows, w->cols);
+            off += sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout);
         } else {
             w->bf16 = (uint16_t *)((char *)e->wmem + off);
             off += sx_pack_bf16_size(w->rows, w->cols) * sizeof(uint16_t);
@@ -122,7 +124,7 @@ static int pack_weights(sx_engine *e, sx_error *err)
         off = (off + 63) & ~(size_t)63;
         ro += (size_t)sx_pad_rows(w->rows);
     }
-    pack_ctx pc = { mats, n, e->mode, panels };
+    pack_ctx pc = { mats, n, e->mode, panels, e->kr->q8_layout };
     sx_pool_run(e->pool, pack_run, &pc);
     free(mats);
     return SX_OK;

@@ -51,7 +51,7 @@ static void check_mm(const sx_cpu_kernels *kr, int q8)
                 uint16_t *w = malloc((size_t)R * K * sizeof *w);
                 uint16_t *wp = malloc(sx_pack_bf16_size(R, K) * sizeof *wp);
                 int8_t *wq = malloc((size_t)R * K);
-                int8_t *wqp = malloc(sx_pack_q8_size(R, K));
+                int8_t *wqp = malloc(sx_pack_q8_size(R, K, kr->q8_layout));
                 float *sc = malloc((size_t)sx_pad_rows(R) * sizeof *sc);
                 float *scp = malloc((size_t)sx_pad_rows(R) * sizeof *scp);
                 float *x = malloc((size_t)T * ldx * sizeof *x);
@@ -72,9 +72,9 @@ static void check_mm(const sx_cpu_kernels *kr, int q8)
                 sx_quant_q8_rows(w, 0, R, K, wq, sc);
                 if (q8) {
                     /* packed in two row ranges, as threads would */
-                    sx_pack_q8(w, R, K, 0, SX_PANEL < R ? SX_PANEL : R, wqp, scp);
+                    sx_pack_q8(w, R, K, 0, SX_PANEL < R ? SX_PANEL : R, kr->q8_layout, wqp, scp);
                     if (R > SX_PANEL)
-                        sx_pack_q8(w, R, K, SX_PANEL, R, wqp, scp);
+                        sx_pack_q8(w, R, K, SX_PANEL, R, kr->q8_layout, wqp, scp);
                     for (int r = 0; r < R; r++)
                         assert_true(scp[r] == sc[r]);
                     for (int r = R; r < sx_pad_rows(R); r++)
@@ -95,19 +95,27 @@ static void check_mm(const sx_cpu_kernels *kr, int q8)
                                          kr->name, q8 ? "q8" : "bf16", R, K, T, r0, r1, r);
                             continue;
                         }
-                        double ref = 0, mag = 0;
+                        double ref = 0, mag = 0, xerr = 0;
                         for (int i = 0; i < K; i++) {
                             double wv = q8 ? (double)wq[(long)r * K + i] * sc[r]
                                            : (double)sx_bf16_to_f32(w[(long)r * K + i]);
                             ref += wv * x[t * ldx + i];
                             mag += fabs(wv * x[t * ldx + i]);
+                            if (q8 && kr->q8_layout == SX_Q8_VNNI) {
+                                /* activations as two int8 digits per block
+                                 * of 32 k: within max|x in block| / (127 * 508) */
+                                double amax = 0;
+                                for (int j = i / 32 * 32; j < i / 32 * 32 + 32 && j < K; j++)
+                                    amax = fmax(amax, fabs(x[t * ldx + j]));
+                                xerr += fabs(wv) * amax / (127.0 * 508) * (1 + 1e-3);
+                            }
                         }
                         if (acc)
                             ref += y0[t * ldy + r];
                         /* AMX multiplies activations split into two bf16
                          * halves: each product is within 2^-17 of exact */
                         double rel = kr->path == SX_CPU_AMX && !q8 && T >= 16 ? 8e-6 : 2e-6;
-                        double tol = rel * mag + 1e-6 * (acc ? 1 : 0) + 1e-30;
+                        double tol = rel * mag + xerr + 1e-6 * (acc ? 1 : 0) + 1e-30;
                         if (fabs(got - ref) > tol)
                             fail_msg("%s %s R=%d K=%d T=%d acc=%d row %d tok %d: got %.9g want %.9g",
                                      kr->name, q8 ? "q8" : "bf16", R, K, T, acc, r, t, got, ref);

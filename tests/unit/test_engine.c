@@ -356,7 +356,11 @@ static void prefill_matches_reference(void **state)
                 for (int r = 0; r < N; r++) {
                     snprintf(what, sizeof what, "%s %s %d threads row %d", path_names[path],
                              mode ? "int8" : "bf16", threads, r);
-                    expect_row(lg + (long)r * VOCAB, ref[mode] + (long)r * VOCAB, TOL, what);
+                    /* the AMX path's int8 kernels write activations as two
+                     * int8 digits per 32 k (16 bits; test_cpu_kernels
+                     * bounds that exactly) */
+                    double tol = path == SX_CPU_AMX && mode ? 2.5e-4 : TOL;
+                    expect_row(lg + (long)r * VOCAB, ref[mode] + (long)r * VOCAB, tol, what);
                 }
                 sx_engine_free(e);
             }
