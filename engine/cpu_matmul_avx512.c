@@ -272,9 +272,88 @@ INL __m512 kcol(const float *kc, int d, int bt, __mmask16 km)
     return _mm512_maskz_loadu_ps(km, kc + (size_t)d * bt);
 }
 
+/* One query's softmax step over 16 scores sv (already scaled; lanes
+ * outside km ignored): updates m, l, rescales its accumulator row a when
+ * the running max grows, and leaves the weights e^(s - m) in p[16]. */
+INL void soft16(__m512 sv, __mmask16 km, int hd, float *m, float *l, float *a, float *p)
+{
+    float mx = _mm512_mask_reduce_max_ps(km, sv);
+    if (mx > *m) {
+        float corr = *m == -INFINITY ? 0.0f : expf(*m - mx);
+        *l *= corr;
+        for (int e = 0; e < hd; e += 16) {
+            __mmask16 me = lanes(hd - e);
+            __m512 ae = _mm512_maskz_loadu_ps(me, a + e);
+            _mm512_mask_storeu_ps(a + e, me, _mm512_mul_ps(_mm512_set1_ps(corr), ae));
+        }
+        *m = mx;
+    }
+    __m512 pv = _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(sv, _mm512_set1_ps(*m))));
+    *l += _mm512_reduce_add_ps(pv);
+    _mm512_storeu_ps(p, pv);
+}
+
+/* Four queries at once: each key column and value row is loaded once for
+ * all four (the single-query loop below loads them per query). */
+INL void att_four(const float *q, long ldq, const float *kc, const float *vj, int bt, int nc,
+                  __mmask16 km, int hd, float scale, float *m, float *l, float *acc)
+{
+    __m512 s[4][2];
+    float p[4][16];
+    for (int u = 0; u < 4; u++)
+        s[u][0] = s[u][1] = _mm512_setzero_ps();
+    int d = 0;
+    for (; d + 2 <= hd; d += 2) {
+        __m512 k0 = kcol(kc, d, bt, km), k1 = kcol(kc, d + 1, bt, km);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            s[u][0] = _mm512_fmadd_ps(_mm512_set1_ps(q[u * ldq + d]), k0, s[u][0]);
+            s[u][1] = _mm512_fmadd_ps(_mm512_set1_ps(q[u * ldq + d + 1]), k1, s[u][1]);
+        }
+    }
+    for (; d < hd; d++) {
+        __m512 k0 = kcol(kc, d, bt, km);
+        for (int u = 0; u < 4; u++)
+            s[u][0] = _mm512_fmadd_ps(_mm512_set1_ps(q[u * ldq + d]), k0, s[u][0]);
+    }
+    for (int u = 0; u < 4; u++)
+        soft16(_mm512_mul_ps(_mm512_add_ps(s[u][0], s[u][1]), _mm512_set1_ps(scale)), km, hd,
+               m + u, l + u, acc + (size_t)u * hd, p[u]);
+    /* values: 64-wide slices of the four accumulators, row by row */
+    for (int e = 0; e < hd; e += 64) {
+        __mmask16 mk[4] = { lanes(hd - e), lanes(hd - e - 16), lanes(hd - e - 32),
+                            lanes(hd - e - 48) };
+        __m512 av[4][4];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+#pragma GCC unroll 4
+            for (int w = 0; w < 4; w++)
+                av[u][w] = _mm512_maskz_loadu_ps(mk[w], acc + (size_t)u * hd + e + 16 * w);
+        for (int j = 0; j < nc; j++) {
+            const float *vr = vj + (size_t)j * hd + e;
+            __m512 vv[4];
+#pragma GCC unroll 4
+            for (int w = 0; w < 4; w++)
+                vv[w] = _mm512_maskz_loadu_ps(mk[w], vr + 16 * w);
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                __m512 pj = _mm512_set1_ps(p[u][j]);
+#pragma GCC unroll 4
+                for (int w = 0; w < 4; w++)
+                    av[u][w] = _mm512_fmadd_ps(pj, vv[w], av[u][w]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+#pragma GCC unroll 4
+            for (int w = 0; w < 4; w++)
+                _mm512_mask_storeu_ps(acc + (size_t)u * hd + e + 16 * w, mk[w], av[u][w]);
+    }
+}
+
 /* 16 keys at a time: scores are one vector (keys in lanes, from the
  * transposed block), values are added row by row into 4-vector slices of
- * the accumulator. */
+ * the accumulator; queries in fours where there are four. */
 TGT void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, const float *v,
                             int bt, int nj, int hd, float scale, float *m, float *l, float *acc)
 {
@@ -282,12 +361,17 @@ TGT void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, 
     for (int j0 = 0; j0 < nj; j0 += 16) {
         int nc = nj - j0 < 16 ? nj - j0 : 16;
         __mmask16 km = lanes(nc);
-        for (int i = 0; i < nq; i++) {
+        const float *kc = kt + j0;
+        const float *vj = v + (size_t)j0 * hd;
+        int i = 0;
+        for (; i + 4 <= nq; i += 4)
+            att_four(q + i * ldq, ldq, kc, vj, bt, nc, km, hd, scale, m + i, l + i,
+                     acc + (size_t)i * hd);
+        for (; i < nq; i++) {
             const float *qi = q + i * ldq;
             float *a = acc + (size_t)i * hd;
             /* scores of 16 keys: one vector, four partial sums over d */
             __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-            const float *kc = kt + j0;
             int d = 0;
             for (; d + 4 <= hd; d += 4) {
                 s0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), kcol(kc, d, bt, km), s0);
@@ -298,23 +382,8 @@ TGT void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, 
             for (; d < hd; d++)
                 s0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), kcol(kc, d, bt, km), s0);
             __m512 sv = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
-            sv = _mm512_mul_ps(sv, _mm512_set1_ps(scale));
-            float mx = _mm512_mask_reduce_max_ps(km, sv);
-            if (mx > m[i]) {
-                float corr = m[i] == -INFINITY ? 0.0f : expf(m[i] - mx);
-                l[i] *= corr;
-                for (int e = 0; e < hd; e += 16) {
-                    __mmask16 me = lanes(hd - e);
-                    __m512 ae = _mm512_maskz_loadu_ps(me, a + e);
-                    _mm512_mask_storeu_ps(a + e, me, _mm512_mul_ps(_mm512_set1_ps(corr), ae));
-                }
-                m[i] = mx;
-            }
-            __m512 pv = _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(sv, _mm512_set1_ps(m[i]))));
-            l[i] += _mm512_reduce_add_ps(pv);
-            _mm512_storeu_ps(p, pv);
+            soft16(_mm512_mul_ps(sv, _mm512_set1_ps(scale)), km, hd, m + i, l + i, a, p);
             /* values row by row into 64-wide slices of the accumulator */
-            const float *vj = v + (size_t)j0 * hd;
             for (int e = 0; e < hd; e += 64) {
                 __mmask16 mk[4] = { lanes(hd - e), lanes(hd - e - 16), lanes(hd - e - 32),
                                     lanes(hd - e - 48) };

@@ -140,7 +140,10 @@ static void stage_qk(void *arg, int tid, int nth)
 
 /* Causal attention of query rows [i0, i1) of one piece, for the q heads of
  * one kv head, over the cache with an online softmax: each cache block is
- * read once for all the rows and heads of the task (and stays in L1). */
+ * read once for all the rows and heads of the task (and stays in L1).  The
+ * task's queries are copied together first, so every row that sees a
+ * whole block takes it in one kernel call (which works on several queries
+ * at once); rows on the diagonal block go one by one. */
 static void att_task(pass *p, const sx_att_task *tk, float *scr)
 {
     sx_engine *e = p->e;
@@ -151,25 +154,32 @@ static void att_task(pass *p, const sx_att_task *tk, float *scr)
     const sx_seg *s = &p->segs[tk->seg];
     const int32_t *blocks = e->kv.seqs[s->seq].blocks;
     float *acc = scr, *mx = acc + (size_t)nr * G * hd, *l = mx + nr * G;
+    float *qs = l + nr * G;
     memset(acc, 0, (size_t)nr * G * hd * sizeof *acc);
     for (int i = 0; i < nr * G; i++) {
         mx[i] = -INFINITY;
         l[i] = 0.0f;
     }
-    int last = s->pos0 + tk->i1 - 1;
+    for (int i = 0; i < nr; i++)
+        memcpy(qs + (size_t)i * G * hd,
+               e->q + ((size_t)s->row0 + tk->i0 + i) * qd + (size_t)tk->kvh * G * hd,
+               (size_t)G * hd * sizeof *qs);
+    int first = s->pos0 + tk->i0, last = s->pos0 + tk->i1 - 1;
     for (int b = 0; b <= last / bt; b++) {
         const float *kt = sx_kv_k(&e->kv, blocks[b], p->layer, tk->kvh);
         const float *V = kt + (size_t)bt * hd;
         int j0 = b * bt;
-        for (int i = 0; i < nr; i++) {
-            int pos = s->pos0 + tk->i0 + i;
-            if (pos < j0)
-                continue;
-            int nj = pos - j0 + 1 < bt ? pos - j0 + 1 : bt;
-            size_t t = (size_t)s->row0 + tk->i0 + i;
-            kr->att_block(e->q + t * qd + (size_t)tk->kvh * G * hd, hd, G, kt, V, bt, nj, hd,
-                          e->att_scale, mx + i * G, l + i * G, acc + (size_t)i * G * hd);
+        /* rows [i0, nr) see the whole block; rows before, from its start */
+        int i0 = j0 + bt - 1 - first;
+        i0 = i0 < 0 ? 0 : i0 > nr ? nr : i0;
+        for (int i = j0 - first > 0 ? j0 - first : 0; i < i0; i++) {
+            int nj = first + i - j0 + 1;
+            kr->att_block(qs + (size_t)i * G * hd, hd, G, kt, V, bt, nj, hd, e->att_scale,
+                          mx + i * G, l + i * G, acc + (size_t)i * G * hd);
         }
+        if (i0 < nr)
+            kr->att_block(qs + (size_t)i0 * G * hd, hd, (nr - i0) * G, kt, V, bt, bt, hd,
+                          e->att_scale, mx + i0 * G, l + i0 * G, acc + (size_t)i0 * G * hd);
     }
     for (int i = 0; i < nr; i++) {
         size_t t = (size_t)s->row0 + tk->i0 + i;
@@ -321,7 +331,8 @@ static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
     const sx_qwen3_config *c = &e->cfg;
     int QB = SX_ENGINE_ATT_ROWS, G = c->n_heads / c->n_kv_heads;
     if (!e->thr) {
-        size_t f = (size_t)c->hidden + (size_t)QB * G * c->head_dim + 2 * (size_t)QB * G +
+        /* norm row; attention: accumulators, max and sum, the queries */
+        size_t f = (size_t)c->hidden + 2 * (size_t)QB * G * c->head_dim + 2 * (size_t)QB * G +
                    (size_t)e->kv.block_tokens;
         e->thr_floats = (f + 15) & ~(size_t)15;   /* whole cache lines per thread */
         e->thr = aligned_alloc(64, e->thr_floats * sizeof(float) * (size_t)e->n_threads);

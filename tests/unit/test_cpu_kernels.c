@@ -133,10 +133,10 @@ static void check_att(const sx_cpu_kernels *kr)
     static const int bts[] = { 16, 5, 33 };
     for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
         for (size_t bi = 0; bi < sizeof bts / sizeof *bts; bi++) {
-            int hd = hds[hi], bt = bts[bi], nq = 3, n = bt + bt / 2 + 1;   /* 2 blocks */
+            int hd = hds[hi], bt = bts[bi], nq = 7, n = bt + bt / 2 + 1;   /* 2 blocks */
             float *q = malloc((size_t)nq * (hd + 3) * sizeof *q);
             float *kt = malloc((size_t)2 * hd * bt * sizeof *kt), *v = malloc((size_t)2 * bt * hd * sizeof *v);
-            float *acc = calloc((size_t)nq * hd, sizeof *acc), m[3], l[3];
+            float *acc = calloc((size_t)nq * hd, sizeof *acc), m[7], l[7];   /* 4 + 3 queries */
             double *keys = malloc((size_t)n * hd * sizeof *keys), *vals = malloc((size_t)n * hd * sizeof *vals);
             assert_non_null(q); assert_non_null(kt); assert_non_null(v); assert_non_null(acc);
             assert_non_null(keys); assert_non_null(vals);
