@@ -27,7 +27,8 @@ enum {
     TT = 12,              /* tokens per activation tile, as the AVX-512 path */
     TB = 16,              /* tokens per A tile */
     MIN_TOK = 16,         /* fewer tokens: the AVX-512 kernel */
-    KS = 8,               /* k steps (of 32) per slice: a panel's slice, 16 KiB, stays in L1 */
+    KS = 4,               /* k steps (of 32) per slice: a panel's 8 KiB slice stays in L1
+                             beside the blocks' A tiles (4 measured best of 2..32) */
     A_BUDGET = 1 << 20,   /* bytes of converted activations per chunk (L2) */
 };
 
