@@ -281,6 +281,11 @@ int sx_engine_seq_len(const sx_engine *e, int seq)
     return e->kv.seqs[seq].len;
 }
 
+const char *sx_engine_cpu_path(const sx_engine *e)
+{
+    return e->kr->name;
+}
+
 int64_t sx_engine_free_tokens(const sx_engine *e)
 {
     return e ? (int64_t)e->kv.n_free * e->kv.block_tokens : 0;

@@ -49,6 +49,8 @@ int  sx_engine_seq_truncate(sx_engine *e, int seq, int len, sx_error *err);
 void sx_engine_seq_free(sx_engine *e, int seq);
 int  sx_engine_seq_len(const sx_engine *e, int seq);       /* tokens cached, -1 if not live */
 int64_t sx_engine_free_tokens(const sx_engine *e);          /* cache capacity left, in tokens */
+/* The CPU kernel path in use ("amx", "avx512", "avx2", "scalar"); static storage. */
+const char *sx_engine_cpu_path(const sx_engine *e);
 
 /* One batched step.  items[i].tokens[0..n) are appended to sequence
  * items[i].seq at positions seq_len .. seq_len+n-1.  Logits (f32, vocab_rows

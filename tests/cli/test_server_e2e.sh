@@ -76,6 +76,8 @@ start main --listen "$ADDR" --listen tcp://127.0.0.1:0 --http 127.0.0.1:0 --max-
 MAIN=$SPID
 check "startup summary names the model, KV capacity and addresses" \
     grep -q "^struxd: model .*KV cache [0-9]* tokens" "$T/main.log"
+check "startup summary names the CPU kernel path" \
+    grep -Eq "CPU kernels (amx|avx512|avx2|scalar) " "$T/main.log"
 check "startup warns that the weights are random" grep -q "RANDOM weights" "$T/main.log"
 check "HTTP port reported" [ -n "$HPORT" ]
 URL="http://127.0.0.1:$HPORT"

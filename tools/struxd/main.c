@@ -284,10 +284,10 @@ int main(int argc, char **argv)
     const sx_qwen3_config *c = &model->cfg;
     fprintf(stderr,
             "struxd: model %s (Qwen3: %d layers, hidden %d, %.2fB parameters%s) | KV cache "
-            "%lld tokens | max batch %ld, queue %ld, max_tokens %ld\n",
+            "%lld tokens | CPU kernels %s | max batch %ld, queue %ld, max_tokens %ld\n",
             model_dir, c->n_layers, c->hidden, (double)sx_qwen3_n_params(c) / 1e9,
-            int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), max_batch,
-            max_queue, max_tokens);
+            int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine),
+            sx_engine_cpu_path(engine), max_batch, max_queue, max_tokens);
     if (is_random_model(model_dir))
         fprintf(stderr, "struxd: WARNING: %s holds RANDOM weights (a stand-in written by "
                         "`strux model random`); outputs are schema-valid but meaningless\n",
