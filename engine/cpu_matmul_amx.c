@@ -17,6 +17,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include "engine/cpu_xtile.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,25 +66,12 @@ INL void to_a(const float *xp, int n_tok, int t0, int nb, int k2, int kpad, uint
         memset(hi, 0, (size_t)TB * kpad * sizeof *hi);
         memset(lo, 0, (size_t)TB * kpad * sizeof *lo);
     }
-    const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int u = 0; u < nb; u++) {
-        int t = t0 + u, j = t / TT, tt = t % TT;
-        int Tj = n_tok - j * TT < TT ? n_tok - j * TT : TT;
-        const float *xt = xp + (size_t)j * TT * 2 * k2;
         uint16_t *h = hi + (size_t)u * 32, *l = lo + (size_t)u * 32;
         for (int kp = 0; kp < (k2 + 15) / 16 * 16; kp += 16) {
-            /* pair index of (kp + i, tt) is (kp + i) * Tj + tt */
-            __m256i i0 = _mm256_add_epi32(
-                _mm256_mullo_epi32(_mm256_add_epi32(step, _mm256_set1_epi32(kp)), _mm256_set1_epi32(Tj)),
-                _mm256_set1_epi32(tt));
-            __m256i i1 = _mm256_add_epi32(i0, _mm256_set1_epi32(8 * Tj));
-            int n0 = k2 - kp, n1 = k2 - kp - 8;
-            __mmask8 m0 = (__mmask8)(n0 >= 8 ? 0xff : n0 <= 0 ? 0 : (1u << n0) - 1);
-            __mmask8 m1 = (__mmask8)(n1 >= 8 ? 0xff : n1 <= 0 ? 0 : (1u << n1) - 1);
-            __m512 v0 = _mm512_castsi512_ps(
-                _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), m0, i0, xt, 8));
-            __m512 v1 = _mm512_castsi512_ps(
-                _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), m1, i1, xt, 8));
+            __m512 v[2];
+            sx_xtile_pairs16(xp, n_tok, TT, t0 + u, k2, kp, v);
+            __m512 v0 = v[0], v1 = v[1];
             __m512i hb = (__m512i)_mm512_cvtne2ps_pbh(v1, v0);
             __m512 h0 = _mm512_castsi512_ps(
                 _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hb)), 16));

@@ -20,6 +20,8 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
+#include "engine/cpu_xtile.h"
+
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
 #define INL static inline __attribute__((always_inline)) TGT
 
@@ -41,24 +43,11 @@ INL __mmask16 lanes(int n)
 INL float quant_token(const float *xp, int n_tok, int t, int k2, int kp, int8_t *x1, int8_t *x2,
                       float *sx)
 {
-    int j = t / XT, u = t % XT, Tj = n_tok - j * XT < XT ? n_tok - j * XT : XT;
-    const float *xt = xp + (size_t)j * XT * 2 * k2;
-    const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m512i lim = _mm512_set1_epi32(127), nlim = _mm512_set1_epi32(-127);
     float corr = 0.0f;
     for (int b = 0; b < kp / QB; b++) {
-        int p0 = b * (QB / 2); /* first k pair of the block */
-        __m256i i0 = _mm256_add_epi32(
-            _mm256_mullo_epi32(_mm256_add_epi32(step, _mm256_set1_epi32(p0)), _mm256_set1_epi32(Tj)),
-            _mm256_set1_epi32(u));
-        __m256i i1 = _mm256_add_epi32(i0, _mm256_set1_epi32(8 * Tj));
-        int n0 = k2 - p0, n1 = k2 - p0 - 8;
-        __mmask8 m0 = (__mmask8)(n0 >= 8 ? 0xff : n0 <= 0 ? 0 : (1u << n0) - 1);
-        __mmask8 m1 = (__mmask8)(n1 >= 8 ? 0xff : n1 <= 0 ? 0 : (1u << n1) - 1);
-        __m512 v[2] = {
-            _mm512_castsi512_ps(_mm512_mask_i32gather_epi64(_mm512_setzero_si512(), m0, i0, xt, 8)),
-            _mm512_castsi512_ps(_mm512_mask_i32gather_epi64(_mm512_setzero_si512(), m1, i1, xt, 8)),
-        };
+        __m512 v[2];
+        sx_xtile_pairs16(xp, n_tok, XT, t, k2, b * (QB / 2), v);
         float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
         if (!(amax > 0.0f) || amax > 3.0e38f) {
             /* all zero (or not finite: no scale represents it; zero keeps

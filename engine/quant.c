@@ -43,15 +43,16 @@ size_t sx_pack_q8_size(int rows, int k, int layout)
     return (size_t)sx_pad_rows(rows) * (size_t)(layout == SX_Q8_VNNI ? (k + 31) & ~31 : (k + 1) & ~1);
 }
 
-/* VNNI layout: per panel, for each group of 4 k, the 32 rows' 4 values as
+/* Both layouts, panel by panel.  SX_Q8_PAIRS: for each k, the 32 rows'
+ * values.  SX_Q8_VNNI: for each group of 4 k, the 32 rows' 4 values as
  * unsigned bytes q + 128 (vpdpbusd multiplies unsigned by signed bytes;
  * the kernel takes 128 * sum(x) back out); k padded to 32 with q = 0. */
-static void pack_q8_vnni(const uint16_t *w, int rows, int k, int r0, int r1, uint8_t *wp,
-                         float *scale)
+void sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int layout, int8_t *wp,
+                float *scale)
 {
-    int kp = (k + 31) & ~31;
+    int vnni = layout == SX_Q8_VNNI, kp = vnni ? (k + 31) & ~31 : (k + 1) & ~1;
     for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
-        uint8_t *dst = wp + (size_t)p0 * kp;
+        int8_t *dst = wp + (size_t)p0 * kp;
         for (int j = 0; j < SX_PANEL; j++) {
             int r = p0 + j;
             const uint16_t *src = r < rows ? w + (size_t)r * k : w;
@@ -59,29 +60,11 @@ static void pack_q8_vnni(const uint16_t *w, int rows, int k, int r0, int r1, uin
             scale[r] = r < rows ? row_scale(src, k, &inv) : 0.0f;
             for (int i = 0; i < kp; i++) {
                 int q = r < rows && i < k ? quant(src[i], inv) : 0;
-                dst[(size_t)(i / 4) * 4 * SX_PANEL + 4 * j + i % 4] = (uint8_t)(q + 128);
+                if (vnni)
+                    dst[(size_t)(i / 4) * 4 * SX_PANEL + 4 * j + i % 4] = (int8_t)(uint8_t)(q + 128);
+                else
+                    dst[(size_t)i * SX_PANEL + j] = (int8_t)q;
             }
-        }
-    }
-}
-
-void sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int layout, int8_t *wp,
-                float *scale)
-{
-    if (layout == SX_Q8_VNNI) {
-        pack_q8_vnni(w, rows, k, r0, r1, (uint8_t *)wp, scale);
-        return;
-    }
-    int kp2 = (k + 1) & ~1;
-    for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
-        int8_t *dst = wp + (size_t)p0 * kp2;
-        for (int j = 0; j < SX_PANEL; j++) {
-            int r = p0 + j;
-            const uint16_t *src = r < rows ? w + (size_t)r * k : w;
-            float inv = 0.0f;
-            scale[r] = r < rows ? row_scale(src, k, &inv) : 0.0f;
-            for (int i = 0; i < kp2; i++)
-                dst[(size_t)i * SX_PANEL + j] = r < rows && i < k ? quant(src[i], inv) : 0;
         }
     }
 }
