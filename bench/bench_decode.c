@@ -201,7 +201,29 @@ __attribute__((target("amx-tile,amx-bf16"))) static float amx_loop(long iters)
     _tile_release();
     return out[0];
 }
+
+/* AVX512-BF16: twelve independent accumulators, each vdpbf16ps 16 lanes x
+ * 2 bf16 products -- the peak of a matrix multiply that rounds its
+ * activations to bf16 (what oneDNN does on CPUs without AMX). */
+__attribute__((target("avx512f,avx512bf16"))) static float dpbf16_loop(long iters)
+{
+    __m512 a[12];
+    __m512bh m = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3380);
+    for (int i = 0; i < 12; i++)
+        a[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++)
+            a[i] = _mm512_dpbf16_ps(a[i], m, b);
+    __m512 s = a[0];
+    for (int i = 1; i < 12; i++)
+        s = _mm512_add_ps(s, a[i]);
+    return _mm512_reduce_add_ps(s);
+}
 #endif
+
+/* pseudo-paths for the peak loops beyond the kernel paths */
+enum { PEAK_AMX = SX_CPU_AMX + 1, PEAK_DPBF16 = SX_CPU_AMX + 2 };
 
 typedef struct fma_ctx {
     int   path;
@@ -214,7 +236,8 @@ static void fma_run(void *arg, int tid, int nth)
     fma_ctx *c = arg;
     (void)nth;
 #if defined(__x86_64__)
-    c->sink[tid % 64] = c->path == SX_CPU_AMX + 1 ? amx_loop(c->iters)
+    c->sink[tid % 64] = c->path == PEAK_AMX      ? amx_loop(c->iters)
+                        : c->path == PEAK_DPBF16 ? dpbf16_loop(c->iters)
                         : c->path >= SX_CPU_AVX512 ? fma_loop512(c->iters)
                                                    : fma_loop256(c->iters);
 #endif
@@ -227,15 +250,15 @@ static double measure_fma_peak(sx_pool *pool, int path, double *per_cpu)
     *per_cpu = 0;
     if (path == SX_CPU_SCALAR)
         return 0;
-    /* path SX_CPU_AMX + 1 asks for the AMX bf16 tile peak */
-    int amx = path == SX_CPU_AMX + 1;
+    /* PEAK_AMX asks for the AMX bf16 tile peak, PEAK_DPBF16 for vdpbf16ps */
+    int amx = path == PEAK_AMX, dp = path == PEAK_DPBF16;
     fma_ctx c = { .path = path, .iters = amx ? 2000000 : 20000000 };
     int lanes = path >= SX_CPU_AVX512 ? 16 : 8;
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = now(), c0 = cpu_now();
         sx_pool_run(pool, fma_run, &c);
-        double flops = (amx ? (double)c.iters * 4 * 16 * 16 * 32 * 2 : (double)c.iters * 12 * lanes * 2) *
+        double flops = (amx ? (double)c.iters * 4 * 16 * 16 * 32 * 2 : (double)c.iters * 12 * lanes * 2 * (dp ? 2 : 1)) *
                        sx_pool_size(pool);
         double f = flops / (now() - t0), fc = flops / ((cpu_now() - c0) / sx_pool_size(pool));
         best = f > best ? f : best;
@@ -394,6 +417,8 @@ typedef struct machine {
     double                peak_cpu;
     double                amx_peak; /* bf16 tiles, when the path is AMX */
     double                amx_peak_cpu;
+    double                dp_peak;  /* vdpbf16ps, when the CPU has AVX512-BF16 */
+    double                dp_peak_cpu;
 } machine;
 
 /* bandwidth again, just before a decode measurement: the ceiling is the best
@@ -500,6 +525,9 @@ static int run_mode(const sx_model *m, int mode, int threads, int prompt, int n_
         printf(" (%.0f%% of the %.0f GFLOP/s AMX bf16 peak, %.0f%% counting both halves)",
                100 * mm_flops * prompt / tt / mc->amx_peak, mc->amx_peak / 1e9,
                200 * mm_flops * prompt / tt / mc->amx_peak);
+    if (mc->dp_peak > 0)
+        printf(" (%.0f%% of the %.0f GFLOP/s AVX512-BF16 dot-product peak)",
+               100 * mm_flops * prompt / tt / mc->dp_peak, mc->dp_peak / 1e9);
     printf("\n");
     if (mc->peak_cpu > 0)
         printf("%s prefill_pct_of_fma_peak_per_cpu_second: %.0f%% (%.1f tok/s per thread-CPU-s)\n",
@@ -632,10 +660,17 @@ int main(int argc, char **argv)
         printf("fma_peak_gflops: %.1f (f32, %s, %d threads; %.1f per thread-CPU-second)\n",
                mc.peak / 1e9, mc.kr->name, threads, mc.peak_cpu / 1e9);
     if (mc.kr->path == SX_CPU_AMX) {
-        mc.amx_peak = measure_fma_peak(mc.pool, SX_CPU_AMX + 1, &mc.amx_peak_cpu);
+        mc.amx_peak = measure_fma_peak(mc.pool, PEAK_AMX, &mc.amx_peak_cpu);
         printf("amx_bf16_peak_gflops: %.1f (%d threads; %.1f per thread-CPU-second)\n",
                mc.amx_peak / 1e9, threads, mc.amx_peak_cpu / 1e9);
     }
+#if defined(__x86_64__)
+    if (mc.kr->path >= SX_CPU_AVX512 && __builtin_cpu_supports("avx512bf16")) {
+        mc.dp_peak = measure_fma_peak(mc.pool, PEAK_DPBF16, &mc.dp_peak_cpu);
+        printf("avx512_bf16_dot_peak_gflops: %.1f (vdpbf16ps, %d threads; %.1f per thread-CPU-second)\n",
+               mc.dp_peak / 1e9, threads, mc.dp_peak_cpu / 1e9);
+    }
+#endif
 
     sx_model *loaded = NULL;
     rmodel rm;
