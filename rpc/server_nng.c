@@ -164,6 +164,13 @@ void rpc_nng_close_listeners(sx_rpc_server *s)
 void rpc_nng_stop(sx_rpc_server *s)
 {
     rpc_nng_close_listeners(s);
+    /* Workers first: nng_aio_stop waits out a running callback and makes
+     * the aio refuse new operations, so no callback can re-arm a receive on
+     * a context that the socket's close is tearing down (libnng 1.5.2 then
+     * panics on the context's destroyed lock, rarely, under load). */
+    for (int i = 0; i < s->n_workers; i++)
+        if (s->workers[i].aio)
+            nng_aio_stop(s->workers[i].aio);
     if (s->rep_open)
         nng_close(s->rep);
     s->rep_open = 0;

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <nng/nng.h>
@@ -757,6 +759,43 @@ typedef struct drain_arg {
     sx_rpc_server *s;
 } drain_arg;
 
+/* Connects to ipc:///PATH, sends the SP header of a REQ peer and says
+ * whether the server hangs up (EOF, reset or no listener) within 2 s. */
+static int refused_at_once(const char *url)
+{
+    const char *path = url + strlen("ipc://");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path)
+        return 0;
+    strcpy(a.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return 1; /* nothing listens: turned away too */
+    }
+    static const unsigned char hello[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0}; /* REQ0 = 0x30 */
+    int hung_up = 0;
+    if (write(fd, hello, sizeof hello) == (ssize_t)sizeof hello) {
+        for (;;) {
+            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            if (poll(&pf, 1, 2000) <= 0)
+                break; /* still open after 2 s */
+            unsigned char buf[64];
+            ssize_t n = read(fd, buf, sizeof buf);
+            if (n <= 0) {
+                hung_up = 1;
+                break;
+            }
+        }
+    } else {
+        hung_up = 1; /* closed before the header went out */
+    }
+    close(fd);
+    return hung_up;
+}
+
 static void *drain_main(void *arg)
 {
     sx_rpc_server_drain(((drain_arg *)arg)->s);
@@ -767,6 +806,7 @@ static void drain_finishes_in_flight(void **state)
 {
     srv t;
     srv_start(&t, 16, 4, 10000, 0);
+    assert_false(refused_at_once(t.ipc)); /* the probe can tell: kept while serving */
     pthread_t th;
     burst b = {.addr = t.ipc,
                .req = "{\"schema\":{\"type\":\"string\",\"minLength\":60},\"document\":\"d\"}"};
@@ -787,13 +827,11 @@ static void drain_finishes_in_flight(void **state)
     assert_string_equal(err_code(v), "overloaded");
     json_decref(v);
     sx_client_close(c);
-    sx_client *c2 = NULL;
-    if (sx_client_open(t.ipc, &c2, &e) == 0) {
-        char *resp = NULL;
-        size_t n;
-        assert_int_not_equal(sx_client_call(c2, "{}", 2, 300, &resp, &n, &e), 0);
-        sx_client_close(c2);
-    }
+    /* a new connection is turned away: probed with a bare unix socket that
+     * speaks the SP handshake, because libnng 1.5.2 (Debian 12) as a client
+     * now and then leaks a request or a pipe when its connections are
+     * refused while it closes, which LeakSanitizer would report */
+    assert_true(refused_at_once(t.ipc));
     pthread_join(dt, NULL);
     pthread_join(th, NULL);
     assert_non_null(b.resp);
