@@ -7,14 +7,16 @@
  *   - prefill tok/s and TTFT for one --prompt token prompt, and the
  *     prefill's matrix FLOP rate against the FMA peak;
  *   - int8's quality cost next to bf16 on one 128-token sequence:
- *     perplexity of it under each, mean KL divergence, top-1 agreement.
+ *     perplexity of it under each, mean KL divergence, top-1 agreement;
+ *     the same for bf16act (bf16 weights, activations rounded to bf16 in
+ *     products of 12+ tokens: the engine's opt-in fast prefill).
  * Medians throughout.  Performance depends on shapes, not values, so the
  * default model is random with Qwen3-0.6B's shapes (--random-0.6b); --model
  * DIR loads a Hugging Face directory instead.  --layers N keeps only the
  * first N layers (the figures then describe that shorter model, and say so).
  *
  * usage: bench_decode [--model DIR | --random-0.6b] [--layers N] [--threads N]
- *                     [--prompt N] [--decode N] [--modes bf16,int8] [--bw-mib N] */
+ *                     [--prompt N] [--decode N] [--modes bf16,int8,bf16act] [--bw-mib N] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -370,7 +372,7 @@ static void log_softmax(const float *z, int n, double *out)
         out[i] = z[i] - lse;
 }
 
-static void quality(const float *a, const float *b, const int32_t *tok, int V)
+static void quality(const char *name, const float *a, const float *b, const int32_t *tok, int V)
 {
     double *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
     if (!la || !lb) {
@@ -393,9 +395,9 @@ static void quality(const float *a, const float *b, const int32_t *tok, int V)
         }
         agree += ia == ib;
     }
-    printf("int8 quality (%d positions, random weights and tokens): ppl bf16 %.2f, ppl int8 %.2f "
-           "(%+.3f%%), mean KL(bf16||int8) %.2e nats, top-1 agreement %.1f%%\n", n,
-           exp(nll_a / n), exp(nll_b / n), 100 * (exp(nll_b / n) / exp(nll_a / n) - 1), kl / n,
+    printf("%s quality (%d positions, random weights and tokens): ppl bf16 %.2f, ppl %s %.2f "
+           "(%+.3f%%), mean KL(bf16||%s) %.2e nats, top-1 agreement %.1f%%\n", name, n,
+           exp(nll_a / n), name, exp(nll_b / n), 100 * (exp(nll_b / n) / exp(nll_a / n) - 1), name, kl / n,
            100.0 * agree / n);
     free(la);
     free(lb);
@@ -430,23 +432,28 @@ static void remeasure(machine *mc)
     mc->bw_cpu = bc > mc->bw_cpu ? bc : mc->bw_cpu;
 }
 
-static int run_mode(const sx_model *m, int mode, int threads, int prompt, int n_decode,
+static int run_mode(const sx_model *m, int mode, int act, int threads, int prompt, int n_decode,
                     machine *mc, int layers_note)
 {
     const sx_qwen3_config *c = &m->cfg;
-    const char *name = mode == SX_W_INT8 ? "int8" : "bf16";
+    const char *name = mode == SX_W_INT8 ? "int8" : act == SX_ACT_BF16 ? "bf16act" : "bf16";
     sx_error err;
     sx_engine *e = NULL;
+    int rc;
     sx_engine_opts o = { .n_threads = threads, .max_seqs = 32,
                          .kv_tokens = 16 * 64 + (int64_t)prompt + QUAL_TOKENS + 64,
-                         .weight_mode = mode };
+                         .weight_mode = mode, .act_mode = act };
     double t0 = now();
-    if (sx_engine_new(m, &o, &e, &err)) {
+    if ((rc = sx_engine_new(m, &o, &e, &err))) {
+        if (rc == SX_EUNSUPPORTED && act == SX_ACT_BF16) {
+            printf("== %s: skipped (%s) ==\n", name, err.msg);
+            return 0;
+        }
         fprintf(stderr, "bench_decode: %s\n", err.msg);
         return 1;
     }
     double t_new = now() - t0;
-    int V = c->vocab_rows, rc = 0;
+    int V = c->vocab_rows;
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     double layer_w = (double)(qd * H * 2 + kvd * H * 2 + I * H * 3) * c->n_layers;
@@ -460,9 +467,11 @@ static int run_mode(const sx_model *m, int mode, int threads, int prompt, int n_
         goto done;
     }
     rand_tokens(tok, prompt + n_decode + 64, V);
-    printf("== %s weights (%s, %d layers%s, %d threads%s) ==\n", name, m->dir, c->n_layers,
-           layers_note ? ", cut with --layers" : "", threads,
-           mode == SX_W_INT8 ? ", quantised at start-up" : "");
+    printf("== %s weights (%s, %d layers%s, %d threads%s; path %s) ==\n", name, m->dir,
+           c->n_layers, layers_note ? ", cut with --layers" : "", threads,
+           mode == SX_W_INT8 ? ", quantised at start-up"
+           : act == SX_ACT_BF16 ? ", activations rounded to bf16 from 12 tokens" : "",
+           sx_engine_cpu_path(e));
     if (mode == SX_W_INT8)
         printf("%s quantise_s: %.2f\n", name, t_new);
     printf("%s weight_bytes_per_token: %.0f (%.1f MB)\n", name, bytes_tok, bytes_tok / 1e6);
@@ -479,12 +488,12 @@ static int run_mode(const sx_model *m, int mode, int threads, int prompt, int n_
         if (q && sx_engine_seq_new(e, &s, NULL) == SX_OK) {
             sx_step_item it = { .seq = s, .tokens = qt, .n = QUAL_TOKENS, .logits_all = 1 };
             if (sx_engine_step(e, &it, 1, q, &err) == SX_OK) {
-                if (mode == SX_W_BF16) {
+                if (mode == SX_W_BF16 && act == SX_ACT_F32) {
                     free(qual_bf16);
                     qual_bf16 = q;
                     q = NULL;
                 } else if (qual_bf16) {
-                    quality(qual_bf16, q, qt, V);
+                    quality(name, qual_bf16, q, qt, V);
                 }
             }
             sx_engine_seq_free(e, s);
@@ -611,9 +620,23 @@ done:
     return rc;
 }
 
+/* whether the comma-separated list names mode */
+static int has_mode(const char *list, const char *mode)
+{
+    size_t n = strlen(mode);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, mode, n))
+            return 1;
+        p += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *modes = "bf16,int8";
+    const char *dir = NULL, *modes = "bf16,int8,bf16act";
     int layers = 0, threads = 0, prompt = 512, n_decode = 24;
     size_t bw_mib = 2048;
     for (int i = 1; i < argc; i++) {
@@ -635,7 +658,7 @@ int main(int argc, char **argv)
             bw_mib = (size_t)atol(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_decode [--model DIR | --random-0.6b] [--layers N] "
-                            "[--threads N] [--prompt N] [--decode N] [--modes bf16,int8] "
+                            "[--threads N] [--prompt N] [--decode N] [--modes bf16,int8,bf16act] "
                             "[--bw-mib N]\n");
             return 2;
         }
@@ -713,10 +736,12 @@ int main(int argc, char **argv)
         layers_note = 1;
     }
     int rc = 0;
-    if (strstr(modes, "bf16"))
-        rc |= run_mode(m, SX_W_BF16, threads, prompt, n_decode, &mc, layers_note);
-    if (strstr(modes, "int8"))
-        rc |= run_mode(m, SX_W_INT8, threads, prompt, n_decode, &mc, layers_note);
+    if (has_mode(modes, "bf16"))
+        rc |= run_mode(m, SX_W_BF16, SX_ACT_F32, threads, prompt, n_decode, &mc, layers_note);
+    if (has_mode(modes, "int8"))
+        rc |= run_mode(m, SX_W_INT8, SX_ACT_F32, threads, prompt, n_decode, &mc, layers_note);
+    if (has_mode(modes, "bf16act"))
+        rc |= run_mode(m, SX_W_BF16, SX_ACT_BF16, threads, prompt, n_decode, &mc, layers_note);
     free(qual_bf16);
     sx_pool_free(mc.pool);
     sx_model_free(loaded);

@@ -88,6 +88,16 @@ void sx_avx512_exp(float *y, const float *x, int n);
 void sx_vnni_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
                    float *y, long ldy, int r0, int r1, int accumulate);
 
+/* bf16-activation products through AVX512-BF16 dot products
+ * (cpu_matmul_dpbf16.c), the engine's opt-in fast prefill: mm_bf16's
+ * contract, except that from 12 tokens on the activations are rounded to
+ * bf16 first (products within ~2^-8 of each term's size instead of f32's
+ * 2^-20); fewer tokens run the f32 AVX-512 kernel.  Only where
+ * sx_dpbf16_usable() says the CPU has AVX512-BF16. */
+void sx_dpbf16_mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y, long ldy,
+                       int r0, int r1, int accumulate);
+int  sx_dpbf16_usable(void);
+
 /* Activations: row t (k floats) of an n_tok-row matrix into its tile. */
 static inline size_t sx_xpack_size(int n_tok, int k) { return (size_t)n_tok * ((k + 1) & ~1); }
 void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp);

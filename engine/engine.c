@@ -146,10 +146,12 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
     if (opts)
         o = *opts;
     if (o.n_threads < 0 || o.max_seqs < 0 || o.kv_tokens < 0 || o.block_tokens < 0 ||
-        (o.weight_mode != SX_W_BF16 && o.weight_mode != SX_W_INT8))
+        (o.weight_mode != SX_W_BF16 && o.weight_mode != SX_W_INT8) ||
+        (o.act_mode != SX_ACT_F32 && o.act_mode != SX_ACT_BF16))
         return sx_err_set(err, SX_EINVAL, "engine: bad options (threads %d, seqs %d, "
-                          "kv tokens %lld, block %d, weight mode %d)", o.n_threads, o.max_seqs,
-                          (long long)o.kv_tokens, o.block_tokens, o.weight_mode);
+                          "kv tokens %lld, block %d, weight mode %d, activation mode %d)",
+                          o.n_threads, o.max_seqs, (long long)o.kv_tokens, o.block_tokens,
+                          o.weight_mode, o.act_mode);
     if (o.max_seqs == 0)
         o.max_seqs = 64;
     if (o.kv_tokens == 0)
@@ -172,6 +174,21 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
     const sx_qwen3_config *c = &e->cfg;
     if ((rc = sx_cpu_kernels_select(&e->kr, err)))
         goto fail;
+    e->mm_bf16 = e->kr->mm_bf16;
+    e->path_name = e->kr->name;
+    if (o.act_mode == SX_ACT_BF16 && e->kr->path == SX_CPU_AVX512) {
+        if (!sx_dpbf16_usable()) {
+            rc = sx_err_set(err, SX_EUNSUPPORTED, "engine: bf16 activations need AVX512-BF16, "
+                            "which this CPU lacks (path %s)", e->kr->name);
+            goto fail;
+        }
+        e->mm_bf16 = sx_dpbf16_mm_bf16;
+        e->path_name = "avx512-bf16act";
+    } else if (o.act_mode == SX_ACT_BF16 && e->kr->path != SX_CPU_AMX) {
+        rc = sx_err_set(err, SX_EUNSUPPORTED, "engine: bf16 activations need AVX512-BF16, "
+                        "which the %s path lacks", e->kr->name);
+        goto fail;
+    }
     if ((rc = sx_pool_new(o.n_threads, &e->pool, err)))
         goto fail;
     e->n_threads = sx_pool_size(e->pool);
@@ -283,7 +300,7 @@ int sx_engine_seq_len(const sx_engine *e, int seq)
 
 const char *sx_engine_cpu_path(const sx_engine *e)
 {
-    return e->kr->name;
+    return e->path_name;
 }
 
 int64_t sx_engine_free_tokens(const sx_engine *e)

@@ -28,12 +28,25 @@ typedef enum sx_weight_mode {
     SX_W_INT8 = 1  /* quantise matrices to int8 (per-row scale) at start-up */
 } sx_weight_mode;
 
+/* Precision of the activations in matrix products.  F32 (the default) is
+ * held to the reference within f32 rounding.  BF16 rounds them to bf16 in
+ * products of 12 or more tokens (prefill, large batches), as bf16
+ * frameworks do, for about twice the prefill speed on CPUs with
+ * AVX512-BF16 and no AMX; logits move by ~1e-2 (docs/BENCHMARKS.md has
+ * the perplexity change).  AMX CPUs keep their f32-accurate tile products,
+ * which are faster still; other CPUs answer SX_EUNSUPPORTED. */
+typedef enum sx_act_mode {
+    SX_ACT_F32  = 0,
+    SX_ACT_BF16 = 1
+} sx_act_mode;
+
 typedef struct sx_engine_opts {
     int     n_threads;       /* 0 = number of online CPUs */
     int     max_seqs;        /* live sequences at once (default 64) */
     int64_t kv_tokens;       /* KV-cache capacity in tokens over all sequences (default 65536) */
     int     block_tokens;    /* tokens per KV block (default 16) */
     int     weight_mode;     /* sx_weight_mode */
+    int     act_mode;        /* sx_act_mode (bf16 weights only; int8 ignores it) */
 } sx_engine_opts;
 
 int  sx_engine_new(const sx_model *m, const sx_engine_opts *opts,
@@ -49,7 +62,8 @@ int  sx_engine_seq_truncate(sx_engine *e, int seq, int len, sx_error *err);
 void sx_engine_seq_free(sx_engine *e, int seq);
 int  sx_engine_seq_len(const sx_engine *e, int seq);       /* tokens cached, -1 if not live */
 int64_t sx_engine_free_tokens(const sx_engine *e);          /* cache capacity left, in tokens */
-/* The CPU kernel path in use ("amx", "avx512", "avx2", "scalar"); static storage. */
+/* The CPU kernel path in use ("amx", "avx512", "avx2", "scalar", or
+ * "avx512-bf16act" in SX_ACT_BF16 mode); static storage. */
 const char *sx_engine_cpu_path(const sx_engine *e);
 
 /* One batched step.  items[i].tokens[0..n) are appended to sequence

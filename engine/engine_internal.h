@@ -51,6 +51,10 @@ struct sx_engine {
     sx_pool               *pool;
     int                    n_threads;
     int                    mode;        /* sx_weight_mode */
+    /* the bf16 matrix kernel: kr's, or the bf16-activation one */
+    void                 (*mm_bf16)(const uint16_t *wp, int k, const float *xp, int n_tok,
+                                    float *y, long ldy, int r0, int r1, int accumulate);
+    const char            *path_name;
     sx_elayer             *layers;
     sx_wmat                lm_head;
     void                  *wmem;        /* packed weights (mmap) */

@@ -99,7 +99,7 @@ static void stage_mm(void *arg, int tid, int nth)
             kr->mm_q8(w->q8, w->scale, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
                       (int)a, (int)b, p->mm_acc);
         else
-            kr->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
+            p->e->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
                         (int)a, (int)b, p->mm_acc);
     }
 }

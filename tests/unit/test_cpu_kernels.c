@@ -96,11 +96,15 @@ static void check_mm(const sx_cpu_kernels *kr, int q8)
                             continue;
                         }
                         double ref = 0, mag = 0, xerr = 0;
+                        /* the bf16-activation kernel rounds x from 12 tokens on */
+                        int xround = !q8 && kr->mm_bf16 == sx_dpbf16_mm_bf16 && T >= 12;
                         for (int i = 0; i < K; i++) {
                             double wv = q8 ? (double)wq[(long)r * K + i] * sc[r]
                                            : (double)sx_bf16_to_f32(w[(long)r * K + i]);
-                            ref += wv * x[t * ldx + i];
-                            mag += fabs(wv * x[t * ldx + i]);
+                            double xv = xround ? sx_bf16_to_f32(sx_f32_to_bf16(x[t * ldx + i]))
+                                               : x[t * ldx + i];
+                            ref += wv * xv;
+                            mag += fabs(wv * xv);
                             if (q8 && kr->q8_layout == SX_Q8_VNNI) {
                                 /* activations as two int8 digits per block
                                  * of 32 k: within max|x in block| / (127 * 508) */
@@ -228,6 +232,37 @@ static void scalar_path(void **state) { (void)state; run_path(SX_CPU_SCALAR); }
 static void avx2_path(void **state) { (void)state; run_path(SX_CPU_AVX2); }
 static void avx512_path(void **state) { (void)state; run_path(SX_CPU_AVX512); }
 static void amx_path(void **state) { (void)state; run_path(SX_CPU_AMX); }
+
+/* The opt-in bf16-activation kernel: exact products of the rounded
+ * activations, summed in f32; and it really rounds (a value bf16 cannot
+ * hold comes out as its rounding, not as itself). */
+static void bf16act_kernel(void **state)
+{
+    (void)state;
+    if (!sx_dpbf16_usable()) {
+        fprintf(stderr, "(no AVX512-BF16 on this CPU: bf16-activation kernel skipped)\n");
+        return;
+    }
+    sx_cpu_kernels kr = sx_cpu_avx512_kernels;
+    kr.name = "avx512-bf16act";
+    kr.mm_bf16 = sx_dpbf16_mm_bf16;
+    check_mm(&kr, 0);
+    enum { R = 32, K = 2, T = 12 };
+    uint16_t w[R * K], wp[R * K];
+    float xp[T * K], y[T * R];
+    for (int i = 0; i < R * K; i++)
+        w[i] = sx_f32_to_bf16(i % 2 ? 0.0f : 1.0f);     /* y = x[0] */
+    sx_pack_bf16(w, R, K, 0, R, wp);
+    float x[K] = { 1.0f + 1.0f / 1024, 0.0f };          /* 1 + 2^-10 rounds to 1 in bf16 */
+    for (int t = 0; t < T; t++)
+        sx_pack_x_row(x, t, T, K, kr.tile, xp);
+    sx_dpbf16_mm_bf16(wp, K, xp, T, y, R, 0, R, 0);
+    for (int i = 0; i < T * R; i++)
+        assert_true(y[i] == 1.0f);
+    sx_avx512_mm_bf16(wp, K, xp, T, y, R, 0, R, 0);      /* the f32 kernel keeps it */
+    for (int i = 0; i < T * R; i++)
+        assert_true(y[i] == x[0]);
+}
 
 /* The paths sum in different orders, so they need not agree bit for bit,
  * but they must agree closely on a realistic shape. */
@@ -421,6 +456,7 @@ int main(void)
         cmocka_unit_test(avx2_path),
         cmocka_unit_test(avx512_path),
         cmocka_unit_test(amx_path),
+        cmocka_unit_test(bf16act_kernel),
         cmocka_unit_test(paths_agree),
         cmocka_unit_test(norm_rope_ops),
         cmocka_unit_test(quant_rows),

@@ -377,6 +377,73 @@ static void prefill_matches_reference(void **state)
     tm_free(t);
 }
 
+/* The opt-in bf16-activation mode: prefill-sized products round the
+ * activations (close to the reference, but measurably not f32-exact);
+ * decode-sized ones do not (the f32 path's logits); CPUs without
+ * AVX512-BF16 refuse it by name. */
+static void bf16_activation_mode(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(12);
+    enum { N = 29 };
+    int32_t tok[N];
+    rand_tokens(tok, N);
+    double *ref = malloc((size_t)N * VOCAB * sizeof(double));
+    float *lg = malloc((size_t)N * VOCAB * sizeof *lg), *one = malloc((size_t)VOCAB * sizeof *one);
+    assert_non_null(ref); assert_non_null(lg); assert_non_null(one);
+    ref_forward(&t->m, 0, tok, N, ref);
+    sx_error err;
+    sx_engine *e = NULL;
+    sx_engine_opts o = { .n_threads = 2, .max_seqs = 4, .kv_tokens = 1024, .act_mode = 7 };
+    assert_int_equal(sx_engine_new(&t->m, &o, &e, &err), SX_EINVAL);
+    o.act_mode = SX_ACT_BF16;
+    setenv("STRUX_CPU", "avx2", 1);
+    if (sx_cpu_kernels_for(SX_CPU_AVX2)) {
+        assert_int_equal(sx_engine_new(&t->m, &o, &e, &err), SX_EUNSUPPORTED);
+        assert_non_null(strstr(err.msg, "AVX512-BF16"));
+        assert_null(e);
+    }
+    unsetenv("STRUX_CPU");
+    if (!sx_cpu_kernels_for(SX_CPU_AVX512) || !sx_dpbf16_usable() ||
+        sx_cpu_kernels_for(SX_CPU_AMX)) {
+        print_message("(no AVX512-BF16, or AMX kept instead: bf16 activations not run)\n");
+        goto done;
+    }
+    setenv("STRUX_CPU", "avx512", 1);
+    int rc = sx_engine_new(&t->m, &o, &e, &err);
+    unsetenv("STRUX_CPU");
+    if (rc)
+        fail_msg("engine_new: %s", err.msg);
+    assert_string_equal(sx_engine_cpu_path(e), "avx512-bf16act");
+    int seq;
+    assert_int_equal(sx_engine_seq_new(e, &seq, NULL), SX_OK);
+    assert_int_equal(step1(e, seq, tok, N, 1, lg), SX_OK);
+    worst = 0;
+    char what[64];
+    for (int r = 0; r < N; r++) {
+        snprintf(what, sizeof what, "bf16 activations row %d", r);
+        expect_row(lg + (long)r * VOCAB, ref + (long)r * VOCAB, 2e-2, what);
+    }
+    print_message("bf16 activations: worst relative error %.3g (f32 paths: < %g)\n", worst,
+                  TOL_F32);
+    assert_true(worst > 20 * TOL_F32);   /* it does round */
+    /* one token at a time: f32 products, the reference's logits */
+    int seq2;
+    assert_int_equal(sx_engine_seq_new(e, &seq2, NULL), SX_OK);
+    worst = 0;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(step1(e, seq2, tok + i, 1, 0, one), SX_OK);
+        snprintf(what, sizeof what, "bf16 activations, decode token %d", i);
+        expect_row(one, ref + (long)i * VOCAB, TOL_F32, what);
+    }
+    sx_engine_free(e);
+done:
+    free(ref);
+    free(lg);
+    free(one);
+    tm_free(t);
+}
+
 /* token-by-token decode gives the prefill's logits, on every path */
 static void decode_matches_prefill(void **state)
 {
@@ -783,6 +850,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(prefill_matches_reference),
+        cmocka_unit_test(bf16_activation_mode),
         cmocka_unit_test(decode_matches_prefill),
         cmocka_unit_test(batched_sequences_match_alone),
         cmocka_unit_test(long_step_spans_passes),

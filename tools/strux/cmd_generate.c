@@ -42,7 +42,10 @@ static void usage(FILE *f)
         "  --print-ids          also print the generated token ids on one line\n"
         "engine:\n"
         "  --threads N          CPU threads (default: all)\n"
-        "  --int8               quantise weights to int8 at start-up\n\n"
+        "  --int8               quantise weights to int8 at start-up\n"
+        "  --bf16-act           round activations to bf16 in prefill-sized matrix\n"
+        "                       products: faster prefill on AVX512-BF16 CPUs without AMX,\n"
+        "                       logits change slightly (docs/BENCHMARKS.md)\n\n"
         "Timings (TTFT, prefill and decode tokens/s) go to stderr.  Exit status 0 when\n"
         "a reply was produced (and validates, with --schema), 1 otherwise, 2 on usage.\n");
 }
@@ -157,7 +160,7 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model_dir = NULL, *prompt = NULL, *prompt_file = NULL, *system = NULL;
     const char *schema_path = NULL, *choices = NULL, *regex = NULL;
-    int json_object = 0, compact = 0, stream = 0, print_ids = 0, threads = 0, int8 = 0;
+    int json_object = 0, compact = 0, stream = 0, print_ids = 0, threads = 0, int8 = 0, bf16act = 0;
     sx_gen_params gp;
     memset(&gp, 0, sizeof gp);
     sx_sampling_default(&gp.sampling);
@@ -190,6 +193,7 @@ int cmd_generate(int argc, char **argv)
         else if (!strcmp(a, "--print-ids")) print_ids = 1;
         else if (!strcmp(a, "--threads") && more) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--int8")) int8 = 1;
+        else if (!strcmp(a, "--bf16-act")) bf16act = 1;
         else {
             fprintf(stderr, "strux generate: unexpected argument '%s'\n", a);
             usage(stderr);
@@ -244,6 +248,7 @@ int cmd_generate(int argc, char **argv)
     memset(&eo, 0, sizeof eo);
     eo.n_threads = threads;
     eo.weight_mode = int8 ? SX_W_INT8 : SX_W_BF16;
+    eo.act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32;
     eo.max_seqs = 1;
     if (sx_engine_new(model, &eo, &eng, &err) || sx_gen_new(eng, tok, NULL, on_event, &st, &gen, &err)) {
         fprintf(stderr, "strux generate: %s\n", err.msg);

@@ -40,6 +40,9 @@ static void usage(FILE *f)
         "  --model-name NAME        name shown by /v1/models and in responses (default:\n"
         "                           the directory's last component)\n"
         "  --int8                   quantise weight matrices to int8 at start-up\n"
+        "  --bf16-act               round activations to bf16 in prefill-sized matrix\n"
+        "                           products: faster prompts on AVX512-BF16 CPUs without\n"
+        "                           AMX; logits change slightly (docs/BENCHMARKS.md)\n"
         "network\n"
         "  --listen URL             nng address, repeatable: tcp://HOST:PORT or\n"
         "                           ipc:///PATH (default tcp://127.0.0.1:7400 when\n"
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
     atexit(nng_fini);
     const char *model_dir = NULL, *tok_path = NULL, *model_name = NULL, *http = NULL;
     const char *listen[MAX_LISTEN];
-    int n_listen = 0, quiet = 0, int8 = 0;
+    int n_listen = 0, quiet = 0, int8 = 0, bf16act = 0;
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
@@ -175,6 +178,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--int8")) {
             int8 = 1;
             takes = 0;
+        } else if (!strcmp(a, "--bf16-act")) {
+            bf16act = 1;
+            takes = 0;
         } else {
             fprintf(stderr, "struxd: unknown option '%s' (see --help)\n", a);
             return 2;
@@ -237,7 +243,8 @@ int main(int argc, char **argv)
                          .max_seqs = (int)max_batch + 17 + 16,
                          .kv_tokens = kv_tokens,
                          .block_tokens = 16,
-                         .weight_mode = int8 ? SX_W_INT8 : SX_W_BF16};
+                         .weight_mode = int8 ? SX_W_INT8 : SX_W_BF16,
+                         .act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32};
     if (sx_engine_new(model, &eo, &engine, &err)) {
         fprintf(stderr, "struxd: cannot start the engine: %s\n", err.msg);
         goto done;
