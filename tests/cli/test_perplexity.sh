@@ -118,4 +118,18 @@ run int8 perplexity --model "$T/m" --window 96 --stride 40 --int8 "$TEXT"
 check "--int8 runs and says so" sh -c \
     "[ $(rc int8) = 0 ] && [ '$(field int8 weights)' = int8 ] && [ -n '$(field int8 perplexity)' ]"
 
+# --bf16-act: within 1% of the f32 perplexity where the CPU has AVX512-BF16
+# (or AMX), else a one-line error that names what is missing
+run f32w perplexity --model "$T/m" --window 96 --stride 40 "$TEXT"
+run bact perplexity --model "$T/m" --window 96 --stride 40 --bf16-act "$TEXT"
+if [ "$(rc bact)" = 0 ]; then
+    check "--bf16-act runs, says so, and stays within 1% of f32" sh -c \
+        "[ '$(field bact activations)' = 'bf16 in matrix products' ] &&
+         python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a / b - 1) > 0.01)' \
+             '$(field bact perplexity)' '$(field f32w perplexity)'"
+else
+    check "--bf16-act without AVX512-BF16: one clear error, exit 1" sh -c \
+        "[ $(rc bact) = 1 ] && grep -q 'AVX512-BF16' '$T/bact.err' && [ ! -s '$T/bact.out' ]"
+fi
+
 [ $failed -eq 0 ]
