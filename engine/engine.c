@@ -176,18 +176,15 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
         goto fail;
     e->mm_bf16 = e->kr->mm_bf16;
     e->path_name = e->kr->name;
-    if (o.act_mode == SX_ACT_BF16 && e->kr->path == SX_CPU_AVX512) {
-        if (!sx_dpbf16_usable()) {
+    /* AMX keeps its own bf16 tile products: f32-accurate and faster */
+    if (o.act_mode == SX_ACT_BF16 && e->kr->path != SX_CPU_AMX) {
+        if (e->kr->path != SX_CPU_AVX512 || !sx_dpbf16_usable()) {
             rc = sx_err_set(err, SX_EUNSUPPORTED, "engine: bf16 activations need AVX512-BF16, "
-                            "which this CPU lacks (path %s)", e->kr->name);
+                            "which this CPU or path lacks (path %s)", e->kr->name);
             goto fail;
         }
         e->mm_bf16 = sx_dpbf16_mm_bf16;
         e->path_name = "avx512-bf16act";
-    } else if (o.act_mode == SX_ACT_BF16 && e->kr->path != SX_CPU_AMX) {
-        rc = sx_err_set(err, SX_EUNSUPPORTED, "engine: bf16 activations need AVX512-BF16, "
-                        "which the %s path lacks", e->kr->name);
-        goto fail;
     }
     if ((rc = sx_pool_new(o.n_threads, &e->pool, err)))
         goto fail;

@@ -100,7 +100,7 @@ static void stage_mm(void *arg, int tid, int nth)
                       (int)a, (int)b, p->mm_acc);
         else
             p->e->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
-                        (int)a, (int)b, p->mm_acc);
+                          (int)a, (int)b, p->mm_acc);
     }
 }
 
