@@ -316,9 +316,30 @@ INL void att_four(const float *q, long ldq, const float *kc, const float *vj, in
         for (int u = 0; u < 4; u++)
             s[u][0] = _mm512_fmadd_ps(_mm512_set1_ps(q[u * ldq + d]), k0, s[u][0]);
     }
-    for (int u = 0; u < 4; u++)
-        soft16(_mm512_mul_ps(_mm512_add_ps(s[u][0], s[u][1]), _mm512_set1_ps(scale)), km, hd,
-               m + u, l + u, acc + (size_t)u * hd, p[u]);
+    /* the four softmax steps side by side and without branches: the new
+     * maxima, their four corrections in one vector exp, and the
+     * accumulators rescaled as the value loop loads them (a rescale
+     * branch per query mispredicts while the maxima still grow) */
+    __m512 sv[4];
+    float mx[4], corr[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        sv[u] = _mm512_mul_ps(_mm512_add_ps(s[u][0], s[u][1]), _mm512_set1_ps(scale));
+        mx[u] = _mm512_mask_reduce_max_ps(km, sv[u]);
+    }
+    __m128 m_old = _mm_loadu_ps(m), m_new = _mm_max_ps(m_old, _mm_loadu_ps(mx));
+    _mm_storeu_ps(m, m_new);
+    _mm_storeu_ps(mx, m_new);
+    /* m_old = -inf on the first block: e^-104 (exp16's floor) times the
+     * zero sums there */
+    _mm_storeu_ps(corr, _mm512_castps512_ps128(
+                            exp16(_mm512_castps128_ps512(_mm_sub_ps(m_old, m_new)))));
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        __m512 pv = _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(sv[u], _mm512_set1_ps(mx[u]))));
+        l[u] = l[u] * corr[u] + _mm512_reduce_add_ps(pv);
+        _mm512_storeu_ps(p[u], pv);
+    }
     /* values: 64-wide slices of the four accumulators, row by row */
     for (int e = 0; e < hd; e += 64) {
         __mmask16 mk[4] = { lanes(hd - e), lanes(hd - e - 16), lanes(hd - e - 32),
@@ -328,7 +349,8 @@ INL void att_four(const float *q, long ldq, const float *kc, const float *vj, in
         for (int u = 0; u < 4; u++)
 #pragma GCC unroll 4
             for (int w = 0; w < 4; w++)
-                av[u][w] = _mm512_maskz_loadu_ps(mk[w], acc + (size_t)u * hd + e + 16 * w);
+                av[u][w] = _mm512_mul_ps(_mm512_set1_ps(corr[u]),
+                                         _mm512_maskz_loadu_ps(mk[w], acc + (size_t)u * hd + e + 16 * w));
         for (int j = 0; j < nc; j++) {
             const float *vr = vj + (size_t)j * hd + e;
             __m512 vv[4];
