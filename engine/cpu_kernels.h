@@ -84,6 +84,16 @@ void sx_avx512_mm_q8(const int8_t *wp, const float *scale, int k, const float *x
 void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, const float *v, int bt,
                          int nj, int hd, float scale, float *m, float *l, float *acc);
 void sx_avx512_exp(float *y, const float *x, int n);
+/* Online-softmax attention of up to 32 queries held in vector lanes,
+ * transposed: qt[d*32 + u], acct[d*32 + u], state m[32], l[32] (as
+ * att_block's, per lane; lanes without a query start at m = -inf, l = 0,
+ * acct = 0 and see no key).  Keys/values of one cache block as att_block's
+ * (kt [hd][bt], v [bt][hd]), keys [0, nj); key j is seen by the lanes
+ * u >= vis0 + j * vstep (causal masking: lanes are rows x heads, row-major).
+ * kpad: 16 * hd floats of scratch.  x86-64 AVX-512 only. */
+void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, int nj, int hd,
+                      float scale, int vis0, int vstep, float *m, float *l, float *acct,
+                      float *kpad);
 /* int8 through AVX512-VNNI (SX_Q8_VNNI weights), which the AMX path uses. */
 void sx_vnni_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
                    float *y, long ldy, int r0, int r1, int accumulate);

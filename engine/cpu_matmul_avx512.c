@@ -429,6 +429,132 @@ TGT void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, 
     }
 }
 
+/* ---- attention with the queries in lanes ------------------------------------
+ * Keys in lanes (above) costs one broadcast per FMA in Q.K: only 16 keys
+ * share a block vector.  With up to 32 queries in two vectors instead,
+ * each broadcast key element feeds two FMAs, the softmax runs across key
+ * vectors element by element (no horizontal max or sum), and causal
+ * masking is a lane threshold per key, so a diagonal block is one call. */
+
+/* Q.K for 16 keys of a sub-block: s[j][0..31] = q_u . k_j, keys j >= nk
+ * left at zero (the caller masks them) */
+INL void qk16(const float *qt, const float *kc, int ldk, int nk, int hd, float s[16][32])
+{
+    for (int h = 0; h < 2; h++) {
+        __m512 a[8][2];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++)
+            a[j][0] = a[j][1] = _mm512_setzero_ps();
+        if (nk > h * 8)
+            for (int d = 0; d < hd; d++) {
+                __m512 q0 = _mm512_loadu_ps(qt + (size_t)d * 32);
+                __m512 q1 = _mm512_loadu_ps(qt + (size_t)d * 32 + 16);
+                const float *kr = kc + (size_t)d * ldk + h * 8;
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) {
+                    __m512 kb = _mm512_set1_ps(kr[j]);
+                    a[j][0] = _mm512_fmadd_ps(kb, q0, a[j][0]);
+                    a[j][1] = _mm512_fmadd_ps(kb, q1, a[j][1]);
+                }
+            }
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            _mm512_storeu_ps(s[h * 8 + j], a[j][0]);
+            _mm512_storeu_ps(s[h * 8 + j] + 16, a[j][1]);
+        }
+    }
+}
+
+/* acct[e..e+ne) += sum_j v[j][e..] * p[j][lanes], after acct *= corr */
+INL void pv_slice(const float *v, int hd, int nk, int e, int ne, const __m512 corr[2],
+                  float p[16][32], float *acct)
+{
+    __m512 o[8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        o[i][0] = o[i][1] = _mm512_setzero_ps();
+        if (i < ne) {
+            o[i][0] = _mm512_mul_ps(corr[0], _mm512_loadu_ps(acct + (size_t)(e + i) * 32));
+            o[i][1] = _mm512_mul_ps(corr[1], _mm512_loadu_ps(acct + (size_t)(e + i) * 32 + 16));
+        }
+    }
+    for (int j = 0; j < nk; j++) {
+        __m512 p0 = _mm512_loadu_ps(p[j]), p1 = _mm512_loadu_ps(p[j] + 16);
+        const float *vr = v + (size_t)j * hd + e;
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            if (i < ne) {
+                __m512 vb = _mm512_set1_ps(vr[i]);
+                o[i][0] = _mm512_fmadd_ps(vb, p0, o[i][0]);
+                o[i][1] = _mm512_fmadd_ps(vb, p1, o[i][1]);
+            }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        if (i < ne) {
+            _mm512_storeu_ps(acct + (size_t)(e + i) * 32, o[i][0]);
+            _mm512_storeu_ps(acct + (size_t)(e + i) * 32 + 16, o[i][1]);
+        }
+}
+
+TGT void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, int nj, int hd,
+                          float scale, int vis0, int vstep, float *m, float *l, float *acct,
+                          float *kpad)
+{
+    float s[16][32];
+    const __m512i lane0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i lane1 = _mm512_add_epi32(lane0, _mm512_set1_epi32(16));
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), sc = _mm512_set1_ps(scale);
+    for (int j0 = 0; j0 < nj; j0 += 16) {
+        int nk = nj - j0 < 16 ? nj - j0 : 16;
+        const float *kc = kt + j0;
+        int ldk = bt;
+        if (nk < 16 || j0 + 16 > bt) {
+            /* a short sub-block: its keys into a zero-padded copy, so the
+             * 8-key loads never run past the block */
+            for (int d = 0; d < hd; d++)
+                for (int j = 0; j < 16; j++)
+                    kpad[(size_t)d * 16 + j] = j < nk ? kt[(size_t)d * bt + j0 + j] : 0.0f;
+            kc = kpad;
+            ldk = 16;
+        }
+        qk16(qt, kc, ldk, nk, hd, s);
+        /* visible: key j0+j to lanes u >= vis0 + (j0+j)*vstep; masked scores -inf */
+        __mmask16 vm[16][2];
+        __m512 mx[2] = { ninf, ninf };
+        for (int j = 0; j < 16; j++) {
+            int th = j < nk ? vis0 + (j0 + j) * vstep : 1 << 30;
+            __m512i t = _mm512_set1_epi32(th);
+            vm[j][0] = _mm512_cmpge_epi32_mask(lane0, t);
+            vm[j][1] = _mm512_cmpge_epi32_mask(lane1, t);
+            for (int h = 0; h < 2; h++)
+                mx[h] = _mm512_mask_max_ps(mx[h], vm[j][h], mx[h],
+                                           _mm512_mul_ps(_mm512_loadu_ps(s[j] + 16 * h), sc));
+        }
+        __m512 corr[2];
+        for (int h = 0; h < 2; h++) {
+            __m512 mo = _mm512_loadu_ps(m + 16 * h), mn = _mm512_max_ps(mo, mx[h]);
+            /* lanes that have seen no key yet stay at -inf: e^(-inf) as
+             * exp16's floor, times their zero sums */
+            corr[h] = exp16(_mm512_sub_ps(mo, mn));
+            _mm512_storeu_ps(m + 16 * h, mn);
+            __m512 sum = _mm512_setzero_ps();
+            for (int j = 0; j < nk; j++) {
+                __m512 pj = _mm512_maskz_mov_ps(
+                    vm[j][h], exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s[j] + 16 * h), sc, mn)));
+                _mm512_storeu_ps(s[j] + 16 * h, pj);
+                sum = _mm512_add_ps(sum, pj);
+            }
+            _mm512_storeu_ps(l + 16 * h, _mm512_fmadd_ps(_mm512_loadu_ps(l + 16 * h), corr[h], sum));
+        }
+        int e = 0;
+        for (; e + 8 <= hd; e += 8)
+            pv_slice(v + (size_t)j0 * hd, hd, nk, e, 8, corr, s, acct);
+        if (e < hd)
+            pv_slice(v + (size_t)j0 * hd, hd, nk, e, hd - e, corr, s, acct);
+    }
+}
+
 const sx_cpu_kernels sx_cpu_avx512_kernels = {
     .name = "avx512", .path = SX_CPU_AVX512, .tile = TT,
     .mm_bf16 = sx_avx512_mm_bf16, .mm_q8 = sx_avx512_mm_q8,
@@ -439,4 +565,11 @@ const sx_cpu_kernels sx_cpu_avx512_kernels = {
 /* Not x86-64: the table exists so the program links; the dispatcher never
  * hands it out because the CPU check fails. */
 const sx_cpu_kernels sx_cpu_avx512_kernels = { .name = "avx512", .path = SX_CPU_AVX512 };
+void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, int nj, int hd,
+                      float scale, int vis0, int vstep, float *m, float *l, float *acct,
+                      float *kpad)
+{
+    (void)qt; (void)kt; (void)v; (void)bt; (void)nj; (void)hd; (void)scale; (void)vis0;
+    (void)vstep; (void)m; (void)l; (void)acct; (void)kpad;
+}
 #endif

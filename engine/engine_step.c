@@ -193,15 +193,67 @@ static void att_task(pass *p, const sx_att_task *tk, float *scr)
     }
 }
 
+/* The same task on AVX-512 with the queries in vector lanes
+ * (sx_avx512_att_qt): groups of 32 / G rows, every head of the kv head in
+ * lanes, each cache block (the diagonal one too) in one call. */
+static void att_task_lanes(pass *p, const sx_att_task *tk, float *scr)
+{
+    sx_engine *e = p->e;
+    const sx_qwen3_config *c = &e->cfg;
+    int hd = c->head_dim, G = c->n_heads / c->n_kv_heads, qd = c->n_heads * hd;
+    int bt = e->kv.block_tokens, rpg = 32 / G;
+    const sx_seg *s = &p->segs[tk->seg];
+    const int32_t *blocks = e->kv.seqs[s->seq].blocks;
+    float *qt = scr, *acct = qt + (size_t)hd * 32, *m = acct + (size_t)hd * 32, *l = m + 32;
+    float *kpad = l + 32;
+    for (int g0 = tk->i0; g0 < tk->i1; g0 += rpg) {
+        int nr = tk->i1 - g0 < rpg ? tk->i1 - g0 : rpg, nq = nr * G;
+        memset(qt, 0, (size_t)hd * 32 * sizeof *qt);
+        memset(acct, 0, (size_t)hd * 32 * sizeof *acct);
+        for (int u = 0; u < 32; u++) {
+            m[u] = -INFINITY;
+            l[u] = 0.0f;
+        }
+        for (int i = 0; i < nr; i++)
+            for (int h = 0; h < G; h++) {
+                const float *q = e->q + ((size_t)s->row0 + g0 + i) * qd + (size_t)(tk->kvh * G + h) * hd;
+                for (int d = 0; d < hd; d++)
+                    qt[(size_t)d * 32 + i * G + h] = q[d];
+            }
+        int first = s->pos0 + g0, last = first + nr - 1;
+        for (int b = 0; b <= last / bt; b++) {
+            const float *kt = sx_kv_k(&e->kv, blocks[b], p->layer, tk->kvh);
+            int j0 = b * bt, nj = last - j0 + 1 < bt ? last - j0 + 1 : bt;
+            sx_avx512_att_qt(qt, kt, kt + (size_t)bt * hd, bt, nj, hd, e->att_scale,
+                             (j0 - first) * G, G, m, l, acct, kpad);
+        }
+        for (int u = 0; u < nq; u++) {
+            size_t t = (size_t)s->row0 + g0 + u / G;
+            float *dst = e->att + t * qd + (size_t)(tk->kvh * G + u % G) * hd;
+            float inv = 1.0f / l[u];
+            for (int d = 0; d < hd; d++)
+                dst[d] = acct[(size_t)d * 32 + u] * inv;
+        }
+    }
+}
+
 static void stage_att(void *arg, int tid, int nth)
 {
     pass *p = arg;
-    float *scr = thr_scratch(p->e, tid) + p->e->cfg.hidden;
+    sx_engine *e = p->e;
+    float *scr = thr_scratch(e, tid) + e->cfg.hidden;
+    int G = e->cfg.n_heads / e->cfg.n_kv_heads;
+    int lanes = e->kr->path >= SX_CPU_AVX512 && G <= 32;
     for (;;) {
         int i = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
         if (i >= p->n_tasks)
             break;
-        att_task(p, &p->e->tasks[i], scr);
+        /* lanes cost the same for 2 queries as for 32: decode rows stay
+         * on the key-vector kernel */
+        if (lanes && (e->tasks[i].i1 - e->tasks[i].i0) * G >= 16)
+            att_task_lanes(p, &e->tasks[i], scr);
+        else
+            att_task(p, &e->tasks[i], scr);
     }
 }
 
@@ -331,9 +383,11 @@ static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
     const sx_qwen3_config *c = &e->cfg;
     int QB = SX_ENGINE_ATT_ROWS, G = c->n_heads / c->n_kv_heads;
     if (!e->thr) {
-        /* norm row; attention: accumulators, max and sum, the queries */
-        size_t f = (size_t)c->hidden + 2 * (size_t)QB * G * c->head_dim + 2 * (size_t)QB * G +
-                   (size_t)e->kv.block_tokens;
+        /* norm row; attention: accumulators, max and sum, the queries;
+         * or, queries in lanes, their 32-lane versions and a key block */
+        size_t f1 = 2 * (size_t)QB * G * c->head_dim + 2 * (size_t)QB * G + (size_t)e->kv.block_tokens;
+        size_t f2 = 80 * (size_t)c->head_dim + 64;
+        size_t f = (size_t)c->hidden + (f1 > f2 ? f1 : f2);
         e->thr_floats = (f + 15) & ~(size_t)15;   /* whole cache lines per thread */
         e->thr = aligned_alloc(64, e->thr_floats * sizeof(float) * (size_t)e->n_threads);
         if (!e->thr)

@@ -228,6 +228,86 @@ static void run_path(int path)
     check_vec(kr);
 }
 
+/* attention with the queries in lanes (AVX-512): against a double
+ * softmax over the keys each lane may see (causal thresholds), fed block by
+ * block as the engine feeds it */
+static void att_queries_in_lanes(void **state)
+{
+    (void)state;
+    if (!sx_cpu_kernels_for(SX_CPU_AVX512)) {
+        fprintf(stderr, "(no AVX-512: queries-in-lanes attention skipped)\n");
+        return;
+    }
+    static const int hds[] = { 8, 40, 128, 67 };
+    static const int bts[] = { 16, 5, 33 };
+    static const int nqs[] = { 32, 7, 2 };
+    static const int steps[] = { 1, 2, 4, 0 };
+    for (size_t hi = 0; hi < 4; hi++)
+        for (size_t bi = 0; bi < 3; bi++)
+            for (size_t qi = 0; qi < 3; qi++)
+                for (size_t si = 0; si < 4; si++) {
+                    int hd = hds[hi], bt = bts[bi], nq = nqs[qi], vs = steps[si];
+                    int n = 2 * bt + bt / 2 + 1, nb = (n + bt - 1) / bt;   /* 3 blocks, the last short */
+                    /* lanes see keys up to (u - base) / vs: the first lanes only the first keys */
+                    int base = vs ? -(n / 3) * vs : 0;
+                    float *qt = calloc((size_t)hd * 32, sizeof *qt), *acct = calloc((size_t)hd * 32, 4);
+                    float *kt = malloc((size_t)nb * hd * bt * 4), *v = malloc((size_t)nb * bt * hd * 4);
+                    float *kpad = malloc((size_t)16 * hd * 4), m[32], l[32];
+                    double *keys = malloc((size_t)n * hd * 8), *vals = malloc((size_t)n * hd * 8);
+                    assert_non_null(qt); assert_non_null(acct); assert_non_null(kt);
+                    assert_non_null(v); assert_non_null(kpad); assert_non_null(keys);
+                    assert_non_null(vals);
+                    for (int u = 0; u < nq; u++)
+                        for (int d = 0; d < hd; d++)
+                            qt[d * 32 + u] = (float)(urand() * 3.0);
+                    for (int j = 0; j < n; j++)
+                        for (int d = 0; d < hd; d++) {
+                            float kk = (float)(urand() * 2.0), vv = (float)urand();
+                            keys[j * hd + d] = kk;
+                            vals[j * hd + d] = vv;
+                            kt[(size_t)(j / bt) * hd * bt + (size_t)d * bt + j % bt] = kk;
+                            v[(size_t)(j / bt) * bt * hd + (size_t)(j % bt) * hd + d] = vv;
+                        }
+                    for (int u = 0; u < 32; u++) {
+                        m[u] = -INFINITY;
+                        l[u] = 0.0f;
+                    }
+                    float scale = 1.0f / sqrtf((float)hd);
+                    for (int b = 0; b < nb; b++) {
+                        int nj = n - b * bt < bt ? n - b * bt : bt;
+                        sx_avx512_att_qt(qt, kt + (size_t)b * hd * bt, v + (size_t)b * bt * hd, bt,
+                                         nj, hd, scale, vs ? base + b * bt * vs : 0, vs, m, l,
+                                         acct, kpad);
+                    }
+                    for (int u = 0; u < nq; u++) {
+                        double s[100], mx = -INFINITY, sum = 0;
+                        for (int j = 0; j < n; j++) {
+                            s[j] = -INFINITY;
+                            if (u < base + j * vs)
+                                continue;
+                            double dot = 0;
+                            for (int d = 0; d < hd; d++)
+                                dot += (double)qt[d * 32 + u] * keys[j * hd + d];
+                            s[j] = dot * scale;
+                            mx = fmax(mx, s[j]);
+                        }
+                        for (int j = 0; j < n; j++)
+                            sum += s[j] = s[j] == -INFINITY ? 0.0 : exp(s[j] - mx);
+                        for (int d = 0; d < hd; d++) {
+                            double ref = 0;
+                            for (int j = 0; j < n; j++)
+                                ref += s[j] * vals[j * hd + d];
+                            ref /= sum;
+                            double got = acct[d * 32 + u] / l[u];
+                            if (!(fabs(got - ref) <= 2e-6))
+                                fail_msg("att_qt hd=%d bt=%d nq=%d step=%d lane %d d%d: %.8g vs %.8g",
+                                         hd, bt, nq, vs, u, d, got, ref);
+                        }
+                    }
+                    free(qt); free(acct); free(kt); free(v); free(kpad); free(keys); free(vals);
+                }
+}
+
 static void scalar_path(void **state) { (void)state; run_path(SX_CPU_SCALAR); }
 static void avx2_path(void **state) { (void)state; run_path(SX_CPU_AVX2); }
 static void avx512_path(void **state) { (void)state; run_path(SX_CPU_AVX512); }
@@ -457,6 +537,7 @@ int main(void)
         cmocka_unit_test(avx512_path),
         cmocka_unit_test(amx_path),
         cmocka_unit_test(bf16act_kernel),
+        cmocka_unit_test(att_queries_in_lanes),
         cmocka_unit_test(paths_agree),
         cmocka_unit_test(norm_rope_ops),
         cmocka_unit_test(quant_rows),
