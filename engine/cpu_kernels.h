@@ -62,6 +62,10 @@ typedef struct sx_cpu_kernels {
     void  (*att_block)(const float *q, long ldq, int nq, const float *kt, const float *v,
                        int bt, int nj, int hd, float scale, float *m, float *l, float *acc);
     void  (*exp)(float *y, const float *x, int n);             /* y = e^x, y may be x */
+    /* sx_cpu_rmsnorm's and sx_cpu_swiglu's contracts (y may be x); vector
+     * forms differ from them only in the order of the double sum of squares */
+    void  (*rmsnorm)(float *y, const float *x, const float *w, int n, float eps);
+    void  (*swiglu)(float *g, const float *u, int n);
 } sx_cpu_kernels;
 
 /* The table for a path, or NULL when this CPU (or compiler) lacks it. */
@@ -84,6 +88,8 @@ void sx_avx512_mm_q8(const int8_t *wp, const float *scale, int k, const float *x
 void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, const float *v, int bt,
                          int nj, int hd, float scale, float *m, float *l, float *acc);
 void sx_avx512_exp(float *y, const float *x, int n);
+void sx_avx512_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
+void sx_avx512_swiglu(float *g, const float *u, int n);
 /* Online-softmax attention of up to 32 queries held in vector lanes,
  * transposed: qt[d*32 + u], acct[d*32 + u], state m[32], l[32] (as
  * att_block's, per lane; lanes without a query start at m = -inf, l = 0,
@@ -137,7 +143,7 @@ void sx_cpu_rope(float *v, const float *cos_t, const float *sin_t, int head_dim)
 /* cos/sin tables for one position: angle_i = pos * inv_freq[i] (f32). */
 void sx_cpu_rope_angles(int pos, const float *inv_freq, int half, float *cos_t, float *sin_t);
 void sx_cpu_rope_inv_freq(double theta, int head_dim, float *inv_freq);
-/* g[i] = silu(g[i]) * u[i] */
+/* g[i] = silu(g[i]) * u[i] = g[i] / (1 + e^-g[i]) * u[i], e^ by k->exp */
 void sx_cpu_swiglu(const sx_cpu_kernels *k, float *g, const float *u, int n);
 static inline float sx_bf16_to_f32(uint16_t h)
 {

@@ -287,10 +287,16 @@ TGT static void att_block(const float *q, long ldq, int nq, const float *kt, con
     }
 }
 
+static void swiglu(float *g, const float *u, int n)
+{
+    sx_cpu_swiglu(&sx_cpu_avx2_kernels, g, u, n);
+}
+
 const sx_cpu_kernels sx_cpu_avx2_kernels = {
     .name = "avx2", .path = SX_CPU_AVX2, .tile = TT,
     .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
     .att_block = att_block, .exp = vexp,
+    .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu,
 };
 
 #else

@@ -555,10 +555,54 @@ TGT void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int 
     }
 }
 
+/* The sum of squares in double, as the scalar form's, in 16 lanes (the
+ * scalar loop's one dependent add per element was 2-3% of prefill); the
+ * scaling rounds exactly as sx_cpu_rmsnorm's. */
+TGT void sx_avx512_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
+{
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+        __m512d b = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+        s0 = _mm512_fmadd_pd(a, a, s0);
+        s1 = _mm512_fmadd_pd(b, b, s1);
+    }
+    for (; i < n; i += 8) {
+        __mmask8 m = (__mmask8)(n - i >= 8 ? 0xff : (1u << (n - i)) - 1);
+        __m512d a = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x + i));
+        s0 = _mm512_fmadd_pd(a, a, s0);
+    }
+    double ss = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    float var = (float)(ss / n);
+    __m512 inv = _mm512_set1_ps((float)(1.0 / sqrt((double)(var + eps))));
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = lanes(n - i);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), v));
+    }
+}
+
+/* silu(g) * u with sx_avx512_exp's e^x: the same roundings as
+ * sx_cpu_swiglu on this path, without the pass through memory */
+TGT void sx_avx512_swiglu(float *g, const float *u, int n)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = lanes(n - i);
+        __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 t = exp16(_mm512_sub_ps(_mm512_setzero_ps(), gv));
+        __m512 r = _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, t)),
+                                 _mm512_maskz_loadu_ps(m, u + i));
+        _mm512_mask_storeu_ps(g + i, m, r);
+    }
+}
+
 const sx_cpu_kernels sx_cpu_avx512_kernels = {
     .name = "avx512", .path = SX_CPU_AVX512, .tile = TT,
     .mm_bf16 = sx_avx512_mm_bf16, .mm_q8 = sx_avx512_mm_q8,
     .att_block = sx_avx512_att_block, .exp = sx_avx512_exp,
+    .rmsnorm = sx_avx512_rmsnorm, .swiglu = sx_avx512_swiglu,
 };
 
 #else
@@ -571,5 +615,13 @@ void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, 
 {
     (void)qt; (void)kt; (void)v; (void)bt; (void)nj; (void)hd; (void)scale; (void)vis0;
     (void)vstep; (void)m; (void)l; (void)acct; (void)kpad;
+}
+void sx_avx512_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
+{
+    sx_cpu_rmsnorm(y, x, w, n, eps);
+}
+void sx_avx512_swiglu(float *g, const float *u, int n)
+{
+    (void)g; (void)u; (void)n;
 }
 #endif

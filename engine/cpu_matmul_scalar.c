@@ -74,8 +74,14 @@ static void vexp(float *y, const float *x, int n)
         y[i] = expf(x[i]);
 }
 
+static void swiglu(float *g, const float *u, int n)
+{
+    sx_cpu_swiglu(&sx_cpu_scalar_kernels, g, u, n);
+}
+
 const sx_cpu_kernels sx_cpu_scalar_kernels = {
     .name = "scalar", .path = SX_CPU_SCALAR, .tile = 1,
     .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
     .att_block = att_block, .exp = vexp,
+    .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu,
 };

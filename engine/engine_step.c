@@ -75,7 +75,7 @@ static void stage_norm(void *arg, int tid, int nth)
     rows_of(p->norm_n, tid, nth, &lo, &hi);
     for (int i = lo; i < hi; i++) {
         int r = p->norm_rows ? p->norm_rows[i] : i;
-        sx_cpu_rmsnorm(tmp, e->x + (size_t)r * H, p->norm_w, H, e->cfg.rms_eps);
+        e->kr->rmsnorm(tmp, e->x + (size_t)r * H, p->norm_w, H, e->cfg.rms_eps);
         sx_pack_x_row(tmp, i, p->norm_n, H, e->kr->tile, e->xin);
     }
 }
@@ -120,13 +120,13 @@ static void stage_qk(void *arg, int tid, int nth)
         const float *ct = e->cos_t + (size_t)t * half, *st = e->sin_t + (size_t)t * half;
         for (int h = 0; h < c->n_heads; h++) {
             float *q = e->q + (size_t)t * qd + (size_t)h * hd;
-            sx_cpu_rmsnorm(q, q, lw->q_norm, hd, c->rms_eps);
+            e->kr->rmsnorm(q, q, lw->q_norm, hd, c->rms_eps);
             sx_cpu_rope(q, ct, st, hd);
         }
         int32_t blk = e->kv.seqs[s->seq].blocks[pos / bt];
         for (int g = 0; g < c->n_kv_heads; g++) {
             float *k = e->k + (size_t)t * kvd + (size_t)g * hd;
-            sx_cpu_rmsnorm(k, k, lw->k_norm, hd, c->rms_eps);
+            e->kr->rmsnorm(k, k, lw->k_norm, hd, c->rms_eps);
             sx_cpu_rope(k, ct, st, hd);
             /* keys transposed ([hd][bt]) so attention scores a block in one pass */
             float *kt = sx_kv_k(&e->kv, blk, p->layer, g) + pos % bt;
@@ -275,7 +275,7 @@ static void stage_swiglu(void *arg, int tid, int nth)
     rows_of(p->T, tid, nth, &lo, &hi);
     for (int t = lo; t < hi; t++) {
         float *g = e->g + (size_t)t * I;
-        sx_cpu_swiglu(e->kr, g, e->u + (size_t)t * I, I);
+        e->kr->swiglu(g, e->u + (size_t)t * I, I);
         sx_pack_x_row(g, t, p->T, I, e->kr->tile, e->xin);
     }
 }

@@ -416,6 +416,42 @@ static void norm_rope_ops(void **state)
             double ref = g0[i] / (1.0 + exp(-(double)g0[i])) * u[i];
             assert_true(fabs(g[i] - ref) <= 1e-6 * fabs(ref) + 1e-7);
         }
+        /* the table's fused form rounds as the two-pass one, bit for bit,
+         * on lengths with and without a vector tail */
+        for (int n = 1; n <= 300; n += 37) {
+            float gv[300];
+            memcpy(gv, g0, sizeof gv);
+            kr->swiglu(gv, u, n);
+            memcpy(g, g0, sizeof g);
+            sx_cpu_swiglu(kr, g, u, n);
+            assert_memory_equal(gv, g, (size_t)n * sizeof *g);
+            if (n < 300)
+                assert_true(gv[n] == g0[n]);   /* nothing written past n */
+        }
+        /* the table's rmsnorm against the double reference, in place too */
+        static const int ns[] = { 1, 7, 16, 67, 128, 1024 };
+        for (size_t ci = 0; ci < sizeof ns / sizeof ns[0]; ci++) {
+            int n = ns[ci];
+            float *xn = malloc((size_t)n * sizeof *xn), *wn = malloc((size_t)n * sizeof *wn);
+            float *yn = malloc((size_t)(n + 1) * sizeof *yn);
+            assert_non_null(xn); assert_non_null(wn); assert_non_null(yn);
+            fill(xn, n, 5.0);
+            fill(wn, n, 2.0);
+            yn[n] = 42.0f;
+            kr->rmsnorm(yn, xn, wn, n, 1e-6f);
+            double sn = 0;
+            for (int i = 0; i < n; i++)
+                sn += (double)xn[i] * xn[i];
+            double iv = 1.0 / sqrt(sn / n + 1e-6);
+            for (int i = 0; i < n; i++) {
+                double ref = wn[i] * xn[i] * iv;
+                assert_true(fabs(yn[i] - ref) <= 1e-6 * fabs(ref) + 1e-7);
+            }
+            assert_true(yn[n] == 42.0f);   /* nothing written past n */
+            kr->rmsnorm(xn, xn, wn, n, 1e-6f);
+            assert_memory_equal(xn, yn, (size_t)n * sizeof *xn);
+            free(xn); free(wn); free(yn);
+        }
     }
     /* bf16 rounding: nearest even, NaN stays NaN */
     assert_int_equal(sx_f32_to_bf16(1.0f), 0x3f80);
