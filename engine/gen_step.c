@@ -9,6 +9,51 @@
 #include <string.h>
 #include "engine/gen_internal.h"
 
+static int utf8_len(uint8_t c)
+{
+    return c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3
+         : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+}
+
+static int push_byte_tokens(const sx_tokenizer *tok, const uint8_t *b, size_t n, sx_ids *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = sx_tok_find(tok, (const char *)b + i, 1);
+        if (id < 0 || sx_ids_push(out, id))
+            return -1;
+    }
+    return 0;
+}
+
+/* Tokens for grammar text that may start or end inside a character: the
+ * matcher stops wherever a token ended, so its completion can begin with
+ * the continuation bytes of a character already half emitted, and forced
+ * text can stop halfway through one.  Those bytes become byte tokens
+ * (byte-level BPE has one per byte), the whole characters between them are
+ * encoded as usual; a character cut at the end is left out when !tail.
+ * Appends to *out; -1 if no byte token exists. */
+static int encode_grammar_bytes(const sx_tokenizer *tok, const uint8_t *b, size_t n, int tail,
+                                sx_ids *out)
+{
+    size_t lo = 0, hi = n;
+    while (lo < n && lo < 3 && (b[lo] & 0xc0) == 0x80)
+        lo++;
+    /* the last character, if the text stops inside it */
+    for (size_t i = hi; i > lo && hi - i < 4; i--) {
+        int len = utf8_len(b[i - 1]);
+        if ((b[i - 1] & 0xc0) == 0x80)
+            continue;
+        if (len > 1 && (size_t)len > n - (i - 1))
+            hi = i - 1;
+        break;
+    }
+    if (push_byte_tokens(tok, b, lo, out))
+        return -1;
+    if (hi > lo && sx_tok_encode(tok, (const char *)b + lo, hi - lo, 0, out, NULL))
+        return -1;
+    return tail ? push_byte_tokens(tok, b + hi, n - hi, out) : 0;
+}
+
 int gen_completion_tokens(sx_gen *g, gen_seq *s)
 {
     g->cids.n = 0;
@@ -19,7 +64,7 @@ int gen_completion_tokens(sx_gen *g, gen_seq *s)
         return -1;
     if (n == 0)
         return 0;
-    if (sx_tok_encode(g->tok, (const char *)g->cbuf, n, 0, &g->cids, NULL))
+    if (encode_grammar_bytes(g->tok, g->cbuf, n, 1, &g->cids))
         return -1;
     return (int)g->cids.n;
 }
@@ -95,9 +140,11 @@ static int force(sx_gen *g, gen_seq *s)
     if (n == 0)
         return SX_OK;
     sx_ids ids = {0};
-    if (sx_tok_encode(g->tok, (const char *)buf, n, 0, &ids, NULL)) {
+    /* a character the forced text stops inside is left to the model,
+     * which may finish it with a longer token */
+    if (encode_grammar_bytes(g->tok, buf, n, 0, &ids)) {
         sx_ids_free(&ids);
-        return SX_OK; /* e.g. ends inside a character: let the model choose */
+        return SX_OK; /* no tokens for it: let the model choose */
     }
     size_t ok = 0;
     while (ok < ids.n && s->n_completion + (int)ok < s->p.max_tokens &&

@@ -235,6 +235,90 @@ static void constrained_outputs_validate(void **state)
 }
 
 /* Greedy outputs of sequences run together equal those run alone. */
+/* 1 if some prefix of ids (token boundaries) ends inside a UTF-8 character */
+static int stops_inside_a_character(const sx_ids *ids)
+{
+    int need = 0, seen = 0;
+    for (size_t i = 0; i < ids->n; i++) {
+        size_t len;
+        const unsigned char *b = (const unsigned char *)sx_tok_bytes(TOK, ids->v[i], &len);
+        for (size_t j = 0; b && j < len; j++)
+            need = (b[j] & 0xc0) == 0x80 ? need - 1
+                 : b[j] >= 0xf0 ? 3 : b[j] >= 0xe0 ? 2 : b[j] >= 0xc0 ? 1 : 0;
+        seen |= need > 0 && i + 1 < ids->n;
+    }
+    return seen;
+}
+
+/* Non-ASCII text under a tight budget: the model's tokens often stop
+ * halfway through a character, so the shortest completion starts with
+ * continuation bytes, which no text encoder takes; it must still be counted
+ * and emitted (as byte tokens), and every document close in budget. */
+static void tight_budget_inside_characters(void **state)
+{
+    (void)state;
+    const char *src = "{\"type\":\"object\",\"properties\":{\"名前\":{\"type\":\"string\","
+                      "\"pattern\":\"^[à-ÿ一-龥]{2,12}$\"},\"都市\":{\"enum\":[\"東京\",\"大阪\"]}},"
+                      "\"required\":[\"名前\",\"都市\"],\"additionalProperties\":false}";
+    json_error_t je;
+    json_t *schema = json_loads(src, 0, &je);
+    assert_non_null(schema);
+    sx_grammar *gr;
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    sx_error err;
+    if (sx_gr_compile_json(VOC, schema, &o, &gr, &err))
+        fail_msg("compile: %s", err.msg);
+    sx_matcher *m;
+    assert_int_equal(sx_matcher_new(gr, &m, NULL), 0);
+    uint8_t buf[4096];
+    size_t cn = sx_matcher_shortest_completion(m, buf, sizeof buf);
+    assert_true(cn != (size_t)-1);
+    sx_ids cids = {0};
+    assert_int_equal(sx_tok_encode(TOK, (const char *)buf, cn, 0, &cids, NULL), 0);
+    int shortest = (int)cids.n;
+    sx_ids_free(&cids);
+    sx_matcher_free(m);
+
+    sx_ids p = {0};
+    encode_prompt("名前と都市を書いてください。", &p);
+    int inside = 0;
+    for (int round = 0; round < 4; round++) {
+        result r[MAXR];
+        memset(r, 0, sizeof r);
+        sx_gen *g;
+        assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+        for (int i = 0; i < MAXR; i++) {
+            sx_gen_params gp;
+            memset(&gp, 0, sizeof gp);
+            sx_sampling_default(&gp.sampling);
+            gp.sampling.temperature = 1.0f;
+            gp.sampling.seed = (uint64_t)(round * MAXR + i);
+            gp.grammar = gr;
+            gp.max_tokens = shortest + i % 8;
+            if (sx_gen_add(g, p.v, (int)p.n, &gp, &r[i], NULL, &err))
+                fail_msg("add: %s", err.msg);
+        }
+        run_all(g);
+        for (int i = 0; i < MAXR; i++) {
+            assert_int_equal(r[i].done, 1);
+            if (r[i].finish != SX_FINISH_STOP)
+                fail_msg("seed %d budget %d: finish %d after %d tokens", round * MAXR + i,
+                         shortest + i % 8, r[i].finish, r[i].n_completion);
+            assert_true(r[i].n_completion <= shortest + i % 8);
+            assert_true(validates(schema, &r[i].text));
+            inside += stops_inside_a_character(&r[i].ids);
+            result_free(&r[i]);
+        }
+        sx_gen_free(g);
+    }
+    /* the case this test is for did happen */
+    assert_true(inside > 0);
+    sx_ids_free(&p);
+    sx_gr_free(gr);
+    json_decref(schema);
+}
+
 static void batching_is_invisible(void **state)
 {
     (void)state;
@@ -457,6 +541,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(constrained_outputs_validate),
+        cmocka_unit_test(tight_budget_inside_characters),
         cmocka_unit_test(batching_is_invisible),
         cmocka_unit_test(prefix_cache_is_invisible),
         cmocka_unit_test(budget_and_cancel),
