@@ -1,10 +1,12 @@
 /* strux generate: one reply from a Qwen3 model, optionally constrained by a
  * JSON Schema (or labels, a regex, any JSON), with timings. */
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_file.h"
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "engine/generate.h"
@@ -36,10 +38,18 @@ static void usage(FILE *f)
         "sampling:\n"
         "  --max-tokens N       completion budget (default 256)\n"
         "  --temperature T      0 = greedy (default 0)\n"
-        "  --top-p P --top-k K --min-p M --repetition-penalty R --seed N\n"
+        "  --top-p P            nucleus: the smallest set of probability >= P, in (0, 1]\n"
+        "  --top-k K            keep the K most likely tokens (0 = off)\n"
+        "  --min-p M            drop tokens below M x the top probability, in [0, 1)\n"
+        "  --repetition-penalty R\n"
+        "                       > 1 makes tokens already in the context less likely\n"
+        "  --no-repeat-ngram N  never repeat an N-gram of the reply (0 = off)\n"
+        "  --seed N             sampling seed (default 0): same seed, same reply\n"
         "output:\n"
         "  --stream             print tokens as they are generated (default: at the end)\n"
         "  --print-ids          also print the generated token ids on one line\n"
+        "  --top-logprobs N     after the reply, a line per token: its index, id, piece,\n"
+        "                       log-prob (or 'forced') and the N (<= 20) most likely\n"
         "engine:\n"
         "  --threads N          CPU threads (default: all)\n"
         "  --int8               quantise weights to int8 at start-up\n"
@@ -51,13 +61,46 @@ static void usage(FILE *f)
 }
 
 typedef struct run_state {
-    int     stream;
+    int     stream, top_logprobs;
+    const sx_tokenizer *tok;
+    sx_bytes logprobs;   /* one line per token, printed after the reply */
     sx_bytes text;
     sx_ids   ids;
     int      done, finish, n_prompt, n_completion, n_forced;
     double   ttft_ms, t_end;
     sx_error error;
 } run_state;
+
+static void appendf(sx_bytes *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void appendf(sx_bytes *b, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        sx_bytes_append(b, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* "logprob <i> <id> <piece> <logprob>  top: id piece lp, ..." with pieces
+ * as written in tokenizer.json (byte-level aliases: always printable) */
+static void log_token(run_state *st, const sx_gen_event *ev)
+{
+    const char *pc = sx_tok_piece(st->tok, ev->token);
+    appendf(&st->logprobs, "logprob %zu %d %s ", st->ids.n - 1, ev->token, pc ? pc : "?");
+    if (ev->forced || !ev->sample) {
+        appendf(&st->logprobs, "forced\n");
+        return;
+    }
+    appendf(&st->logprobs, "%.4f  top:", ev->sample->logprob);
+    for (int i = 0; i < ev->sample->n_top; i++) {
+        const char *tp = sx_tok_piece(st->tok, ev->sample->top_ids[i]);
+        appendf(&st->logprobs, "%s %d %s %.4f", i ? "," : "", ev->sample->top_ids[i],
+                tp ? tp : "?", ev->sample->top_logprobs[i]);
+    }
+    appendf(&st->logprobs, "\n");
+}
 
 static void on_event(const sx_gen_event *ev, void *ctx)
 {
@@ -71,6 +114,8 @@ static void on_event(const sx_gen_event *ev, void *ctx)
     }
     if (!ev->done) {
         sx_ids_push(&st->ids, ev->token);
+        if (st->top_logprobs)
+            log_token(st, ev);
         return;
     }
     st->done = 1;
@@ -81,26 +126,6 @@ static void on_event(const sx_gen_event *ev, void *ctx)
     st->n_forced = ev->n_forced;
     st->ttft_ms = ev->ttft_ms;
     st->t_end = tool_now_us() / 1e3;
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    sx_bytes b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (sx_bytes_append(&b, buf, n)) {
-            sx_bytes_free(&b);
-            fclose(f);
-            return NULL;
-        }
-    fclose(f);
-    if (!b.v)
-        return strdup("");
-    return b.v;
 }
 
 static const char *finish_name(int f)
@@ -128,9 +153,17 @@ static int make_grammar(const sx_vocab *v, const char *schema_path, const char *
     int rc = 0;
     if (schema_path) {
         json_error_t je;
-        *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
+        char *text;
+        size_t len;
+        if (sx_file_read(schema_path, &text, &len, &err)) {
+            fprintf(stderr, "strux generate: --schema: %s\n", err.msg);
+            return 1;
+        }
+        *schema = json_loadb(text, len, JSON_DECODE_ANY, &je);
+        free(text);
         if (!*schema) {
-            fprintf(stderr, "strux generate: %s: line %d: %s\n", schema_path, je.line, je.text);
+            fprintf(stderr, "strux generate: %s: line %d column %d: %s\n", schema_path, je.line,
+                    je.column, je.text);
             return 1;
         }
         rc = sx_gr_compile_json(v, *schema, &o, g, &err);
@@ -166,39 +199,75 @@ int cmd_generate(int argc, char **argv)
     sx_sampling_default(&gp.sampling);
     gp.sampling.temperature = 0;
     gp.max_tokens = 256;
+    int top_logprobs = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int more = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--model") && more) model_dir = argv[++i];
-        else if (!strcmp(a, "--prompt") && more) prompt = argv[++i];
-        else if (!strcmp(a, "--prompt-file") && more) prompt_file = argv[++i];
-        else if (!strcmp(a, "--system") && more) system = argv[++i];
-        else if (!strcmp(a, "--schema") && more) schema_path = argv[++i];
-        else if (!strcmp(a, "--choices") && more) choices = argv[++i];
-        else if (!strcmp(a, "--regex") && more) regex = argv[++i];
-        else if (!strcmp(a, "--json-object")) json_object = 1;
-        else if (!strcmp(a, "--compact")) compact = 1;
-        else if (!strcmp(a, "--max-tokens") && more) gp.max_tokens = atoi(argv[++i]);
-        else if (!strcmp(a, "--temperature") && more) gp.sampling.temperature = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--top-p") && more) gp.sampling.top_p = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--top-k") && more) gp.sampling.top_k = atoi(argv[++i]);
-        else if (!strcmp(a, "--min-p") && more) gp.sampling.min_p = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--repetition-penalty") && more)
-            gp.sampling.repetition_penalty = strtof(argv[++i], NULL);
-        else if (!strcmp(a, "--seed") && more) gp.sampling.seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--stream")) stream = 1;
-        else if (!strcmp(a, "--print-ids")) print_ids = 1;
-        else if (!strcmp(a, "--threads") && more) threads = atoi(argv[++i]);
-        else if (!strcmp(a, "--int8")) int8 = 1;
-        else if (!strcmp(a, "--bf16-act")) bf16act = 1;
+        }
+        static const char *const flags[] = { "--json-object", "--compact", "--stream", "--print-ids",
+                                             "--int8", "--bf16-act" };
+        int is_flag = 0;
+        for (size_t f = 0; f < sizeof flags / sizeof *flags; f++)
+            is_flag |= !strcmp(a, flags[f]);
+        if (is_flag) {
+            json_object |= !strcmp(a, "--json-object");
+            compact |= !strcmp(a, "--compact");
+            stream |= !strcmp(a, "--stream");
+            print_ids |= !strcmp(a, "--print-ids");
+            int8 |= !strcmp(a, "--int8");
+            bf16act |= !strcmp(a, "--bf16-act");
+            continue;
+        }
+        if (strncmp(a, "--", 2) || !strcmp(a, "--")) {
+            fprintf(stderr, "strux generate: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "strux generate: %s needs a value (or is unknown: see --help)\n", a);
+            return 2;
+        }
+        const char *val = argv[++i];
+        long n;
+        double x;
+        unsigned long long u;
+        int bad = 0;
+        if (!strcmp(a, "--model")) model_dir = val;
+        else if (!strcmp(a, "--prompt")) prompt = val;
+        else if (!strcmp(a, "--prompt-file")) prompt_file = val;
+        else if (!strcmp(a, "--system")) system = val;
+        else if (!strcmp(a, "--schema")) schema_path = val;
+        else if (!strcmp(a, "--choices")) choices = val;
+        else if (!strcmp(a, "--regex")) regex = val;
+        else if (!strcmp(a, "--max-tokens"))
+            bad = tool_parse_long("generate", a, val, 1, 1 << 24, &n) || (gp.max_tokens = (int)n, 0);
+        else if (!strcmp(a, "--top-k"))
+            bad = tool_parse_long("generate", a, val, 0, 1 << 30, &n) || (gp.sampling.top_k = (int)n, 0);
+        else if (!strcmp(a, "--no-repeat-ngram"))
+            bad = tool_parse_long("generate", a, val, 0, 64, &n) || (gp.sampling.no_repeat_ngram = (int)n, 0);
+        else if (!strcmp(a, "--top-logprobs"))
+            bad = tool_parse_long("generate", a, val, 0, SX_SAMPLER_MAX_TOPN, &n) || (top_logprobs = (int)n, 0);
+        else if (!strcmp(a, "--threads"))
+            bad = tool_parse_long("generate", a, val, 0, 1024, &n) || (threads = (int)n, 0);
+        else if (!strcmp(a, "--seed"))
+            bad = tool_parse_u64("generate", a, val, &u) || (gp.sampling.seed = u, 0);
+        else if (!strcmp(a, "--temperature"))
+            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.temperature = (float)x, 0);
+        else if (!strcmp(a, "--top-p"))
+            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.top_p = (float)x, 0);
+        else if (!strcmp(a, "--min-p"))
+            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.min_p = (float)x, 0);
+        else if (!strcmp(a, "--repetition-penalty"))
+            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.repetition_penalty = (float)x, 0);
         else {
             fprintf(stderr, "strux generate: unexpected argument '%s'\n", a);
             usage(stderr);
             return 2;
         }
+        if (bad)
+            return 2;
     }
     if (!model_dir || (!prompt && !prompt_file) || (prompt && prompt_file)) {
         fprintf(stderr, "strux generate: --model and one of --prompt/--prompt-file are required\n");
@@ -209,9 +278,15 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "strux generate: give at most one of --schema, --choices, --regex, --json-object\n");
         return 2;
     }
-    if (gp.max_tokens < 1) {
-        fprintf(stderr, "strux generate: --max-tokens must be at least 1\n");
-        return 2;
+    gp.sampling.top_n = top_logprobs;
+    {
+        /* before the model loads: a typo should not cost the load */
+        sx_error cerr;
+        sx_err_clear(&cerr);
+        if (sx_sampling_check(&gp.sampling, &cerr)) {
+            fprintf(stderr, "strux generate: %s\n", cerr.msg);
+            return 2;
+        }
     }
 
     int rc = 1;
@@ -229,10 +304,19 @@ int cmd_generate(int argc, char **argv)
     run_state st;
     memset(&st, 0, sizeof st);
     st.stream = stream;
+    st.top_logprobs = top_logprobs;
 
-    if (prompt_file && !(prompt = prompt_buf = read_text(prompt_file))) {
-        fprintf(stderr, "strux generate: cannot read %s\n", prompt_file);
-        goto done;
+    if (prompt_file) {
+        size_t plen;
+        if (sx_file_read(prompt_file, &prompt_buf, &plen, &err)) {
+            fprintf(stderr, "strux generate: --prompt-file: %s\n", err.msg);
+            goto done;
+        }
+        if (strlen(prompt_buf) != plen) {
+            fprintf(stderr, "strux generate: --prompt-file: %s holds a NUL byte\n", prompt_file);
+            goto done;
+        }
+        prompt = prompt_buf;
     }
     double t0 = tool_now_us();
     if (sx_model_load(model_dir, &model, &err)) {
@@ -254,6 +338,7 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "strux generate: %s\n", err.msg);
         goto done;
     }
+    st.tok = tok;
     if (tool_is_random_model(model_dir))
         fprintf(stderr, "strux generate: NOTE: %s holds RANDOM weights (a stand-in generated by "
                         "`strux model random`), so the text is noise; the grammar still holds.\n",
@@ -288,6 +373,8 @@ int cmd_generate(int argc, char **argv)
             printf(i ? " %d" : "%d", st.ids.v[i]);
         printf("\n");
     }
+    if (top_logprobs && st.logprobs.n)
+        fwrite(st.logprobs.v, 1, st.logprobs.n, stdout);
     fflush(stdout);
     double total = st.t_end - t_start;
     double decode_ms = total - st.ttft_ms;
@@ -327,6 +414,7 @@ done:
     sx_ids_free(&pids);
     sx_ids_free(&st.ids);
     sx_bytes_free(&st.text);
+    sx_bytes_free(&st.logprobs);
     free(prompt_buf);
     return rc;
 }
