@@ -349,15 +349,36 @@ static void batching_is_invisible(void **state)
         assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &together[i], NULL, NULL), 0);
     run_all(g);
     sx_gen_free(g);
+    /* continuous batching: each request joins while the earlier ones are
+     * decoding (and the first leaves before the last joins) */
+    result staggered[4];
+    memset(staggered, 0, sizeof staggered);
+    assert_int_equal(sx_gen_new(ENG, TOK, &go, on_event, NULL, &g, NULL), 0);
+    int live = 0;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &staggered[i], NULL, NULL), 0);
+        for (int k = 0; k < (i == 2 ? 14 : 4); k++) {
+            assert_int_equal(sx_gen_step(g, &live, NULL), 0);
+        }
+        if (i == 0)
+            assert_true(staggered[0].ids.n > 0 && !staggered[0].done);   /* mid-decode */
+    }
+    assert_true(staggered[0].done && !staggered[3].done);
+    run_all(g);
+    sx_gen_free(g);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(alone[i].done, 1);
         assert_int_equal(together[i].done, 1);
+        assert_int_equal(staggered[i].done, 1);
         assert_true(alone[i].ids.n > 0);
         assert_true(alone[i].ids.n <= 12);
         assert_int_equal(alone[i].ids.n, together[i].ids.n);
         assert_memory_equal(alone[i].ids.v, together[i].ids.v, alone[i].ids.n * sizeof(int32_t));
+        assert_int_equal(alone[i].ids.n, staggered[i].ids.n);
+        assert_memory_equal(alone[i].ids.v, staggered[i].ids.v, alone[i].ids.n * sizeof(int32_t));
         result_free(&alone[i]);
         result_free(&together[i]);
+        result_free(&staggered[i]);
         sx_ids_free(&p[i]);
     }
 }
