@@ -1,8 +1,10 @@
 /* CPU forward-pass figures for sx_engine, bf16 and int8 weights:
  *   - the machine's memory-read bandwidth (all threads reading a buffer far
  *     larger than the last-level cache) and f32 FMA peak (register-only);
- *   - single-stream decode tok/s and TPOT, and that as a percentage of the
- *     bandwidth ceiling (weight bytes read per token / bandwidth);
+ *   - single-stream decode tok/s and TPOT after a --decode-context token
+ *     prompt (default 16), and that as a percentage of the bandwidth
+ *     ceiling (bytes read per token -- the weights, plus the f32 KV cache
+ *     at the mean context of the timed tokens -- / bandwidth);
  *   - batched decode at 1, 4 and 16 sequences (total tok/s, median step);
  *   - prefill tok/s and TTFT for one --prompt token prompt, and the
  *     prefill's matrix FLOP rate against the FMA peak;
@@ -16,7 +18,8 @@
  * first N layers (the figures then describe that shorter model, and say so).
  *
  * usage: bench_decode [--model DIR | --random-0.6b] [--layers N] [--threads N]
- *                     [--prompt N] [--decode N] [--modes bf16,int8,bf16act] [--bw-mib N] */
+ *                     [--prompt N] [--decode N] [--decode-context N]
+ *                     [--modes bf16,int8,bf16act] [--bw-mib N] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -432,6 +435,9 @@ static void remeasure(machine *mc)
     mc->bw_cpu = bc > mc->bw_cpu ? bc : mc->bw_cpu;
 }
 
+/* tokens of context the single-stream decode starts from (--decode-context) */
+static int g_dctx = 16;
+
 static int run_mode(const sx_model *m, int mode, int act, int threads, int prompt, int n_decode,
                     machine *mc, int layers_note)
 {
@@ -441,7 +447,7 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
     sx_engine *e = NULL;
     int rc;
     sx_engine_opts o = { .n_threads = threads, .max_seqs = 32,
-                         .kv_tokens = 16 * 64 + (int64_t)prompt + QUAL_TOKENS + 64,
+                         .kv_tokens = 16 * 64 + (int64_t)prompt + g_dctx + n_decode + QUAL_TOKENS + 64,
                          .weight_mode = mode, .act_mode = act };
     double t0 = now();
     if ((rc = sx_engine_new(m, &o, &e, &err))) {
@@ -461,12 +467,13 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
     double rows = (double)(qd + 2 * kvd + H + 3 * I) * c->n_layers + V;
     double bytes_tok = mode == SX_W_INT8 ? layer_w + head_w + rows * 4 : 2 * (layer_w + head_w);
     float *lg = malloc((size_t)16 * V * sizeof *lg);
-    int32_t *tok = malloc((size_t)(prompt + n_decode + 64) * sizeof *tok);
+    int ntok = (prompt > g_dctx ? prompt : g_dctx) + n_decode + 64;
+    int32_t *tok = malloc((size_t)ntok * sizeof *tok);
     if (!lg || !tok) {
         rc = 1;
         goto done;
     }
-    rand_tokens(tok, prompt + n_decode + 64, V);
+    rand_tokens(tok, ntok, V);
     printf("== %s weights (%s, %d layers%s, %d threads%s; path %s) ==\n", name, m->dir,
            c->n_layers, layers_note ? ", cut with --layers" : "", threads,
            mode == SX_W_INT8 ? ", quantised at start-up"
@@ -542,11 +549,12 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
         printf("%s prefill_pct_of_fma_peak_per_cpu_second: %.0f%% (%.1f tok/s per thread-CPU-s)\n",
                name, 100 * mm_flops * prompt / cpu_prefill / mc->peak_cpu, prompt / cpu_prefill);
 
-    /* single-stream decode: TPOT over n_decode tokens after a 16-token prompt */
+    /* single-stream decode: TPOT over n_decode tokens after a g_dctx-token
+     * prompt; attention then also reads the f32 KV cache of the context */
     {
         int s;
         sx_engine_seq_new(e, &s, NULL);
-        sx_step_item it = { .seq = s, .tokens = tok, .n = 16 };
+        sx_step_item it = { .seq = s, .tokens = tok, .n = g_dctx };
         if ((rc = sx_engine_step(e, &it, 1, lg, &err)))
             goto fail;
         double *tp = malloc((size_t)n_decode * sizeof *tp);
@@ -558,7 +566,7 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
         c0 = cpu_now();
         w0 = now();
         for (int i = 0; i < n_decode; i++) {
-            it.tokens = tok + 16 + i;
+            it.tokens = tok + g_dctx + i;
             it.n = 1;
             double a = now();
             if ((rc = sx_engine_step(e, &it, 1, lg, &err))) {
@@ -572,7 +580,11 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
         double tpot = median(tp, n_decode), best = tp[0];
         free(tp);
         sx_engine_seq_free(e, s);
-        double ceil_tok = mc->bw / bytes_tok;
+        double kv_tok = 2.0 * 4 * (double)kvd * c->n_layers;   /* K and V, f32 */
+        double dec_bytes = bytes_tok + kv_tok * (g_dctx + n_decode / 2.0);
+        double ceil_tok = mc->bw / dec_bytes;
+        printf("%s decode_context: %d tokens (KV cache %.0f bytes per token of context; %.1f MB "
+               "per decoded token read with the weights)\n", name, g_dctx, kv_tok, dec_bytes / 1e6);
         printf("%s tpot_ms_median: %.2f (best %.2f)\n", name, tpot * 1e3, best * 1e3);
         printf("%s decode_tok_s: %.2f (cpu share %.0f%%)\n", name, 1.0 / tpot, 100 * util);
         printf("%s memory_read_gb_s_best: %.2f\n", name, mc->bw / 1e9);
@@ -581,7 +593,7 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
         /* per CPU second: contention on a shared machine cancels out */
         printf("%s decode_pct_of_ceiling_per_cpu_second: %.1f%% (%.2f tok/s per thread-CPU-s, "
                "read %.2f GB/s per thread-CPU-s)\n", name,
-               100.0 * bytes_tok / cpu_per_tok / mc->bw_cpu, 1.0 / cpu_per_tok, mc->bw_cpu / 1e9);
+               100.0 * dec_bytes / cpu_per_tok / mc->bw_cpu, 1.0 / cpu_per_tok, mc->bw_cpu / 1e9);
     }
 
     /* batched decode: B sequences of 16 prompt tokens, then 12 timed steps of
@@ -652,19 +664,22 @@ int main(int argc, char **argv)
             prompt = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--decode") && i + 1 < argc)
             n_decode = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--decode-context") && i + 1 < argc)
+            g_dctx = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--modes") && i + 1 < argc)
             modes = argv[++i];
         else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc)
             bw_mib = (size_t)atol(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_decode [--model DIR | --random-0.6b] [--layers N] "
-                            "[--threads N] [--prompt N] [--decode N] [--modes bf16,int8,bf16act] "
-                            "[--bw-mib N]\n");
+                            "[--threads N] [--prompt N] [--decode N] [--decode-context N] "
+                            "[--modes bf16,int8,bf16act] [--bw-mib N]\n");
             return 2;
         }
     }
-    if (prompt < 1 || n_decode < 1 || bw_mib < 1) {
-        fprintf(stderr, "bench_decode: --prompt, --decode and --bw-mib must be positive\n");
+    if (prompt < 1 || n_decode < 1 || bw_mib < 1 || g_dctx < 1) {
+        fprintf(stderr, "bench_decode: --prompt, --decode, --decode-context and --bw-mib must be "
+                        "positive\n");
         return 2;
     }
     sx_error err;

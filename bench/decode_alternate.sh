@@ -5,6 +5,8 @@
 # so one run of each says little; the median of the per-round ratios is
 # the figure to quote.  Each round measures the machine's read bandwidth
 # too (bench_decode does), so every strux figure comes with its ceiling.
+# Both engines decode after the same --prompt tokens of context (strux's
+# ceiling then counts its f32 KV-cache reads as well as the weights).
 #
 # usage: bench/decode_alternate.sh [--model DIR] [--rounds 7] [--threads 2]
 #                                  [--prompt 32] [--decode 32]
@@ -36,7 +38,7 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(lscpu | sed -n 's/^Model name: *//p'
 printf '%-6s %12s %12s %14s %16s %8s\n' round "strux tok/s" "read GB/s" "% of ceiling" "transformers" ratio
 for r in $(seq 1 "$ROUNDS"); do
     "$BUILD/bench_decode" --model "$MODEL" --threads "$THREADS" --prompt "$PROMPT" \
-        --decode "$DECODE" --modes bf16 --bw-mib 1024 >"$T/sx.txt" 2>&1
+        --decode "$DECODE" --decode-context "$PROMPT" --modes bf16 --bw-mib 1024 >"$T/sx.txt" 2>&1
     "$PY" bench/peers/hf_generate.py --model "$MODEL" --threads "$THREADS" --prompt "$PROMPT" \
         --decode "$DECODE" --runs 1 2>/dev/null | tail -1 >"$T/hf.json"
     sx=$(sed -n 's/^bf16 decode_tok_s: \([0-9.]*\).*/\1/p' "$T/sx.txt")
