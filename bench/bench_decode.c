@@ -3,8 +3,9 @@
  *     larger than the last-level cache) and f32 FMA peak (register-only);
  *   - single-stream decode tok/s and TPOT after a --decode-context token
  *     prompt (default 16), and that as a percentage of the bandwidth
- *     ceiling (bytes read per token -- the weights, plus the f32 KV cache
- *     at the mean context of the timed tokens -- / bandwidth);
+ *     ceiling (bytes read per token -- the weights, plus the KV cache (f32,
+ *     or bf16 with --kv bf16) at the mean context of the timed tokens --
+ *     / bandwidth);
  *   - batched decode at 1, 4 and 16 sequences (total tok/s, median step);
  *   - prefill tok/s and TTFT for one --prompt token prompt, and the
  *     prefill's matrix FLOP rate against the FMA peak;
@@ -18,7 +19,7 @@
  * first N layers (the figures then describe that shorter model, and say so).
  *
  * usage: bench_decode [--model DIR | --random-0.6b] [--layers N] [--threads N]
- *                     [--prompt N] [--decode N] [--decode-context N]
+ *                     [--prompt N] [--decode N] [--decode-context N] [--kv f32|bf16]
  *                     [--modes bf16,int8,bf16act] [--bw-mib N] */
 #include <math.h>
 #include <stdint.h>
@@ -437,6 +438,7 @@ static void remeasure(machine *mc)
 
 /* tokens of context the single-stream decode starts from (--decode-context) */
 static int g_dctx = 16;
+static int g_kv_mode = SX_KV_F32;   /* --kv bf16 */
 
 static int run_mode(const sx_model *m, int mode, int act, int threads, int prompt, int n_decode,
                     machine *mc, int layers_note)
@@ -448,7 +450,7 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
     int rc;
     sx_engine_opts o = { .n_threads = threads, .max_seqs = 32,
                          .kv_tokens = 16 * 64 + (int64_t)prompt + g_dctx + n_decode + QUAL_TOKENS + 64,
-                         .weight_mode = mode, .act_mode = act };
+                         .weight_mode = mode, .act_mode = act, .kv_mode = g_kv_mode };
     double t0 = now();
     if ((rc = sx_engine_new(m, &o, &e, &err))) {
         if (rc == SX_EUNSUPPORTED && act == SX_ACT_BF16) {
@@ -580,11 +582,12 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
         double tpot = median(tp, n_decode), best = tp[0];
         free(tp);
         sx_engine_seq_free(e, s);
-        double kv_tok = 2.0 * 4 * (double)kvd * c->n_layers;   /* K and V, f32 */
+        double kv_tok = 2.0 * (g_kv_mode == SX_KV_BF16 ? 2 : 4) * (double)kvd * c->n_layers;
         double dec_bytes = bytes_tok + kv_tok * (g_dctx + n_decode / 2.0);
         double ceil_tok = mc->bw / dec_bytes;
-        printf("%s decode_context: %d tokens (KV cache %.0f bytes per token of context; %.1f MB "
-               "per decoded token read with the weights)\n", name, g_dctx, kv_tok, dec_bytes / 1e6);
+        printf("%s decode_context: %d tokens (%s KV cache, %.0f bytes per token of context; %.1f MB "
+               "per decoded token read with the weights)\n", name, g_dctx,
+               g_kv_mode == SX_KV_BF16 ? "bf16" : "f32", kv_tok, dec_bytes / 1e6);
         printf("%s tpot_ms_median: %.2f (best %.2f)\n", name, tpot * 1e3, best * 1e3);
         printf("%s decode_tok_s: %.2f (cpu share %.0f%%)\n", name, 1.0 / tpot, 100 * util);
         printf("%s memory_read_gb_s_best: %.2f\n", name, mc->bw / 1e9);
@@ -666,6 +669,10 @@ int main(int argc, char **argv)
             n_decode = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--decode-context") && i + 1 < argc)
             g_dctx = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--kv") && i + 1 < argc && !strcmp(argv[i + 1], "bf16"))
+            g_kv_mode = SX_KV_BF16, i++;
+        else if (!strcmp(argv[i], "--kv") && i + 1 < argc && !strcmp(argv[i + 1], "f32"))
+            g_kv_mode = SX_KV_F32, i++;
         else if (!strcmp(argv[i], "--modes") && i + 1 < argc)
             modes = argv[++i];
         else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc)
@@ -673,7 +680,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: bench_decode [--model DIR | --random-0.6b] [--layers N] "
                             "[--threads N] [--prompt N] [--decode N] [--decode-context N] "
-                            "[--modes bf16,int8,bf16act] [--bw-mib N]\n");
+                            "[--kv f32|bf16] [--modes bf16,int8,bf16act] [--bw-mib N]\n");
             return 2;
         }
     }

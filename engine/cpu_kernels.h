@@ -66,6 +66,8 @@ typedef struct sx_cpu_kernels {
      * forms differ from them only in the order of the double sum of squares */
     void  (*rmsnorm)(float *y, const float *x, const float *w, int n, float eps);
     void  (*swiglu)(float *g, const float *u, int n);
+    /* y[i] = x[i] widened from bf16 (exact), for a bf16 KV cache's blocks */
+    void  (*bf16_to_f32)(float *y, const uint16_t *x, size_t n);
 } sx_cpu_kernels;
 
 /* The table for a path, or NULL when this CPU (or compiler) lacks it. */
@@ -90,6 +92,7 @@ void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, cons
 void sx_avx512_exp(float *y, const float *x, int n);
 void sx_avx512_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
 void sx_avx512_swiglu(float *g, const float *u, int n);
+void sx_avx512_bf16_to_f32(float *y, const uint16_t *x, size_t n);
 /* Online-softmax attention of up to 32 queries held in vector lanes,
  * transposed: qt[d*32 + u], acct[d*32 + u], state m[32], l[32] (as
  * att_block's, per lane; lanes without a query start at m = -inf, l = 0,
@@ -151,5 +154,6 @@ static inline float sx_bf16_to_f32(uint16_t h)
     return c.f;
 }
 uint16_t sx_f32_to_bf16(float f);   /* round to nearest even, NaN kept */
+void sx_cpu_bf16_to_f32(float *y, const uint16_t *x, size_t n);   /* plain C */
 
 #endif

@@ -246,6 +246,7 @@ const sx_cpu_kernels sx_cpu_amx_kernels = {
     .q8_layout = SX_Q8_VNNI, .mm_bf16 = mm_bf16, .mm_q8 = sx_vnni_mm_q8,
     .att_block = sx_avx512_att_block, .exp = sx_avx512_exp,
     .rmsnorm = sx_avx512_rmsnorm, .swiglu = sx_avx512_swiglu,
+    .bf16_to_f32 = sx_avx512_bf16_to_f32,
 };
 
 #else

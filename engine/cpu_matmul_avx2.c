@@ -287,6 +287,17 @@ TGT static void att_block(const float *q, long ldq, int nq, const float *kt, con
     }
 }
 
+TGT static void bf16_to_f32(float *y, const uint16_t *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + i)));
+        _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    }
+    for (; i < n; i++)
+        y[i] = sx_bf16_to_f32(x[i]);
+}
+
 static void swiglu(float *g, const float *u, int n)
 {
     sx_cpu_swiglu(&sx_cpu_avx2_kernels, g, u, n);
@@ -296,7 +307,7 @@ const sx_cpu_kernels sx_cpu_avx2_kernels = {
     .name = "avx2", .path = SX_CPU_AVX2, .tile = TT,
     .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
     .att_block = att_block, .exp = vexp,
-    .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu,
+    .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu, .bf16_to_f32 = bf16_to_f32,
 };
 
 #else

@@ -598,11 +598,23 @@ TGT void sx_avx512_swiglu(float *g, const float *u, int n)
     }
 }
 
+TGT void sx_avx512_bf16_to_f32(float *y, const uint16_t *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + i)));
+        _mm512_storeu_ps(y + i, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+    }
+    for (; i < n; i++)
+        y[i] = sx_bf16_to_f32(x[i]);
+}
+
 const sx_cpu_kernels sx_cpu_avx512_kernels = {
     .name = "avx512", .path = SX_CPU_AVX512, .tile = TT,
     .mm_bf16 = sx_avx512_mm_bf16, .mm_q8 = sx_avx512_mm_q8,
     .att_block = sx_avx512_att_block, .exp = sx_avx512_exp,
     .rmsnorm = sx_avx512_rmsnorm, .swiglu = sx_avx512_swiglu,
+    .bf16_to_f32 = sx_avx512_bf16_to_f32,
 };
 
 #else
@@ -623,5 +635,9 @@ void sx_avx512_rmsnorm(float *y, const float *x, const float *w, int n, float ep
 void sx_avx512_swiglu(float *g, const float *u, int n)
 {
     (void)g; (void)u; (void)n;
+}
+void sx_avx512_bf16_to_f32(float *y, const uint16_t *x, size_t n)
+{
+    sx_cpu_bf16_to_f32(y, x, n);
 }
 #endif

@@ -83,5 +83,5 @@ const sx_cpu_kernels sx_cpu_scalar_kernels = {
     .name = "scalar", .path = SX_CPU_SCALAR, .tile = 1,
     .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
     .att_block = att_block, .exp = vexp,
-    .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu,
+    .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu, .bf16_to_f32 = sx_cpu_bf16_to_f32,
 };

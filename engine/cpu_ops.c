@@ -70,3 +70,9 @@ uint16_t sx_f32_to_bf16(float f)
     u += 0x7fffu + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
 }
+
+void sx_cpu_bf16_to_f32(float *y, const uint16_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = sx_bf16_to_f32(x[i]);
+}

@@ -147,11 +147,12 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
         o = *opts;
     if (o.n_threads < 0 || o.max_seqs < 0 || o.kv_tokens < 0 || o.block_tokens < 0 ||
         (o.weight_mode != SX_W_BF16 && o.weight_mode != SX_W_INT8) ||
-        (o.act_mode != SX_ACT_F32 && o.act_mode != SX_ACT_BF16))
+        (o.act_mode != SX_ACT_F32 && o.act_mode != SX_ACT_BF16) ||
+        (o.kv_mode != SX_KV_F32 && o.kv_mode != SX_KV_BF16))
         return sx_err_set(err, SX_EINVAL, "engine: bad options (threads %d, seqs %d, "
-                          "kv tokens %lld, block %d, weight mode %d, activation mode %d)",
-                          o.n_threads, o.max_seqs, (long long)o.kv_tokens, o.block_tokens,
-                          o.weight_mode, o.act_mode);
+                          "kv tokens %lld, block %d, weight mode %d, activation mode %d, "
+                          "kv mode %d)", o.n_threads, o.max_seqs, (long long)o.kv_tokens,
+                          o.block_tokens, o.weight_mode, o.act_mode, o.kv_mode);
     if (o.max_seqs == 0)
         o.max_seqs = 64;
     if (o.kv_tokens == 0)
@@ -190,7 +191,8 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
         goto fail;
     e->n_threads = sx_pool_size(e->pool);
     if ((rc = sx_kv_init(&e->kv, c->n_layers, c->n_kv_heads, c->head_dim, o.max_seqs,
-                         o.kv_tokens, o.block_tokens, c->max_pos, err)))
+                         o.kv_tokens, o.block_tokens, c->max_pos,
+                         o.kv_mode == SX_KV_BF16 ? 2 : 4, err)))
         goto fail;
     e->layers = calloc((size_t)c->n_layers, sizeof *e->layers);
     e->inv_freq = malloc((size_t)(c->head_dim / 2 + 1) * sizeof(float));

@@ -40,6 +40,16 @@ typedef enum sx_act_mode {
     SX_ACT_BF16 = 1
 } sx_act_mode;
 
+/* Element type of the KV cache.  F32 (the default) keeps keys and values
+ * as computed.  BF16 rounds them to bf16 as they are stored (what a bf16
+ * framework's cache holds): half the memory for the same kv_tokens, and
+ * half the bytes decode reads per token of context; logits move by about
+ * 1e-3 of their scale (docs/BENCHMARKS.md). */
+typedef enum sx_kv_mode {
+    SX_KV_F32  = 0,
+    SX_KV_BF16 = 1
+} sx_kv_mode;
+
 typedef struct sx_engine_opts {
     int     n_threads;       /* 0 = number of online CPUs */
     int     max_seqs;        /* live sequences at once (default 64) */
@@ -47,6 +57,7 @@ typedef struct sx_engine_opts {
     int     block_tokens;    /* tokens per KV block (default 16) */
     int     weight_mode;     /* sx_weight_mode */
     int     act_mode;        /* sx_act_mode (bf16 weights only; int8 ignores it) */
+    int     kv_mode;         /* sx_kv_mode */
 } sx_engine_opts;
 
 int  sx_engine_new(const sx_model *m, const sx_engine_opts *opts,

@@ -71,6 +71,7 @@ struct sx_engine {
     int32_t *row_seg, *lg_rows;
     float   *thr;                       /* per-thread scratch */
     size_t   thr_floats;
+    size_t   thr_kv_off;     /* floats into a thread's scratch: bf16 KV widening */
     /* per step */
     int          seg_cap, task_cap;
     sx_seg      *segs;

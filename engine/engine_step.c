@@ -126,16 +126,39 @@ static void stage_qk(void *arg, int tid, int nth)
         int32_t blk = e->kv.seqs[s->seq].blocks[pos / bt];
         for (int g = 0; g < c->n_kv_heads; g++) {
             float *k = e->k + (size_t)t * kvd + (size_t)g * hd;
+            const float *v = e->v + (size_t)t * kvd + (size_t)g * hd;
             e->kr->rmsnorm(k, k, lw->k_norm, hd, c->rms_eps);
             sx_cpu_rope(k, ct, st, hd);
             /* keys transposed ([hd][bt]) so attention scores a block in one pass */
-            float *kt = sx_kv_k(&e->kv, blk, p->layer, g) + pos % bt;
-            for (int d = 0; d < hd; d++)
-                kt[(size_t)d * bt] = k[d];
-            memcpy(sx_kv_k(&e->kv, blk, p->layer, g) + (size_t)bt * hd + (size_t)(pos % bt) * hd,
-                   e->v + (size_t)t * kvd + (size_t)g * hd, (size_t)hd * sizeof *kt);
+            void *blkp = sx_kv_k(&e->kv, blk, p->layer, g);
+            if (e->kv.elem == 4) {
+                float *kt = (float *)blkp + pos % bt;
+                for (int d = 0; d < hd; d++)
+                    kt[(size_t)d * bt] = k[d];
+                memcpy((float *)blkp + (size_t)bt * hd + (size_t)(pos % bt) * hd, v,
+                       (size_t)hd * sizeof *kt);
+            } else {
+                uint16_t *kt = (uint16_t *)blkp + pos % bt;
+                uint16_t *vt = (uint16_t *)blkp + (size_t)bt * hd + (size_t)(pos % bt) * hd;
+                for (int d = 0; d < hd; d++) {
+                    kt[(size_t)d * bt] = sx_f32_to_bf16(k[d]);
+                    vt[d] = sx_f32_to_bf16(v[d]);
+                }
+            }
         }
     }
+}
+
+/* K^T and V of one cache block as f32: the cache's own memory, or for a
+ * bf16 cache a widened copy in kvs (2 * block_tokens * head_dim floats of
+ * the thread's scratch), which then stays in L1 for the whole block. */
+static const float *block_f32(sx_engine *e, int32_t blk, int layer, int kvh, float *kvs)
+{
+    const void *b = sx_kv_k(&e->kv, blk, layer, kvh);
+    if (e->kv.elem == 4)
+        return b;
+    e->kr->bf16_to_f32(kvs, b, 2 * (size_t)e->kv.block_tokens * e->cfg.head_dim);
+    return kvs;
 }
 
 /* Causal attention of query rows [i0, i1) of one piece, for the q heads of
@@ -144,7 +167,7 @@ static void stage_qk(void *arg, int tid, int nth)
  * task's queries are copied together first, so every row that sees a
  * whole block takes it in one kernel call (which works on several queries
  * at once); rows on the diagonal block go one by one. */
-static void att_task(pass *p, const sx_att_task *tk, float *scr)
+static void att_task(pass *p, const sx_att_task *tk, float *scr, float *kvs)
 {
     sx_engine *e = p->e;
     const sx_cpu_kernels *kr = e->kr;
@@ -166,7 +189,7 @@ static void att_task(pass *p, const sx_att_task *tk, float *scr)
                (size_t)G * hd * sizeof *qs);
     int first = s->pos0 + tk->i0, last = s->pos0 + tk->i1 - 1;
     for (int b = 0; b <= last / bt; b++) {
-        const float *kt = sx_kv_k(&e->kv, blocks[b], p->layer, tk->kvh);
+        const float *kt = block_f32(e, blocks[b], p->layer, tk->kvh, kvs);
         const float *V = kt + (size_t)bt * hd;
         int j0 = b * bt;
         /* rows [i0, nr) see the whole block; rows before, from its start */
@@ -196,7 +219,7 @@ static void att_task(pass *p, const sx_att_task *tk, float *scr)
 /* The same task on AVX-512 with the queries in vector lanes
  * (sx_avx512_att_qt): groups of 32 / G rows, every head of the kv head in
  * lanes, each cache block (the diagonal one too) in one call. */
-static void att_task_lanes(pass *p, const sx_att_task *tk, float *scr)
+static void att_task_lanes(pass *p, const sx_att_task *tk, float *scr, float *kvs)
 {
     sx_engine *e = p->e;
     const sx_qwen3_config *c = &e->cfg;
@@ -222,7 +245,7 @@ static void att_task_lanes(pass *p, const sx_att_task *tk, float *scr)
             }
         int first = s->pos0 + g0, last = first + nr - 1;
         for (int b = 0; b <= last / bt; b++) {
-            const float *kt = sx_kv_k(&e->kv, blocks[b], p->layer, tk->kvh);
+            const float *kt = block_f32(e, blocks[b], p->layer, tk->kvh, kvs);
             int j0 = b * bt, nj = last - j0 + 1 < bt ? last - j0 + 1 : bt;
             sx_avx512_att_qt(qt, kt, kt + (size_t)bt * hd, bt, nj, hd, e->att_scale,
                              (j0 - first) * G, G, m, l, acct, kpad);
@@ -242,6 +265,7 @@ static void stage_att(void *arg, int tid, int nth)
     pass *p = arg;
     sx_engine *e = p->e;
     float *scr = thr_scratch(e, tid) + e->cfg.hidden;
+    float *kvs = thr_scratch(e, tid) + e->thr_kv_off;
     int G = e->cfg.n_heads / e->cfg.n_kv_heads;
     int lanes = e->kr->path >= SX_CPU_AVX512 && G <= 32;
     for (;;) {
@@ -251,9 +275,9 @@ static void stage_att(void *arg, int tid, int nth)
         /* lanes cost the same for 2 queries as for 32: decode rows stay
          * on the key-vector kernel */
         if (lanes && (e->tasks[i].i1 - e->tasks[i].i0) * G >= 16)
-            att_task_lanes(p, &e->tasks[i], scr);
+            att_task_lanes(p, &e->tasks[i], scr, kvs);
         else
-            att_task(p, &e->tasks[i], scr);
+            att_task(p, &e->tasks[i], scr, kvs);
     }
 }
 
@@ -388,6 +412,10 @@ static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
         size_t f1 = 2 * (size_t)QB * G * c->head_dim + 2 * (size_t)QB * G + (size_t)e->kv.block_tokens;
         size_t f2 = 80 * (size_t)c->head_dim + 64;
         size_t f = (size_t)c->hidden + (f1 > f2 ? f1 : f2);
+        /* then a bf16 cache's widened block, on a cache line of its own */
+        e->thr_kv_off = (f + 15) & ~(size_t)15;
+        if (e->kv.elem == 2)
+            f = e->thr_kv_off + 2 * (size_t)e->kv.block_tokens * c->head_dim;
         e->thr_floats = (f + 15) & ~(size_t)15;   /* whole cache lines per thread */
         e->thr = aligned_alloc(64, e->thr_floats * sizeof(float) * (size_t)e->n_threads);
         if (!e->thr)

@@ -6,10 +6,10 @@
 #include <sys/mman.h>
 
 int sx_kv_init(sx_kv *kv, int n_layers, int n_kv_heads, int head_dim, int max_seqs,
-               int64_t capacity_tokens, int block_tokens, int max_len, sx_error *err)
+               int64_t capacity_tokens, int block_tokens, int max_len, int elem, sx_error *err)
 {
     memset(kv, 0, sizeof *kv);
-    if (n_layers <= 0 || n_kv_heads <= 0 || head_dim <= 0 || max_seqs <= 0 ||
+    if ((elem != 2 && elem != 4) || n_layers <= 0 || n_kv_heads <= 0 || head_dim <= 0 || max_seqs <= 0 ||
         block_tokens <= 0 || capacity_tokens < block_tokens)
         return sx_err_set(err, SX_EINVAL,
                           "kv cache: bad shape (layers %d, kv heads %d, head_dim %d, seqs %d, "
@@ -28,9 +28,10 @@ int sx_kv_init(sx_kv *kv, int n_layers, int n_kv_heads, int head_dim, int max_se
     if (max_len > 0 && (max_len + (int64_t)block_tokens - 1) / block_tokens < per_seq)
         per_seq = (max_len + (int64_t)block_tokens - 1) / block_tokens;
     kv->max_blocks_per_seq = (int)per_seq;
-    kv->block_floats = (size_t)n_layers * n_kv_heads * 2 * block_tokens * head_dim;
-    kv->pool_bytes = kv->block_floats * sizeof(float) * (size_t)nb;
-    if (kv->pool_bytes / sizeof(float) / (size_t)nb != kv->block_floats)
+    kv->elem = elem;
+    kv->block_elems = (size_t)n_layers * n_kv_heads * 2 * block_tokens * head_dim;
+    kv->pool_bytes = kv->block_elems * (size_t)elem * (size_t)nb;
+    if (kv->pool_bytes / (size_t)elem / (size_t)nb != kv->block_elems)
         return sx_err_set(err, SX_ELIMIT, "kv cache: size overflows");
     int rc;
     void *p = mmap(NULL, kv->pool_bytes, PROT_READ | PROT_WRITE,
@@ -176,8 +177,8 @@ void sx_kv_prepare(sx_kv *kv, int seq, int n)
         int32_t old = s->blocks[s->n_blocks - 1];
         if (kv->refcnt[old] > 1) {
             int32_t b = block_take(kv);
-            memcpy(kv->pool + (size_t)b * kv->block_floats,
-                   kv->pool + (size_t)old * kv->block_floats, kv->block_floats * sizeof(float));
+            size_t bb = kv->block_elems * (size_t)kv->elem;
+            memcpy(kv->pool + (size_t)b * bb, kv->pool + (size_t)old * bb, bb);
             block_drop(kv, old);
             s->blocks[s->n_blocks - 1] = b;
         }

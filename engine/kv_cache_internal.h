@@ -2,7 +2,7 @@
  *
  * Memory is one pool of fixed-size blocks; a block holds block_tokens
  * consecutive positions of one sequence for every layer, laid out
- * [layer][kv_head][K|V] f32, keys transposed ([head_dim][block_tokens]) and
+ * [layer][kv_head][K|V] in f32 or bf16 (elem bytes), keys transposed ([head_dim][block_tokens]) and
  * values as rows ([block_tokens][head_dim]), so attention scores a block's
  * keys with one vector per head_dim element and adds values row by row.  Each sequence owns a block
  * table (logical block i -> pool block).  Blocks are refcounted: fork shares
@@ -32,8 +32,9 @@ typedef struct sx_kv {
     int       n_layers, n_kv_heads, head_dim, block_tokens;
     int       max_seqs, max_blocks_per_seq;
     int32_t   n_blocks;
-    size_t    block_floats;   /* floats per block */
-    float    *pool;
+    int       elem;           /* bytes per element: 4 (f32) or 2 (bf16) */
+    size_t    block_elems;    /* elements per block */
+    unsigned char *pool;
     size_t    pool_bytes;
     int32_t  *refcnt;         /* [n_blocks] */
     int32_t  *free_list;      /* [n_blocks], a stack */
@@ -42,9 +43,10 @@ typedef struct sx_kv {
     sx_kv_seq *seqs;          /* [max_seqs] */
 } sx_kv;
 
-/* max_len: the longest sequence allowed (0 = limited by capacity only). */
+/* max_len: the longest sequence allowed (0 = limited by capacity only);
+ * elem: 4 for an f32 cache, 2 for bf16. */
 int  sx_kv_init(sx_kv *kv, int n_layers, int n_kv_heads, int head_dim, int max_seqs,
-                int64_t capacity_tokens, int block_tokens, int max_len, sx_error *err);
+                int64_t capacity_tokens, int block_tokens, int max_len, int elem, sx_error *err);
 void sx_kv_destroy(sx_kv *kv);
 
 int  sx_kv_seq_new(sx_kv *kv, int *seq, sx_error *err);
@@ -61,11 +63,13 @@ int  sx_kv_blocks_needed(const sx_kv *kv, int seq, int n);
  * sx_kv_blocks_needed against n_free; len itself is not changed. */
 void sx_kv_prepare(sx_kv *kv, int seq, int n);
 
-/* K^T of a block for one layer and kv head; V = K^T + block_tokens*head_dim. */
-static inline float *sx_kv_k(const sx_kv *kv, int32_t block, int layer, int kvh)
+/* K^T of a block for one layer and kv head, as float (f32 cache) or
+ * uint16_t (bf16) elements; V follows block_tokens*head_dim elements on. */
+static inline void *sx_kv_k(const sx_kv *kv, int32_t block, int layer, int kvh)
 {
-    return kv->pool + (size_t)block * kv->block_floats +
-           ((size_t)layer * kv->n_kv_heads + kvh) * 2 * kv->block_tokens * kv->head_dim;
+    return kv->pool + ((size_t)block * kv->block_elems +
+                       ((size_t)layer * kv->n_kv_heads + kvh) * 2 * kv->block_tokens * kv->head_dim) *
+                          (size_t)kv->elem;
 }
 
 #endif

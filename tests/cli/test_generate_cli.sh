@@ -63,7 +63,7 @@ M=(--model "$T/m")
 check "--help names every option" sh -c "for o in --model --prompt --prompt-file --system --schema \
     --choices --regex --json-object --max-tokens --temperature --top-p --top-k --min-p \
     --repetition-penalty --no-repeat-ngram --seed --stream --print-ids --top-logprobs --threads \
-    --int8 --bf16-act; do grep -q -- \"\$o\" '$T/help.out' || exit 1; done"
+    --int8 --bf16-act --kv-bf16; do grep -q -- \"\$o\" '$T/help.out' || exit 1; done"
 
 # --- plain generation -------------------------------------------------------
 run g1 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids
@@ -134,6 +134,9 @@ for schema in person kanji; do
     done
 done
 check "--schema: all $total sampled replies validate, tight budgets included" test $bad = 0
+run kv "${M[@]}" --prompt "Extract: Jane, 41." --schema "$T/kanji.json" --max-tokens 16 \
+    --temperature 1 --seed 4 --kv-bf16
+check "--kv-bf16: a valid reply" sh -c "[ $(rc kv) = 0 ] && grep -q '^validator: valid' '$T/kv.err'"
 run tf "${M[@]}" --prompt "Extract." --schema "$T/person.json" --top-logprobs 2 --print-ids
 check "--top-logprobs marks grammar-forced tokens" grep -q '^logprob [0-9]* [0-9]* .* forced$' "$T/tf.out"
 run small "${M[@]}" --prompt "Extract." --schema "$T/person.json" --max-tokens 3

@@ -132,4 +132,12 @@ else
         "[ $(rc bact) = 1 ] && grep -q 'AVX512-BF16' '$T/bact.err' && [ ! -s '$T/bact.out' ]"
 fi
 
+# --kv-bf16: every CPU; within 1% of the f32 cache's perplexity, not equal to it
+run kvb perplexity --model "$T/m" --window 96 --stride 40 --kv-bf16 "$TEXT"
+check "--kv-bf16 runs, says so, within 1% of the f32 cache (and not identical)" sh -c \
+    "[ $(rc kvb) = 0 ] && [ '$(field kvb kv_cache)' = bf16 ] && [ '$(field f32w kv_cache)' = f32 ] &&
+     [ '$(field kvb perplexity)' != '$(field f32w perplexity)' ] &&
+     python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a / b - 1) > 0.01)' \
+         '$(field kvb perplexity)' '$(field f32w perplexity)'"
+
 [ $failed -eq 0 ]

@@ -453,6 +453,23 @@ static void norm_rope_ops(void **state)
             free(xn); free(wn); free(yn);
         }
     }
+    /* bf16 -> f32 widening of a block, every path, tails included: exact */
+    for (int p = 0; p < SX_CPU_PATHS; p++) {
+        const sx_cpu_kernels *kr = sx_cpu_kernels_for(p);
+        if (!kr)
+            continue;
+        uint16_t hb[203];
+        float wide[204];
+        for (int i = 0; i < 203; i++)
+            hb[i] = (uint16_t)((urand() + 1.0) * 32767.0) & 0xff7f;   /* no NaN payloads */
+        for (int n = 0; n <= 203; n += 29) {
+            wide[n] = 7.0f;
+            kr->bf16_to_f32(wide, hb, (size_t)n);
+            for (int i = 0; i < n; i++)
+                assert_true(memcmp(&wide[i], &(float){ sx_bf16_to_f32(hb[i]) }, 4) == 0);
+            assert_true(wide[n] == 7.0f);
+        }
+    }
     /* bf16 rounding: nearest even, NaN stays NaN */
     assert_int_equal(sx_f32_to_bf16(1.0f), 0x3f80);
     assert_int_equal(sx_f32_to_bf16(1.00390625f), 0x3f80);   /* tie -> even */

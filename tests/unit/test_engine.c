@@ -165,6 +165,15 @@ static void rope_d(double *v, int pos, int hd, double theta)
     }
 }
 
+/* set: the reference rounds keys and values to bf16 where an engine with
+ * a bf16 KV cache stores them (after the k norm and RoPE) */
+static int REF_KV_BF16;
+
+static double bf16_round(double x)
+{
+    return sx_bf16_to_f32(sx_f32_to_bf16((float)x));
+}
+
 /* logits[n][VOCAB] for every position of tok[0..n) */
 static void ref_forward(const sx_model *m, int q8, const int32_t *tok, int n, double *logits)
 {
@@ -199,6 +208,10 @@ static void ref_forward(const sx_model *m, int q8, const int32_t *tok, int n, do
                 double *kh = k + (long)t * kvd + g * hd;
                 rmsnorm_d(kh, kh, w->k_norm, hd, c->rms_eps);
                 rope_d(kh, t, hd, c->rope_theta);
+            }
+            for (int i = 0; REF_KV_BF16 && i < kvd; i++) {
+                k[(long)t * kvd + i] = bf16_round(k[(long)t * kvd + i]);
+                v[(long)t * kvd + i] = bf16_round(v[(long)t * kvd + i]);
             }
         }
         for (int t = 0; t < n; t++) {
@@ -445,6 +458,85 @@ done:
 }
 
 /* token-by-token decode gives the prefill's logits, on every path */
+/* A bf16 KV cache on every path: prefill, one-at-a-time decode and a
+ * forked sequence against the reference whose keys and values are rounded
+ * the same way (only f32-vs-double differences before the rounding can
+ * send an element to the other bf16 neighbour), and clearly apart from
+ * the unrounded reference. */
+static void bf16_kv_cache(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(13);
+    enum { N = 37 };
+    int32_t tok[N];
+    rand_tokens(tok, N);
+    double *ref = malloc((size_t)N * VOCAB * sizeof(double));
+    double *ref32 = malloc((size_t)N * VOCAB * sizeof(double));
+    float *lg = malloc((size_t)N * VOCAB * sizeof *lg), *one = malloc((size_t)VOCAB * sizeof *one);
+    assert_non_null(ref); assert_non_null(ref32); assert_non_null(lg); assert_non_null(one);
+    ref_forward(&t->m, 0, tok, N, ref32);
+    REF_KV_BF16 = 1;
+    ref_forward(&t->m, 0, tok, N, ref);
+    REF_KV_BF16 = 0;
+    sx_error err;
+    sx_engine *e = NULL;
+    sx_engine_opts o = { .n_threads = 2, .max_seqs = 4, .kv_tokens = 256, .block_tokens = 8,
+                         .kv_mode = 5 };
+    assert_int_equal(sx_engine_new(&t->m, &o, &e, &err), SX_EINVAL);
+    assert_non_null(strstr(err.msg, "kv mode 5"));
+    o.kv_mode = SX_KV_BF16;
+    static const char *const paths[] = { "scalar", "avx2", "avx512", "amx" };
+    for (int pth = 0; pth < SX_CPU_PATHS; pth++) {
+        if (!sx_cpu_kernels_for(pth))
+            continue;
+        setenv("STRUX_CPU", paths[pth], 1);
+        int rc = sx_engine_new(&t->m, &o, &e, &err);
+        unsetenv("STRUX_CPU");
+        if (rc)
+            fail_msg("engine_new (%s): %s", paths[pth], err.msg);
+        /* an element the f32 engine and the double reference round to
+         * different bf16 neighbours moves later layers by ~2^-9 of it: a
+         * few 1e-4 of the row scale; an unrounded cache is ~4e-3 away */
+        double tol = 1.5e-3;
+        char what[96];
+        int seq, seq2, fk;
+        assert_int_equal(sx_engine_seq_new(e, &seq, NULL), SX_OK);
+        assert_int_equal(step1(e, seq, tok, N, 1, lg), SX_OK);
+        double far = 0;
+        worst = 0;
+        for (int r = 0; r < N; r++) {
+            snprintf(what, sizeof what, "bf16 KV (%s) prefill row %d", paths[pth], r);
+            expect_row(lg + (long)r * VOCAB, ref + (long)r * VOCAB, tol, what);
+        }
+        /* far from the f32-cache reference: the cache really is bf16 */
+        for (int r = 1; r < N; r++)
+            for (int i = 0; i < VOCAB; i++) {
+                double d = fabs(lg[(long)r * VOCAB + i] - ref32[(long)r * VOCAB + i]);
+                far = d > far ? d : far;
+            }
+        assert_true(far > 50 * TOL_F32);
+        assert_int_equal(sx_engine_seq_new(e, &seq2, NULL), SX_OK);
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(step1(e, seq2, tok + i, 1, 0, one), SX_OK);
+            snprintf(what, sizeof what, "bf16 KV (%s) decode token %d", paths[pth], i);
+            expect_row(one, ref + (long)i * VOCAB, tol, what);
+        }
+        /* a fork shares the bf16 blocks and copies the partial one on write */
+        assert_int_equal(sx_engine_seq_fork(e, seq2, 20, &fk, NULL), SX_OK);
+        assert_int_equal(step1(e, fk, tok + 20, N - 20, 1, lg), SX_OK);
+        for (int r = 20; r < N; r++) {
+            snprintf(what, sizeof what, "bf16 KV (%s) fork row %d", paths[pth], r);
+            expect_row(lg + (long)(r - 20) * VOCAB, ref + (long)r * VOCAB, tol, what);
+        }
+        print_message("bf16 KV cache (%s): worst %.3g of the row scale against the rounded "
+                      "reference; %.3g absolute from the f32-cache one\n", paths[pth], worst, far);
+        sx_engine_free(e);
+        e = NULL;
+    }
+    free(ref); free(ref32); free(lg); free(one);
+    tm_free(t);
+}
+
 static void decode_matches_prefill(void **state)
 {
     (void)state;
@@ -851,6 +943,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(prefill_matches_reference),
         cmocka_unit_test(bf16_activation_mode),
+        cmocka_unit_test(bf16_kv_cache),
         cmocka_unit_test(decode_matches_prefill),
         cmocka_unit_test(batched_sequences_match_alone),
         cmocka_unit_test(long_step_spans_passes),

@@ -55,7 +55,9 @@ static void usage(FILE *f)
         "  --int8               quantise weights to int8 at start-up\n"
         "  --bf16-act           round activations to bf16 in prefill-sized matrix\n"
         "                       products: faster prefill on AVX512-BF16 CPUs without AMX,\n"
-        "                       logits change slightly (docs/BENCHMARKS.md)\n\n"
+        "                       logits change slightly (docs/BENCHMARKS.md)\n"
+        "  --kv-bf16            keep the KV cache in bf16: half its memory and less to\n"
+        "                       read per decoded token; logits change slightly\n\n"
         "Timings (TTFT, prefill and decode tokens/s) go to stderr.  Exit status 0 when\n"
         "a reply was produced (and validates, with --schema), 1 otherwise, 2 on usage.\n");
 }
@@ -194,6 +196,7 @@ int cmd_generate(int argc, char **argv)
     const char *model_dir = NULL, *prompt = NULL, *prompt_file = NULL, *system = NULL;
     const char *schema_path = NULL, *choices = NULL, *regex = NULL;
     int json_object = 0, compact = 0, stream = 0, print_ids = 0, threads = 0, int8 = 0, bf16act = 0;
+    int kvbf16 = 0;
     sx_gen_params gp;
     memset(&gp, 0, sizeof gp);
     sx_sampling_default(&gp.sampling);
@@ -207,7 +210,7 @@ int cmd_generate(int argc, char **argv)
             return 0;
         }
         static const char *const flags[] = { "--json-object", "--compact", "--stream", "--print-ids",
-                                             "--int8", "--bf16-act" };
+                                             "--int8", "--bf16-act", "--kv-bf16" };
         int is_flag = 0;
         for (size_t f = 0; f < sizeof flags / sizeof *flags; f++)
             is_flag |= !strcmp(a, flags[f]);
@@ -218,6 +221,7 @@ int cmd_generate(int argc, char **argv)
             print_ids |= !strcmp(a, "--print-ids");
             int8 |= !strcmp(a, "--int8");
             bf16act |= !strcmp(a, "--bf16-act");
+            kvbf16 |= !strcmp(a, "--kv-bf16");
             continue;
         }
         if (strncmp(a, "--", 2) || !strcmp(a, "--")) {
@@ -333,6 +337,7 @@ int cmd_generate(int argc, char **argv)
     eo.n_threads = threads;
     eo.weight_mode = int8 ? SX_W_INT8 : SX_W_BF16;
     eo.act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32;
+    eo.kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32;
     eo.max_seqs = 1;
     if (sx_engine_new(model, &eo, &eng, &err) || sx_gen_new(eng, tok, NULL, on_event, &st, &gen, &err)) {
         fprintf(stderr, "strux generate: %s\n", err.msg);

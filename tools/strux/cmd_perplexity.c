@@ -35,6 +35,7 @@ static void usage(FILE *f)
         "  --int8             quantise weights to int8 at start-up\n"
         "  --bf16-act         round activations to bf16 in the windows' matrix products\n"
         "                     (faster on AVX512-BF16 CPUs; measures what that costs)\n"
+        "  --kv-bf16          keep the KV cache in bf16 (measures what that costs)\n"
         "  --tokenizer PATH   tokenizer.json (default: the model's, else ../shared's)\n\n"
         "Prints perplexity = exp(mean negative log-likelihood per scored token), bits per\n"
         "byte = total negative log-likelihood in bits / UTF-8 bytes of the scored tokens,\n"
@@ -79,7 +80,7 @@ int cmd_perplexity(int argc, char **argv)
 {
     const char *model_dir = NULL, *file = NULL, *tok_path = NULL;
     long window = 1024, stride = 512, max_tokens = 0, threads = 0;
-    int int8 = 0, bf16act = 0;
+    int int8 = 0, bf16act = 0, kvbf16 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -106,6 +107,8 @@ int cmd_perplexity(int argc, char **argv)
             int8 = 1;
         } else if (!strcmp(a, "--bf16-act")) {
             bf16act = 1;
+        } else if (!strcmp(a, "--kv-bf16")) {
+            kvbf16 = 1;
         } else if ((a[0] != '-' || !strcmp(a, "-")) && !file) {
             file = a;
         } else {
@@ -166,6 +169,7 @@ int cmd_perplexity(int argc, char **argv)
     eo.n_threads = (int)threads;
     eo.weight_mode = int8 ? SX_W_INT8 : SX_W_BF16;
     eo.act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32;
+    eo.kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32;
     eo.max_seqs = 1;
     eo.block_tokens = 16;
     /* one window at a time, never its last token */
@@ -200,6 +204,7 @@ int cmd_perplexity(int argc, char **argv)
     printf("windows:        %lld\n", (long long)r.n_windows);
     printf("weights:        %s\n", int8 ? "int8" : "bf16");
     printf("activations:    %s\n", bf16act && !int8 ? "bf16 in matrix products" : "f32");
+    printf("kv_cache:       %s\n", kvbf16 ? "bf16" : "f32");
     printf("time_s:         %.2f\n", secs);
     rc = 0;
 done:

@@ -43,6 +43,9 @@ static void usage(FILE *f)
         "  --bf16-act               round activations to bf16 in prefill-sized matrix\n"
         "                           products: faster prompts on AVX512-BF16 CPUs without\n"
         "                           AMX; logits change slightly (docs/BENCHMARKS.md)\n"
+        "  --kv-bf16                keep the KV cache in bf16: half the memory per cached\n"
+        "                           token (--kv-tokens can double in the same RAM) and\n"
+        "                           less to read per decoded token; logits change slightly\n"
         "network\n"
         "  --listen URL             nng address, repeatable: tcp://HOST:PORT or\n"
         "                           ipc:///PATH (default tcp://127.0.0.1:7400 when\n"
@@ -113,7 +116,7 @@ int main(int argc, char **argv)
     atexit(nng_fini);
     const char *model_dir = NULL, *tok_path = NULL, *model_name = NULL, *http = NULL;
     const char *listen[MAX_LISTEN];
-    int n_listen = 0, quiet = 0, int8 = 0, bf16act = 0;
+    int n_listen = 0, quiet = 0, int8 = 0, bf16act = 0, kvbf16 = 0;
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
@@ -181,6 +184,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--bf16-act")) {
             bf16act = 1;
             takes = 0;
+        } else if (!strcmp(a, "--kv-bf16")) {
+            kvbf16 = 1;
+            takes = 0;
         } else {
             fprintf(stderr, "struxd: unknown option '%s' (see --help)\n", a);
             return 2;
@@ -244,7 +250,8 @@ int main(int argc, char **argv)
                          .kv_tokens = kv_tokens,
                          .block_tokens = 16,
                          .weight_mode = int8 ? SX_W_INT8 : SX_W_BF16,
-                         .act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32};
+                         .act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32,
+                         .kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32};
     if (sx_engine_new(model, &eo, &engine, &err)) {
         fprintf(stderr, "struxd: cannot start the engine: %s\n", err.msg);
         goto done;
@@ -291,9 +298,9 @@ int main(int argc, char **argv)
     const sx_qwen3_config *c = &model->cfg;
     fprintf(stderr,
             "struxd: model %s (Qwen3: %d layers, hidden %d, %.2fB parameters%s) | KV cache "
-            "%lld tokens | CPU kernels %s | max batch %ld, queue %ld, max_tokens %ld\n",
+            "%lld tokens (%s) | CPU kernels %s | max batch %ld, queue %ld, max_tokens %ld\n",
             model_dir, c->n_layers, c->hidden, (double)sx_qwen3_n_params(c) / 1e9,
-            int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine),
+            int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), kvbf16 ? "bf16" : "f32",
             sx_engine_cpu_path(engine), max_batch, max_queue, max_tokens);
     if (is_random_model(model_dir))
         fprintf(stderr, "struxd: WARNING: %s holds RANDOM weights (a stand-in written by "
