@@ -6,14 +6,15 @@
 # the figure to quote.  Each round measures the machine's read bandwidth
 # too (bench_decode does), so every strux figure comes with its ceiling.
 # Both engines decode after the same --prompt tokens of context (strux's
-# ceiling then counts its f32 KV-cache reads as well as the weights).
+# ceiling then counts its KV-cache reads as well as the weights; --kv bf16
+# runs strux with its opt-in bf16 cache).
 #
 # usage: bench/decode_alternate.sh [--model DIR] [--rounds 7] [--threads 2]
-#                                  [--prompt 32] [--decode 32]
+#                                  [--prompt 32] [--decode 32] [--kv f32|bf16]
 # Needs build/bench_decode (make bench) and the repo venv with torch and
 # transformers (tests/fixtures/requirements.txt).  Dev-time only.
 set -euo pipefail
-MODEL=models/random-0.6b ROUNDS=7 THREADS=2 PROMPT=32 DECODE=32
+MODEL=models/random-0.6b ROUNDS=7 THREADS=2 PROMPT=32 DECODE=32 KV=f32
 while [ $# -gt 0 ]; do
     case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -21,7 +22,8 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --prompt) PROMPT=$2; shift 2 ;;
     --decode) DECODE=$2; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    --kv) KV=$2; shift 2 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "decode_alternate: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -34,11 +36,11 @@ PY=${STRUX_PYTHON:-.venv/bin/python}
 
 T=$(mktemp -d /tmp/strux-alt.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, $MODEL, prompt $PROMPT, decode $DECODE"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, $MODEL, prompt $PROMPT, decode $DECODE, strux KV cache $KV"
 printf '%-6s %12s %12s %14s %16s %8s\n' round "strux tok/s" "read GB/s" "% of ceiling" "transformers" ratio
 for r in $(seq 1 "$ROUNDS"); do
     "$BUILD/bench_decode" --model "$MODEL" --threads "$THREADS" --prompt "$PROMPT" \
-        --decode "$DECODE" --decode-context "$PROMPT" --modes bf16 --bw-mib 1024 >"$T/sx.txt" 2>&1
+        --decode "$DECODE" --decode-context "$PROMPT" --kv "$KV" --modes bf16 --bw-mib 1024 >"$T/sx.txt" 2>&1
     "$PY" bench/peers/hf_generate.py --model "$MODEL" --threads "$THREADS" --prompt "$PROMPT" \
         --decode "$DECODE" --runs 1 2>/dev/null | tail -1 >"$T/hf.json"
     sx=$(sed -n 's/^bf16 decode_tok_s: \([0-9.]*\).*/\1/p' "$T/sx.txt")
