@@ -231,6 +231,8 @@ static void print_info(const sx_qwen3_config *c, double budget, const char *budg
     for (size_t i = 0; i < sizeof ctx / sizeof ctx[0]; i++)
         printf("  %-8d %12lld %12lld\n", ctx[i], (long long)(kv_budget / ((double)kv16 * ctx[i])),
                (long long)(kv_budget / ((double)kv32 * ctx[i])));
+    printf("(f32 cache: the default; bf16 cache: --kv-bf16 on strux generate, strux perplexity and "
+           "struxd)\n");
 }
 
 /* What the files hold: shards, and tensors and bytes by dtype. */
