@@ -75,7 +75,7 @@ start main --listen "$ADDR" --listen tcp://127.0.0.1:0 --http 127.0.0.1:0 --max-
     --timeout 900
 MAIN=$SPID
 check "startup summary names the model, KV capacity and addresses" \
-    grep -q "^struxd: model .*KV cache [0-9]* tokens" "$T/main.log"
+    grep -q "^struxd: model .*KV cache [0-9]* tokens (f32)" "$T/main.log"
 check "startup summary names the CPU kernel path" \
     grep -Eq "CPU kernels (amx|avx512|avx2|scalar) " "$T/main.log"
 check "startup warns that the weights are random" grep -q "RANDOM weights" "$T/main.log"
@@ -314,9 +314,11 @@ parts = [ch.choices[0].delta.content or "" for ch in client.chat.completions.cre
 assert isinstance(json.loads("".join(parts)), dict)
 PY
 
-# ---- a full queue ----------------------------------------------------------------------------
-start small --listen "ipc://$T/small.ipc" --max-batch 1 --max-queue 2 --default-max-tokens 64
+# ---- a full queue (this server keeps its KV cache in bf16) -----------------------------------
+start small --listen "ipc://$T/small.ipc" --max-batch 1 --max-queue 2 --default-max-tokens 64 --kv-bf16
 SMALL=$SPID
+check "--kv-bf16: the startup summary says the cache is bf16" \
+    grep -q "^struxd: model .*KV cache [0-9]* tokens (bf16)" "$T/small.log"
 "$PY" - "$T/q.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
