@@ -58,6 +58,8 @@ typedef struct sx_engine_opts {
     int     weight_mode;     /* sx_weight_mode */
     int     act_mode;        /* sx_act_mode (bf16 weights only; int8 ignores it) */
     int     kv_mode;         /* sx_kv_mode */
+    int     dense_logits;    /* 1: compute every logit even for masked rows
+                              * (same results, slower; for A/B benchmarks) */
 } sx_engine_opts;
 
 int  sx_engine_new(const sx_model *m, const sx_engine_opts *opts,
@@ -81,16 +83,32 @@ const char *sx_engine_cpu_path(const sx_engine *e);
  * items[i].seq at positions seq_len .. seq_len+n-1.  Logits (f32, vocab_rows
  * per row) are written to `logits` in item order: one row (the last token)
  * per item, or n rows when logits_all is set.  SX_ELIMIT when the cache is
- * full (nothing is appended then). */
+ * full (nothing is appended then).
+ *
+ * allow (optional, not with logits_all): a grammar bitmask of
+ * ceil(vocab_rows/32) words, bit t set = token t wanted.  The item's logits
+ * of the other tokens come back as -INFINITY, and the LM head skips the
+ * 32-row panels no masked row of the pass needs: a third of a 0.6B model's
+ * decode bytes are that matrix, and a grammar often allows a few hundred
+ * tokens (digits, structure, enum prefixes). */
 typedef struct sx_step_item {
-    int            seq;
-    const int32_t *tokens;
-    int            n;
-    int            logits_all;
+    int             seq;
+    const int32_t  *tokens;
+    int             n;
+    int             logits_all;
+    const uint32_t *allow;
 } sx_step_item;
 
 int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items,
                    float *logits, sx_error *err);
+
+/* sx_engine_step whose masks may still be being written when it starts:
+ * ready(ctx) is called once on the calling thread before any `allow` is
+ * read (after the layers, when the step has masks), so a caller can fill
+ * masks while the model runs.  ready may be NULL. */
+int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items,
+                          float *logits, void (*ready)(void *ctx), void *ready_ctx,
+                          sx_error *err);
 
 const sx_model *sx_engine_model(const sx_engine *e);
 

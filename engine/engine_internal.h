@@ -38,6 +38,7 @@ typedef struct sx_seg {
     int            n;
     int            row0;     /* first row in the pass */
     int            lg_from;  /* rows [lg_from, n) of this piece get logits */
+    const uint32_t *allow;   /* mask of the piece's logits row, or NULL */
 } sx_seg;
 
 typedef struct sx_att_task {
@@ -64,11 +65,15 @@ struct sx_engine {
     float                 *inv_freq;    /* [head_dim/2] */
     float                  att_scale;
     int                    xin_dim;     /* widest matrix input */
+    int                    dense_logits;
 
     /* scratch for one pass, grown to cap rows */
     int      cap;
     float   *x, *xin, *q, *k, *v, *att, *g, *u, *cos_t, *sin_t;   /* xin: packed */
     int32_t *row_seg, *lg_rows;
+    const uint32_t **lg_allow;          /* [cap] mask of each logits row or NULL */
+    int32_t *lm_panels;                 /* LM-head panels a masked pass computes */
+    uint8_t *lm_need;                   /* [panels] scratch for the above */
     float   *thr;                       /* per-thread scratch */
     size_t   thr_floats;
     size_t   thr_kv_off;     /* floats into a thread's scratch: bf16 KV widening */
@@ -78,6 +83,8 @@ struct sx_engine {
     sx_att_task *tasks;
     uint32_t    *seen;                  /* [max_seqs] step stamp, catches repeats */
     uint32_t     stamp;
+    void       (*ready)(void *);        /* pending sx_engine_step_masked callback */
+    void        *ready_ctx;
 };
 
 

@@ -32,6 +32,9 @@ typedef struct pass {
     /* attention */
     int            n_tasks;
     atomic_int     next_task;
+    /* LM head: logits rows, and the panels a masked pass computes */
+    int            n_lg, lm_n;
+    float         *lg_out;
 } pass;
 
 static float *thr_scratch(sx_engine *e, int tid)
@@ -80,10 +83,18 @@ static void stage_norm(void *arg, int tid, int nth)
     }
 }
 
+/* rows [a, b) of y = in x w^T, a a multiple of SX_PANEL */
+static void mm_rows(const pass *p, const sx_wmat *w, float *y, long ldy, int a, int b)
+{
+    if (w->q8)
+        p->e->kr->mm_q8(w->q8, w->scale, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
+    else
+        p->e->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
+}
+
 static void stage_mm(void *arg, int tid, int nth)
 {
     pass *p = arg;
-    const sx_cpu_kernels *kr = p->e->kr;
     long total = 0;
     for (int i = 0; i < p->mm_n; i++)
         total += sx_pad_rows(p->mm_w[i]->rows);
@@ -93,14 +104,8 @@ static void stage_mm(void *arg, int tid, int nth)
         const sx_wmat *w = p->mm_w[i];
         long a = lo > base ? lo - base : 0, b = hi - base < w->rows ? hi - base : w->rows;
         base += sx_pad_rows(w->rows);
-        if (a >= b)
-            continue;
-        if (w->q8)
-            kr->mm_q8(w->q8, w->scale, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
-                      (int)a, (int)b, p->mm_acc);
-        else
-            p->e->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, p->mm_y[i], p->mm_ldy[i],
-                          (int)a, (int)b, p->mm_acc);
+        if (a < b)
+            mm_rows(p, w, p->mm_y[i], p->mm_ldy[i], (int)a, (int)b);
     }
 }
 
@@ -318,6 +323,105 @@ static void run_mm(pass *p, const float *in, int ntok, int acc, int n,
     sx_pool_run(p->e->pool, stage_mm, p);
 }
 
+/* One grammar mask word covers one LM-head panel. */
+_Static_assert(SX_PANEL == 32, "the sparse LM head maps a mask word to a panel");
+
+/* The LM-head panels this pass needs, into e->lm_panels: the union over
+ * its logits rows of the panels holding an allowed token.  -1 when every
+ * panel is needed (a row without a mask, dense_logits, or a wide mask). */
+static int lm_plan(sx_engine *e, int n_lg)
+{
+    int panels = (e->cfg.vocab_rows + SX_PANEL - 1) / SX_PANEL;
+    if (e->dense_logits)
+        return -1;
+    for (int r = 0; r < n_lg; r++)
+        if (!e->lg_allow[r])
+            return -1;
+    memset(e->lm_need, 0, (size_t)panels);
+    for (int r = 0; r < n_lg; r++) {
+        const uint32_t *a = e->lg_allow[r];
+        for (int w = 0; w < panels; w++)
+            e->lm_need[w] |= a[w] != 0;
+    }
+    int n = 0;
+    for (int w = 0; w < panels; w++)
+        if (e->lm_need[w])
+            e->lm_panels[n++] = w;
+    return n == panels ? -1 : n;
+}
+
+/* the listed panels, runs of neighbours in one kernel call */
+static void stage_lm_sparse(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    sx_engine *e = p->e;
+    long lo, hi;
+    sx_pool_range(p->lm_n, nth, tid, 1, &lo, &hi);
+    for (long i = lo; i < hi;) {
+        long j = i + 1;
+        while (j < hi && e->lm_panels[j] == e->lm_panels[j - 1] + 1)
+            j++;
+        int a = e->lm_panels[i] * SX_PANEL, b = (e->lm_panels[j - 1] + 1) * SX_PANEL;
+        if (b > e->cfg.vocab_rows)
+            b = e->cfg.vocab_rows;
+        mm_rows(p, &e->lm_head, p->lg_out, e->cfg.vocab_rows, a, b);
+        i = j;
+    }
+}
+
+/* -INFINITY for the tokens a masked row does not allow (which covers every
+ * panel the sparse head skipped) */
+static void stage_lm_mask(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    sx_engine *e = p->e;
+    int V = e->cfg.vocab_rows;
+    long lo, hi;
+    sx_pool_range((V + 31) / 32, nth, tid, 1, &lo, &hi);
+    for (int r = 0; r < p->n_lg; r++) {
+        const uint32_t *a = e->lg_allow[r];
+        if (!a)
+            continue;
+        float *y = p->lg_out + (size_t)r * V;
+        for (long w = lo; w < hi; w++) {
+            uint32_t bits = a[w];
+            if (bits == 0xffffffffu)
+                continue;
+            int t1 = (int)(w * 32 + 32 < V ? w * 32 + 32 : V);
+            for (int t = (int)w * 32; t < t1; t++)
+                if (!(bits >> (t & 31) & 1))
+                    y[t] = -INFINITY;
+        }
+    }
+}
+
+static void lm_head(pass *p, int n_lg, float *lg_out)
+{
+    sx_engine *e = p->e;
+    int masked = 0;
+    for (int r = 0; r < n_lg && !masked; r++)
+        masked = e->lg_allow[r] != NULL;
+    if (masked && e->ready) {
+        e->ready(e->ready_ctx);
+        e->ready = NULL;
+    }
+    int n = masked ? lm_plan(e, n_lg) : -1;
+    p->n_lg = n_lg;
+    p->lg_out = lg_out;
+    if (n < 0) {
+        run_mm(p, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, e->cfg.vocab_rows, NULL, NULL, 0,
+               NULL, NULL, 0);
+    } else {
+        p->mm_in = e->xin;
+        p->mm_ntok = n_lg;
+        p->mm_acc = 0;
+        p->lm_n = n;
+        sx_pool_run(e->pool, stage_lm_sparse, p);
+    }
+    if (masked)
+        sx_pool_run(e->pool, stage_lm_mask, p);
+}
+
 static void build_tasks(sx_engine *e, pass *p)
 {
     int n = 0, QB = SX_ENGINE_ATT_ROWS;
@@ -352,8 +456,10 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
     for (int si = 0; si < nseg; si++) {
         for (int i = 0; i < segs[si].n; i++) {
             e->row_seg[T + i] = si;
-            if (i >= segs[si].lg_from)
+            if (i >= segs[si].lg_from) {
+                e->lg_allow[n_lg] = segs[si].allow;
                 e->lg_rows[n_lg++] = T + i;
+            }
         }
         T += segs[si].n;
     }
@@ -386,8 +492,7 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
     p.norm_rows = e->lg_rows;
     p.norm_n = n_lg;
     sx_pool_run(e->pool, stage_norm, &p);
-    run_mm(&p, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, c->vocab_rows, NULL, NULL, 0,
-           NULL, NULL, 0);
+    lm_head(&p, n_lg, lg_out);
 }
 
 static int grow(void *pp, size_t n, size_t elem)
@@ -432,7 +537,8 @@ static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
             grow(&e->u, r * c->intermediate, sizeof(float)) ||
             grow(&e->cos_t, r * half + 1, sizeof(float)) ||
             grow(&e->sin_t, r * half + 1, sizeof(float)) ||
-            grow(&e->row_seg, r, sizeof(int32_t)) || grow(&e->lg_rows, r, sizeof(int32_t)))
+            grow(&e->row_seg, r, sizeof(int32_t)) || grow(&e->lg_rows, r, sizeof(int32_t)) ||
+            grow(&e->lg_allow, r, sizeof *e->lg_allow))
             goto nomem;
         e->cap = rows;
     }
@@ -473,6 +579,9 @@ static int check_items(sx_engine *e, const sx_step_item *items, int n_items, int
         e->seen[it->seq] = e->stamp;
         if (it->n <= 0 || !it->tokens)
             return sx_err_set(err, SX_EINVAL, "step item %d: no tokens (n = %d)", i, it->n);
+        if (it->allow && it->logits_all)
+            return sx_err_set(err, SX_EINVAL, "step item %d: a mask applies to the last row only, "
+                              "not with logits_all", i);
         for (int j = 0; j < it->n; j++)
             if (it->tokens[j] < 0 || it->tokens[j] >= e->cfg.vocab_rows)
                 return sx_err_set(err, SX_EINVAL, "step item %d: token %d is %d, outside 0..%d",
@@ -500,6 +609,12 @@ static int check_items(sx_engine *e, const sx_step_item *items, int n_items, int
 int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items, float *logits,
                    sx_error *err)
 {
+    return sx_engine_step_masked(e, items, n_items, logits, NULL, NULL, err);
+}
+
+int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items, float *logits,
+                          void (*ready)(void *ctx), void *ready_ctx, sx_error *err)
+{
     if (!e || n_items < 0 || (n_items > 0 && (!items || !logits)))
         return sx_err_set(err, SX_EINVAL, "engine step: bad arguments");
     if (n_items == 0)
@@ -513,6 +628,8 @@ int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items, float *
         return rc;
     for (int i = 0; i < n_items; i++)
         sx_kv_prepare(&e->kv, items[i].seq, items[i].n);
+    e->ready = ready;
+    e->ready_ctx = ready_ctx;
 
     size_t V = (size_t)e->cfg.vocab_rows, out_row = 0;
     int item = 0, off = 0;
@@ -531,6 +648,7 @@ int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items, float *
                 s->lg_from = 0;
             else
                 s->lg_from = off + take == it->n ? take - 1 : take;
+            s->allow = !it->logits_all && off + take == it->n ? it->allow : NULL;
             n_lg += take - s->lg_from;
             T += take;
             off += take;
@@ -542,6 +660,7 @@ int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items, float *
         forward_pass(e, e->segs, nseg, logits + out_row * V);
         out_row += (size_t)n_lg;
     }
+    e->ready = NULL;
     for (int i = 0; i < n_items; i++)
         e->kv.seqs[items[i].seq].len += items[i].n;
     return SX_OK;

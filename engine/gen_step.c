@@ -267,6 +267,11 @@ static void admit(sx_gen *g, int *n_running)
     }
 }
 
+static void masks_ready(void *g)
+{
+    gen_masks_wait(g);
+}
+
 int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
 {
     int rc, n_running = 0, n = 0, n_jobs = 0;
@@ -287,9 +292,9 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
                 chunk = g->o.prefill_chunk;
             if (s->cache_at > s->n_fed && chunk > s->cache_at - s->n_fed)
                 chunk = s->cache_at - s->n_fed; /* stop at the prefix to cache */
-            g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0};
+            g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0, NULL};
         } else if (s->state == GS_DECODE) {
-            g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0};
+            g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0, NULL};
         } else {
             continue;
         }
@@ -304,7 +309,8 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         return SX_OK;
     }
     /* masks for every sequence that samples after this step, filled while
-     * the model runs */
+     * the model runs; the engine waits for them before its LM head, which
+     * then computes only the logits the masks allow */
     gen_seq **mj = calloc((size_t)n, sizeof *mj);
     if (!mj)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
@@ -312,12 +318,14 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         gen_seq *s = g->item_seq[i];
         s->mask_ok = 0;
         int samples = s->state == GS_DECODE || s->n_fed + g->items[i].n == s->n_prompt;
-        if (samples && s->m)
+        if (samples && s->m) {
             mj[n_jobs++] = s;
+            g->items[i].allow = s->mask;
+        }
     }
     gen_masks_post(g, mj, n_jobs);
     sx_error serr;
-    rc = sx_engine_step(g->e, g->items, n, g->logits, &serr);
+    rc = sx_engine_step_masked(g->e, g->items, n, g->logits, masks_ready, g, &serr);
     gen_masks_wait(g);
     free(mj);
     if (rc) {

@@ -58,7 +58,9 @@ const sx_model *sx_cuda_engine_model(const sx_cuda_engine *e);
 /* As sx_engine_step: appends the items' tokens and writes f32 logits rows
  * (vocab_rows each) to host memory, in item order, one per item or n with
  * logits_all.  Synchronous.  SX_ELIMIT (nothing appended) when the cache is
- * full; SX_EINVAL for a dead or repeated sequence, a bad token or n <= 0. */
+ * full; SX_EINVAL for a dead or repeated sequence, a bad token or n <= 0;
+ * SX_EUNSUPPORTED for an item with `allow` (masks go through
+ * sx_cuda_engine_mask_buffer below). */
 int sx_cuda_engine_step(sx_cuda_engine *e, const sx_step_item *items, int n_items, float *logits,
                         sx_error *err);
 

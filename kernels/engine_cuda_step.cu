@@ -123,6 +123,9 @@ static int check_items(sx_cuda_engine *e, const sx_step_item *items, int n_items
         e->seen[it->seq] = e->stamp;
         if (it->n <= 0 || !it->tokens)
             return sx_err_set(err, SX_EINVAL, "step item %d: no tokens (n = %d)", i, it->n);
+        if (it->allow)
+            return sx_err_set(err, SX_EUNSUPPORTED, "step item %d: the CUDA engine takes masks "
+                              "through sx_cuda_engine_mask_buffer, not step items", i);
         for (int j = 0; j < it->n; j++)
             if (it->tokens[j] < 0 || it->tokens[j] >= e->cfg.vocab_rows)
                 return sx_err_set(err, SX_EINVAL, "step item %d: token %d is %d, outside 0..%d",

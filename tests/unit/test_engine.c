@@ -648,6 +648,150 @@ static void batched_sequences_match_alone(void **state)
     tm_free(t);
 }
 
+/* ---- grammar masks on step items ------------------------------------------ */
+
+enum { MASK_WORDS = (VOCAB + 31) / 32 };
+
+static void mask_set(uint32_t *m, int t)
+{
+    m[t >> 5] |= 1u << (t & 31);
+}
+
+static int mask_has(const uint32_t *m, int t)
+{
+    return m[t >> 5] >> (t & 31) & 1;
+}
+
+/* allowed logits as the reference within tol, the others -INFINITY */
+static void expect_masked(const float *got, const double *ref, const uint32_t *m, double tol,
+                          const char *what)
+{
+    double sc = row_scale(ref);
+    for (int i = 0; i < VOCAB; i++) {
+        if (!mask_has(m, i)) {
+            if (!(isinf(got[i]) && got[i] < 0))
+                fail_msg("%s: token %d is not allowed but its logit is %.7g", what, i, got[i]);
+        } else if (!(fabs(got[i] - ref[i]) <= tol * sc)) {
+            fail_msg("%s: logit %d is %.7g, want %.7g", what, i, got[i], ref[i]);
+        }
+    }
+}
+
+/* The masks of a step are filled by its ready callback, as sx_gen fills
+ * them on worker threads while the layers run: an engine that read one
+ * before calling it would see an empty mask. */
+typedef struct mask_job {
+    uint32_t (*masks)[MASK_WORDS];
+    int       n, kind, calls;
+} mask_job;
+
+static void fill_masks(void *arg)
+{
+    mask_job *j = arg;
+    j->calls++;
+    for (int s = 0; s < j->n; s++) {
+        uint32_t *m = j->masks[s];
+        memset(m, 0, MASK_WORDS * sizeof *m);
+        int k = (j->kind + s) % 4;
+        if (k == 0) {                 /* a few tokens in a few panels */
+            mask_set(m, 3);
+            mask_set(m, 40 + s);
+            for (int t = 500; t < 511; t++)
+                mask_set(m, t);
+        } else if (k == 1) {          /* only the last, partial panel */
+            for (int t = VOCAB - 5; t < VOCAB; t++)
+                mask_set(m, t);
+        } else if (k == 2) {          /* one token */
+            mask_set(m, 7 * (s + 1) + j->kind);
+        } else {                      /* every token but a handful */
+            memset(m, 0xff, MASK_WORDS * sizeof *m);
+            m[MASK_WORDS - 1] = (1u << (VOCAB & 31)) - 1;
+            m[2] &= ~0x00ff0000u;
+        }
+    }
+}
+
+/* Masked steps compute only the LM-head panels some row allows, and give
+ * the rest -INFINITY: the allowed logits still match the reference and
+ * equal a dense engine's bit for bit, on every path and weight mode, for
+ * masked decode batches, prefill, and a mix with an unmasked row. */
+static void masked_logits_skip_panels(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(21);
+    enum { S = 3, N = 40, STEPS = 6 };
+    static const int plen[S] = { 5, 19, 33 };
+    int32_t tok[S][N];
+    double *ref[2][S];
+    for (int s = 0; s < S; s++)
+        rand_tokens(tok[s], N);
+    for (int q8 = 0; q8 < 2; q8++)
+        for (int s = 0; s < S; s++) {
+            ref[q8][s] = malloc((size_t)N * VOCAB * sizeof(double));
+            ref_forward(&t->m, q8, tok[s], N, ref[q8][s]);
+        }
+    float *lg = malloc((size_t)S * VOCAB * sizeof *lg), *dl = malloc((size_t)S * VOCAB * sizeof *dl);
+    uint32_t masks[S][MASK_WORDS];
+    for (int path = 0; path < SX_CPU_PATHS; path++) {
+        if (!sx_cpu_kernels_for(path))
+            continue;
+        for (int mode = 0; mode < 2; mode++) {
+            sx_engine *e = engine_for(t, path, mode, 2, 2048, 8);
+            setenv("STRUX_CPU", path_names[path], 1);
+            sx_engine_opts o = { .n_threads = 2, .max_seqs = 8, .kv_tokens = 2048,
+                                 .block_tokens = 16, .weight_mode = mode, .dense_logits = 1 };
+            sx_engine *d = NULL;
+            assert_int_equal(sx_engine_new(&t->m, &o, &d, NULL), SX_OK);
+            unsetenv("STRUX_CPU");
+            double tol = path == SX_CPU_AMX && mode ? 2.5e-4 : TOL;
+            int se[S], sd[S], len[S];   /* tokens cached */
+            sx_step_item ie[S], id[S];
+            for (int s = 0; s < S; s++) {
+                assert_int_equal(sx_engine_seq_new(e, &se[s], NULL), SX_OK);
+                assert_int_equal(sx_engine_seq_new(d, &sd[s], NULL), SX_OK);
+                len[s] = 0;
+            }
+            for (int step = 0; step <= STEPS; step++) {
+                /* step 0 prefills; the last step leaves row 1 unmasked */
+                for (int s = 0; s < S; s++) {
+                    int n = step == 0 ? plen[s] : 1;
+                    const uint32_t *a = step == STEPS && s == 1 ? NULL : masks[s];
+                    ie[s] = (sx_step_item){ .seq = se[s], .tokens = tok[s] + len[s], .n = n,
+                                            .allow = a };
+                    id[s] = (sx_step_item){ .seq = sd[s], .tokens = tok[s] + len[s], .n = n,
+                                            .allow = a };
+                    len[s] += n;
+                }
+                mask_job j = { masks, S, step, 0 };
+                assert_int_equal(sx_engine_step_masked(e, ie, S, lg, fill_masks, &j, NULL), SX_OK);
+                assert_int_equal(j.calls, 1);
+                assert_int_equal(sx_engine_step(d, id, S, dl, NULL), SX_OK);
+                for (int s = 0; s < S; s++) {
+                    char what[96];
+                    snprintf(what, sizeof what, "%s %s step %d row %d", path_names[path],
+                             mode ? "int8" : "bf16", step, s);
+                    const float *g = lg + (long)s * VOCAB, *h = dl + (long)s * VOCAB;
+                    const double *r = ref[mode][s] + (long)(len[s] - 1) * VOCAB;
+                    if (ie[s].allow)
+                        expect_masked(g, r, masks[s], tol, what);
+                    else
+                        expect_row(g, r, tol, what);
+                    if (memcmp(g, h, VOCAB * sizeof *g))
+                        fail_msg("%s: sparse and dense logits differ", what);
+                }
+            }
+            sx_engine_free(e);
+            sx_engine_free(d);
+        }
+    }
+    for (int q8 = 0; q8 < 2; q8++)
+        for (int s = 0; s < S; s++)
+            free(ref[q8][s]);
+    free(lg);
+    free(dl);
+    tm_free(t);
+}
+
 /* a step longer than one internal pass: rows split across passes, logits
  * still land in item order */
 static void long_step_spans_passes(void **state)
@@ -668,12 +812,17 @@ static void long_step_spans_passes(void **state)
     int sa, sb;
     assert_int_equal(sx_engine_seq_new(e, &sa, NULL), SX_OK);
     assert_int_equal(sx_engine_seq_new(e, &sb, NULL), SX_OK);
+    /* item 1's logits row, masked, comes in the second pass */
+    uint32_t mb[MASK_WORDS] = { 0 };
+    for (int i = 0; i < 60; i++)
+        mask_set(mb, (i * 37) % VOCAB);
     sx_step_item it[2] = { { .seq = sa, .tokens = a, .n = NA, .logits_all = 1 },
-                           { .seq = sb, .tokens = b, .n = NB, .logits_all = 0 } };
+                           { .seq = sb, .tokens = b, .n = NB, .logits_all = 0, .allow = mb } };
     assert_int_equal(sx_engine_step(e, it, 2, lg, NULL), SX_OK);
     for (int r = 0; r < NA; r++)
         expect_row(lg + (long)r * VOCAB, ra + (long)r * VOCAB, TOL, "long step item 0");
-    expect_row(lg + (long)NA * VOCAB, rb + (long)(NB - 1) * VOCAB, TOL, "long step item 1");
+    expect_masked(lg + (long)NA * VOCAB, rb + (long)(NB - 1) * VOCAB, mb, TOL,
+                  "long step item 1 (masked)");
     sx_engine_free(e);
     free(ra);
     free(rb);
@@ -883,6 +1032,11 @@ static void bad_arguments_are_errors(void **state)
     sx_step_item dup[2] = { { .seq = a, .tokens = tok, .n = 1 }, { .seq = a, .tokens = tok, .n = 1 } };
     assert_int_equal(sx_engine_step(e, dup, 2, lg, &err), SX_EINVAL);
     assert_non_null(strstr(err.msg, "twice"));
+    uint32_t all_ok[MASK_WORDS];
+    memset(all_ok, 0xff, sizeof all_ok);
+    sx_step_item both = { .seq = a, .tokens = tok, .n = 2, .logits_all = 1, .allow = all_ok };
+    assert_int_equal(sx_engine_step(e, &both, 1, lg, &err), SX_EINVAL);
+    assert_non_null(strstr(err.msg, "logits_all"));
     assert_int_equal(sx_engine_step(e, dup, 1, NULL, &err), SX_EINVAL);
     assert_int_equal(sx_engine_step(e, NULL, 1, lg, &err), SX_EINVAL);
     assert_int_equal(sx_engine_step(e, dup, -1, lg, &err), SX_EINVAL);
@@ -946,6 +1100,7 @@ int main(void)
         cmocka_unit_test(bf16_kv_cache),
         cmocka_unit_test(decode_matches_prefill),
         cmocka_unit_test(batched_sequences_match_alone),
+        cmocka_unit_test(masked_logits_skip_panels),
         cmocka_unit_test(long_step_spans_passes),
         cmocka_unit_test(fork_truncate_free_reuse),
         cmocka_unit_test(full_cache_is_elimit),
