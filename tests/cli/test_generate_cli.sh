@@ -63,13 +63,13 @@ M=(--model "$T/m")
 check "--help names every option" sh -c "for o in --model --prompt --prompt-file --system --schema \
     --choices --regex --json-object --max-tokens --temperature --top-p --top-k --min-p \
     --repetition-penalty --no-repeat-ngram --seed --stream --print-ids --top-logprobs --threads \
-    --int8 --bf16-act --kv-bf16; do grep -q -- \"\$o\" '$T/help.out' || exit 1; done"
+    --int8 --bf16-act --kv-bf16 --dense-logits; do grep -q -- \"\$o\" '$T/help.out' || exit 1; done"
 
 # --- plain generation -------------------------------------------------------
 run g1 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids
 run g2 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids
 check "greedy: exit 0, 12 ids, timings on stderr" sh -c "[ $(rc g1) = 0 ] && \
-    [ \$(echo '$(ids g1)' | wc -w) = 12 ] && grep -q '^TTFT .* ms; prefill .* tokens/s; decode .* tokens/s' '$T/g1.err'"
+    [ \$(echo '$(ids g1)' | wc -w) = 12 ] && grep -q '^TTFT .* ms; prefill .* tokens/s; decode .* tokens/s; total [0-9.]* ms$' '$T/g1.err'"
 check "greedy twice: the same ids" test "$(ids g1)" = "$(ids g2)"
 check "random weights are announced" grep -q "RANDOM weights" "$T/g1.err"
 run s1 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids --temperature 1 --seed 11
@@ -137,6 +137,14 @@ check "--schema: all $total sampled replies validate, tight budgets included" te
 run kv "${M[@]}" --prompt "Extract: Jane, 41." --schema "$T/kanji.json" --max-tokens 16 \
     --temperature 1 --seed 4 --kv-bf16
 check "--kv-bf16: a valid reply" sh -c "[ $(rc kv) = 0 ] && grep -q '^validator: valid' '$T/kv.err'"
+# the LM head skips the panels a mask rules out: the reply and its log-probs
+# are those of computing every logit
+for d in sp dn; do
+    run $d "${M[@]}" --prompt "Extract: Jane, 41." --schema "$T/person.json" --max-tokens 40 \
+        --temperature 1 --seed 9 --top-logprobs 3 --print-ids $([ $d = dn ] && echo --dense-logits)
+done
+check "--dense-logits: same reply, ids and log-probs" sh -c "[ $(rc sp) = 0 ] && [ $(rc dn) = 0 ] &&
+    cmp -s '$T/sp.out' '$T/dn.out' && grep -q '^logprob ' '$T/sp.out'"
 run tf "${M[@]}" --prompt "Extract." --schema "$T/person.json" --top-logprobs 2 --print-ids
 check "--top-logprobs marks grammar-forced tokens" grep -q '^logprob [0-9]* [0-9]* .* forced$' "$T/tf.out"
 run small "${M[@]}" --prompt "Extract." --schema "$T/person.json" --max-tokens 3

@@ -57,7 +57,10 @@ static void usage(FILE *f)
         "                       products: faster prefill on AVX512-BF16 CPUs without AMX,\n"
         "                       logits change slightly (docs/BENCHMARKS.md)\n"
         "  --kv-bf16            keep the KV cache in bf16: half its memory and less to\n"
-        "                       read per decoded token; logits change slightly\n\n"
+        "                       read per decoded token; logits change slightly\n"
+        "  --dense-logits       compute every logit even where the grammar allows only a\n"
+        "                       few tokens (by default the LM head skips the rest); same\n"
+        "                       reply, slower: for comparisons\n\n"
         "Timings (TTFT, prefill and decode tokens/s) go to stderr.  Exit status 0 when\n"
         "a reply was produced (and validates, with --schema), 1 otherwise, 2 on usage.\n");
 }
@@ -196,7 +199,7 @@ int cmd_generate(int argc, char **argv)
     const char *model_dir = NULL, *prompt = NULL, *prompt_file = NULL, *system = NULL;
     const char *schema_path = NULL, *choices = NULL, *regex = NULL;
     int json_object = 0, compact = 0, stream = 0, print_ids = 0, threads = 0, int8 = 0, bf16act = 0;
-    int kvbf16 = 0;
+    int kvbf16 = 0, dense = 0;
     sx_gen_params gp;
     memset(&gp, 0, sizeof gp);
     sx_sampling_default(&gp.sampling);
@@ -210,7 +213,8 @@ int cmd_generate(int argc, char **argv)
             return 0;
         }
         static const char *const flags[] = { "--json-object", "--compact", "--stream", "--print-ids",
-                                             "--int8", "--bf16-act", "--kv-bf16" };
+                                             "--int8", "--bf16-act", "--kv-bf16",
+                                             "--dense-logits" };
         int is_flag = 0;
         for (size_t f = 0; f < sizeof flags / sizeof *flags; f++)
             is_flag |= !strcmp(a, flags[f]);
@@ -222,6 +226,7 @@ int cmd_generate(int argc, char **argv)
             int8 |= !strcmp(a, "--int8");
             bf16act |= !strcmp(a, "--bf16-act");
             kvbf16 |= !strcmp(a, "--kv-bf16");
+            dense |= !strcmp(a, "--dense-logits");
             continue;
         }
         if (strncmp(a, "--", 2) || !strcmp(a, "--")) {
@@ -338,6 +343,7 @@ int cmd_generate(int argc, char **argv)
     eo.weight_mode = int8 ? SX_W_INT8 : SX_W_BF16;
     eo.act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32;
     eo.kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32;
+    eo.dense_logits = dense;
     eo.max_seqs = 1;
     if (sx_engine_new(model, &eo, &eng, &err) || sx_gen_new(eng, tok, NULL, on_event, &st, &gen, &err)) {
         fprintf(stderr, "strux generate: %s\n", err.msg);
@@ -385,9 +391,10 @@ int cmd_generate(int argc, char **argv)
     double decode_ms = total - st.ttft_ms;
     fprintf(stderr, "finish: %s; prompt %d tokens, completion %d tokens (%d forced by the grammar)\n",
             finish_name(st.finish), st.n_prompt, st.n_completion, st.n_forced);
-    fprintf(stderr, "TTFT %.1f ms; prefill %.1f tokens/s; decode %.1f tokens/s\n", st.ttft_ms,
-            st.ttft_ms > 0 ? st.n_prompt / (st.ttft_ms / 1e3) : 0.0,
-            decode_ms > 0 && st.n_completion > 1 ? (st.n_completion - 1) / (decode_ms / 1e3) : 0.0);
+    fprintf(stderr, "TTFT %.1f ms; prefill %.1f tokens/s; decode %.1f tokens/s; total %.1f ms\n",
+            st.ttft_ms, st.ttft_ms > 0 ? st.n_prompt / (st.ttft_ms / 1e3) : 0.0,
+            decode_ms > 0 && st.n_completion > 1 ? (st.n_completion - 1) / (decode_ms / 1e3) : 0.0,
+            total);
     if (st.finish == SX_FINISH_ERROR) {
         fprintf(stderr, "strux generate: %s\n", st.error.msg);
         goto done;
