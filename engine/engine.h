@@ -103,9 +103,10 @@ int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items,
                    float *logits, sx_error *err);
 
 /* sx_engine_step whose masks may still be being written when it starts:
- * ready(ctx) is called once on the calling thread before any `allow` is
- * read (after the layers, when the step has masks), so a caller can fill
- * masks while the model runs.  ready may be NULL. */
+ * ready(ctx) is called on the calling thread before any `allow` is read,
+ * once, after the layers of the first pass that has a masked row (never
+ * when no item has a mask), so a caller can fill masks while the model
+ * runs.  ready may be NULL. */
 int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items,
                           float *logits, void (*ready)(void *ctx), void *ready_ctx,
                           sx_error *err);
