@@ -102,13 +102,16 @@ typedef struct sx_step_item {
 int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items,
                    float *logits, sx_error *err);
 
-/* sx_engine_step whose masks may still be being written when it starts:
- * ready(ctx) is called on the calling thread before any `allow` is read,
- * once, after the layers of the first pass that has a masked row (never
- * when no item has a mask), so a caller can fill masks while the model
- * runs.  ready may be NULL. */
+/* sx_engine_step whose masks may still be being written when it starts,
+ * so a caller can fill them while the model runs.  ready(ctx, wait), on
+ * the calling thread, says whether every mask is written (nonzero), and
+ * with wait set blocks until it is.  Before the LM head of the first pass
+ * with a masked row the engine polls (wait = 0): masks that are ready give
+ * the sparse head; late ones are not waited for: the head computes every
+ * logit, then the engine waits (wait = 1) and applies them.  Never called
+ * when no item has a mask; ready may be NULL (masks are ready). */
 int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items,
-                          float *logits, void (*ready)(void *ctx), void *ready_ctx,
+                          float *logits, int (*ready)(void *ctx, int wait), void *ready_ctx,
                           sx_error *err);
 
 const sx_model *sx_engine_model(const sx_engine *e);

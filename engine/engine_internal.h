@@ -83,8 +83,8 @@ struct sx_engine {
     sx_att_task *tasks;
     uint32_t    *seen;                  /* [max_seqs] step stamp, catches repeats */
     uint32_t     stamp;
-    void       (*ready)(void *);        /* pending sx_engine_step_masked callback */
-    void        *ready_ctx;
+    int        (*ready)(void *, int);   /* sx_engine_step_masked's callback, until */
+    void        *ready_ctx;             /* the masks are known to be written */
 };
 
 

@@ -403,11 +403,11 @@ static void lm_head(pass *p, int n_lg, float *lg_out)
     int masked = 0;
     for (int r = 0; r < n_lg && !masked; r++)
         masked = e->lg_allow[r] != NULL;
-    if (masked && e->ready) {
-        e->ready(e->ready_ctx);
+    /* masks still being filled: compute every logit rather than wait */
+    int late = masked && e->ready && !e->ready(e->ready_ctx, 0);
+    if (masked && !late)
         e->ready = NULL;
-    }
-    int n = masked ? lm_plan(e, n_lg) : -1;
+    int n = masked && !late ? lm_plan(e, n_lg) : -1;
     p->n_lg = n_lg;
     p->lg_out = lg_out;
     if (n < 0) {
@@ -419,6 +419,10 @@ static void lm_head(pass *p, int n_lg, float *lg_out)
         p->mm_acc = 0;
         p->lm_n = n;
         sx_pool_run(e->pool, stage_lm_sparse, p);
+    }
+    if (late) {
+        e->ready(e->ready_ctx, 1);
+        e->ready = NULL;
     }
     if (masked)
         sx_pool_run(e->pool, stage_lm_mask, p);
@@ -615,7 +619,7 @@ int sx_engine_step(sx_engine *e, const sx_step_item *items, int n_items, float *
 }
 
 int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items, float *logits,
-                          void (*ready)(void *ctx), void *ready_ctx, sx_error *err)
+                          int (*ready)(void *ctx, int wait), void *ready_ctx, sx_error *err)
 {
     if (!e || n_items < 0 || (n_items > 0 && (!items || !logits)))
         return sx_err_set(err, SX_EINVAL, "engine step: bad arguments");

@@ -79,6 +79,8 @@ void   gen_masks_stop(sx_gen *g);
  * blocks until all are done. */
 void   gen_masks_post(sx_gen *g, gen_seq **jobs, int n);
 void   gen_masks_wait(sx_gen *g);
+/* 1 when the posted masks are all filled (does not block) */
+int    gen_masks_done(sx_gen *g);
 int    gen_feed_push(gen_seq *s, int32_t tok);
 void   gen_finish(sx_gen *g, gen_seq *s, int finish, const sx_error *error);
 void   gen_reap(sx_gen *g);

@@ -84,6 +84,14 @@ void gen_masks_post(sx_gen *g, gen_seq **jobs, int n)
     pthread_mutex_unlock(&g->mu);
 }
 
+int gen_masks_done(sx_gen *g)
+{
+    pthread_mutex_lock(&g->mu);
+    int done = g->jobs_done >= g->n_jobs;
+    pthread_mutex_unlock(&g->mu);
+    return done;
+}
+
 void gen_masks_wait(sx_gen *g)
 {
     pthread_mutex_lock(&g->mu);

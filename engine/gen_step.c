@@ -267,9 +267,12 @@ static void admit(sx_gen *g, int *n_running)
     }
 }
 
-static void masks_ready(void *g)
+static int masks_ready(void *g, int wait)
 {
+    if (!wait)
+        return gen_masks_done(g);
     gen_masks_wait(g);
+    return 1;
 }
 
 int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
