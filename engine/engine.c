@@ -265,6 +265,11 @@ void sx_engine_free(sx_engine *e)
     free(e);
 }
 
+void sx_engine_lm_stats_get(const sx_engine *e, sx_engine_lm_stats *out)
+{
+    *out = e->lm_stats;
+}
+
 const sx_model *sx_engine_model(const sx_engine *e)
 {
     return e ? e->m : NULL;

@@ -85,6 +85,7 @@ struct sx_engine {
     uint32_t     stamp;
     int        (*ready)(void *, int);   /* sx_engine_step_masked's callback, until */
     void        *ready_ctx;             /* the masks are known to be written */
+    sx_engine_lm_stats lm_stats;
 };
 
 

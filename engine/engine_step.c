@@ -424,8 +424,13 @@ static void lm_head(pass *p, int n_lg, float *lg_out)
         e->ready(e->ready_ctx, 1);
         e->ready = NULL;
     }
-    if (masked)
+    if (masked) {
         sx_pool_run(e->pool, stage_lm_mask, p);
+        int64_t panels = (e->cfg.vocab_rows + SX_PANEL - 1) / SX_PANEL;
+        e->lm_stats.heads++;
+        e->lm_stats.panels_dense += panels;
+        e->lm_stats.panels_computed += n < 0 ? panels : n;
+    }
 }
 
 static void build_tasks(sx_engine *e, pass *p)

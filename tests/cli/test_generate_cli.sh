@@ -145,6 +145,10 @@ for d in sp dn; do
 done
 check "--dense-logits: same reply, ids and log-probs" sh -c "[ $(rc sp) = 0 ] && [ $(rc dn) = 0 ] &&
     cmp -s '$T/sp.out' '$T/dn.out' && grep -q '^logprob ' '$T/sp.out'"
+# "LM head under grammar masks: READ of DENSE panels read": fewer by default
+lm() { sed -n 's/^LM head under grammar masks: \([0-9]*\) of \([0-9]*\) panels read.*/\1 \2/p' "$T/$1.err"; }
+check "the sparse head reads fewer panels; --dense-logits reads them all" sh -c "
+    set -- $(lm sp) $(lm dn); [ \$# = 4 ] && [ \$1 -lt \$2 ] && [ \$3 = \$4 ] && [ \$2 = \$4 ]"
 run tf "${M[@]}" --prompt "Extract." --schema "$T/person.json" --top-logprobs 2 --print-ids
 check "--top-logprobs marks grammar-forced tokens" grep -q '^logprob [0-9]* [0-9]* .* forced$' "$T/tf.out"
 run small "${M[@]}" --prompt "Extract." --schema "$T/person.json" --max-tokens 3

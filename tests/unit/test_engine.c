@@ -793,6 +793,16 @@ static void masked_logits_skip_panels(void **state)
                         fail_msg("%s: sparse and dense logits differ", what);
                 }
             }
+            /* every step had a masked row: one masked head each; the dense
+             * engine read every panel, the sparse one fewer */
+            sx_engine_lm_stats ls, ld;
+            sx_engine_lm_stats_get(e, &ls);
+            sx_engine_lm_stats_get(d, &ld);
+            assert_int_equal(ls.heads, STEPS + 1);
+            assert_int_equal(ld.heads, STEPS + 1);
+            assert_int_equal(ls.panels_dense, (STEPS + 1) * MASK_WORDS);
+            assert_int_equal(ld.panels_computed, ld.panels_dense);
+            assert_true(ls.panels_computed < ls.panels_dense);
             sx_engine_free(e);
             sx_engine_free(d);
         }

@@ -61,7 +61,8 @@ static void usage(FILE *f)
         "  --dense-logits       compute every logit even where the grammar allows only a\n"
         "                       few tokens (by default the LM head skips the rest); same\n"
         "                       reply, slower: for comparisons\n\n"
-        "Timings (TTFT, prefill and decode tokens/s) go to stderr.  Exit status 0 when\n"
+        "Timings (TTFT, prefill and decode tokens/s) go to stderr, and with a grammar how\n"
+        "much of the LM head its masks let the engine skip.  Exit status 0 when\n"
         "a reply was produced (and validates, with --schema), 1 otherwise, 2 on usage.\n");
 }
 
@@ -395,6 +396,13 @@ int cmd_generate(int argc, char **argv)
             st.ttft_ms, st.ttft_ms > 0 ? st.n_prompt / (st.ttft_ms / 1e3) : 0.0,
             decode_ms > 0 && st.n_completion > 1 ? (st.n_completion - 1) / (decode_ms / 1e3) : 0.0,
             total);
+    sx_engine_lm_stats ls;
+    sx_engine_lm_stats_get(eng, &ls);
+    if (ls.heads > 0)
+        fprintf(stderr, "LM head under grammar masks: %lld of %lld panels read (%.1f%%) in %lld "
+                "steps%s\n", (long long)ls.panels_computed, (long long)ls.panels_dense,
+                100.0 * (double)ls.panels_computed / (double)ls.panels_dense, (long long)ls.heads,
+                dense ? " (--dense-logits)" : "");
     if (st.finish == SX_FINISH_ERROR) {
         fprintf(stderr, "strux generate: %s\n", st.error.msg);
         goto done;
