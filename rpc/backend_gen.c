@@ -61,9 +61,14 @@ static void gb_free(void *b)
     free(gb);
 }
 
+static void gb_lm_stats(void *b, sx_engine_lm_stats *out)
+{
+    sx_engine_lm_stats_get(((gen_backend *)b)->e, out);
+}
+
 static const sx_rpc_backend_ops gen_ops = {
     .bind = gb_bind, .add = gb_add, .cancel = gb_cancel, .step = gb_step,
-    .score = gb_score, .kv_capacity = gb_kv, .free = gb_free,
+    .score = gb_score, .kv_capacity = gb_kv, .lm_stats = gb_lm_stats, .free = gb_free,
 };
 
 int sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,

@@ -61,10 +61,12 @@ void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_
     pthread_mutex_unlock(&m->mu);
 }
 
-void rpc_metrics_step(rpc_metrics *m, int batch)
+void rpc_metrics_step(rpc_metrics *m, int batch, const sx_engine_lm_stats *lm)
 {
     pthread_mutex_lock(&m->mu);
     m->steps++;
+    if (lm)
+        m->lm = *lm;
     rpc_hist_add(&m->batch, batch);
     pthread_mutex_unlock(&m->mu);
 }
@@ -125,9 +127,16 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "strux_tokens_total{kind=\"forced\"} %llu\n"
                  "# HELP strux_steps_total Generator steps run.\n"
                  "# TYPE strux_steps_total counter\n"
-                 "strux_steps_total %llu\n",
+                 "strux_steps_total %llu\n"
+                 "# HELP strux_lm_head_panels_total LM-head work under grammar masks, in 32-row "
+                 "panels: what a dense head would read (kind=\"dense\") and what the sparse head "
+                 "read (kind=\"read\").\n"
+                 "# TYPE strux_lm_head_panels_total counter\n"
+                 "strux_lm_head_panels_total{kind=\"dense\"} %lld\n"
+                 "strux_lm_head_panels_total{kind=\"read\"} %lld\n",
                  (unsigned long long)m->tok_prompt, (unsigned long long)m->tok_completion,
-                 (unsigned long long)m->tok_forced, (unsigned long long)m->steps);
+                 (unsigned long long)m->tok_forced, (unsigned long long)m->steps,
+                 (long long)m->lm.panels_dense, (long long)m->lm.panels_computed);
     if (!rc)
         rc = hist(out, "strux_ttft_ms", "Time from receipt to the first output token, ms.",
                   &m->ttft);

@@ -49,6 +49,8 @@ typedef struct sx_rpc_backend_ops {
     int     (*score)(void *b, const int32_t *prompt, int n_prompt, int prefix_len,
                      const sx_ids *labels, size_t n_labels, double *logp, sx_error *err);
     int64_t (*kv_capacity)(void *b); /* tokens the cache holds in all */
+    /* the engine's LM-head counters (engine.h); NULL when there are none */
+    void    (*lm_stats)(void *b, sx_engine_lm_stats *out);
     void    (*free)(void *b);
 } sx_rpc_backend_ops;
 

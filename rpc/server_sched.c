@@ -463,7 +463,11 @@ void *rpc_sched_main(void *arg)
                 }
             } else {
                 n_fail = 0;
-                rpc_metrics_step(&s->metrics, n_live);
+                sx_engine_lm_stats lm;
+                int has_lm = s->be->ops->lm_stats != NULL;
+                if (has_lm)
+                    s->be->ops->lm_stats(s->be->b, &lm);
+                rpc_metrics_step(&s->metrics, n_live, has_lm ? &lm : NULL);
             }
         }
         pthread_mutex_lock(&s->mu);

@@ -261,6 +261,12 @@ check "GET /metrics counts requests, tokens, latency, cache hits" sh -c "
     echo '$M' | grep -q '^strux_ttft_ms_bucket{le=\"+Inf\"} [1-9]' &&
     echo '$M' | grep -q '^strux_batch_size_count [1-9]' &&
     echo '$M' | grep -q '^strux_schema_cache_hits_total [1-9]'"
+# schema requests ran masked steps: the sparse LM head read fewer panels than
+# a dense head would have
+LMD=$(echo "$M" | sed -n 's/^strux_lm_head_panels_total{kind="dense"} //p')
+LMR=$(echo "$M" | sed -n 's/^strux_lm_head_panels_total{kind="read"} //p')
+check "GET /metrics: LM-head panels read under masks (${LMR:-?} of ${LMD:-?})" sh -c "
+    [ '${LMD:-0}' -gt 0 ] && [ '${LMR:-0}' -gt 0 ] && [ '${LMR:-0}' -lt '${LMD:-0}' ]"
 "$PY" - "$T/chat.json" <<'PY'
 import json, sys
 schema = json.load(open("schemas/contact_card.json"))
