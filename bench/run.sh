@@ -38,3 +38,12 @@ if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch, transformers" 2
 else
     echo "(transformers peer skipped: 'make fixtures' installs torch and transformers into .venv)"
 fi
+# Schema-constrained generation: strux (sparse LM head), strux --dense-logits
+# and, when the venv has XGrammar, transformers + XGrammar on the same files.
+if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch, transformers, xgrammar" 2>/dev/null; then
+    echo "== schema-constrained generation, $MODEL, $T threads: strux vs transformers + XGrammar =="
+    STRUX_BUILD="$B" bench/constrained_alternate.sh --model "$MODEL" --threads "$T" --rounds 3
+else
+    echo "== schema-constrained generation, $MODEL, $T threads: strux (peer skipped: pip install xgrammar==0.2.9 into .venv) =="
+    STRUX_BUILD="$B" bench/constrained_alternate.sh --model "$MODEL" --threads "$T" --rounds 3 --no-peer
+fi
