@@ -103,6 +103,15 @@ void sx_avx512_bf16_to_f32(float *y, const uint16_t *x, size_t n);
 void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, int nj, int hd,
                       float scale, int vis0, int vstep, float *m, float *l, float *acct,
                       float *kpad);
+/* The same on AVX512-BF16 dot products, for the bf16-activation mode: q,
+ * k, the probabilities and v are rounded to bf16 (nearest even) and
+ * multiplied in pairs with f32 sums -- about half the instructions, with
+ * results within ~2^-8 of each term's size of sx_avx512_att_qt's.  Only
+ * where sx_dpbf16_usable(); head_dim above 256 or odd falls back to
+ * sx_avx512_att_qt. */
+void sx_avx512_att_qt_dp(const float *qt, const float *kt, const float *v, int bt, int nj,
+                         int hd, float scale, int vis0, int vstep, float *m, float *l,
+                         float *acct, float *kpad);
 /* int8 through AVX512-VNNI (SX_Q8_VNNI weights), which the AMX path uses. */
 void sx_vnni_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
                    float *y, long ldy, int r0, int r1, int accumulate);

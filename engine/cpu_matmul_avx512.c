@@ -497,14 +497,49 @@ INL void pv_slice(const float *v, int hd, int nk, int e, int ne, const __m512 co
         }
 }
 
+/* The online softmax step over one sub-block's scores s (16 keys x 32
+ * lanes): key j0+j is visible to lanes u >= vis0 + (j0+j)*vstep (the rest
+ * and keys j >= nk score -inf); s becomes the probabilities e^(s*scale-m),
+ * m and l move on, and corr is what earlier sums must be scaled by. */
+INL void softmax16(float s[16][32], int nk, int j0, int vis0, int vstep, float scale, float *m,
+                   float *l, __m512 corr[2])
+{
+    const __m512i lane0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i lane1 = _mm512_add_epi32(lane0, _mm512_set1_epi32(16));
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), sc = _mm512_set1_ps(scale);
+    __mmask16 vm[16][2];
+    __m512 mx[2] = { ninf, ninf };
+    for (int j = 0; j < 16; j++) {
+        int th = j < nk ? vis0 + (j0 + j) * vstep : 1 << 30;
+        __m512i t = _mm512_set1_epi32(th);
+        vm[j][0] = _mm512_cmpge_epi32_mask(lane0, t);
+        vm[j][1] = _mm512_cmpge_epi32_mask(lane1, t);
+        for (int h = 0; h < 2; h++)
+            mx[h] = _mm512_mask_max_ps(mx[h], vm[j][h], mx[h],
+                                       _mm512_mul_ps(_mm512_loadu_ps(s[j] + 16 * h), sc));
+    }
+    for (int h = 0; h < 2; h++) {
+        __m512 mo = _mm512_loadu_ps(m + 16 * h), mn = _mm512_max_ps(mo, mx[h]);
+        /* lanes that have seen no key yet stay at -inf: e^(-inf) as
+         * exp16's floor, times their zero sums */
+        corr[h] = exp16(_mm512_sub_ps(mo, mn));
+        _mm512_storeu_ps(m + 16 * h, mn);
+        __m512 sum = _mm512_setzero_ps();
+        for (int j = 0; j < nk; j++) {
+            __m512 pj = _mm512_maskz_mov_ps(
+                vm[j][h], exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s[j] + 16 * h), sc, mn)));
+            _mm512_storeu_ps(s[j] + 16 * h, pj);
+            sum = _mm512_add_ps(sum, pj);
+        }
+        _mm512_storeu_ps(l + 16 * h, _mm512_fmadd_ps(_mm512_loadu_ps(l + 16 * h), corr[h], sum));
+    }
+}
+
 TGT void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, int nj, int hd,
                           float scale, int vis0, int vstep, float *m, float *l, float *acct,
                           float *kpad)
 {
     float s[16][32];
-    const __m512i lane0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i lane1 = _mm512_add_epi32(lane0, _mm512_set1_epi32(16));
-    const __m512 ninf = _mm512_set1_ps(-INFINITY), sc = _mm512_set1_ps(scale);
     for (int j0 = 0; j0 < nj; j0 += 16) {
         int nk = nj - j0 < 16 ? nj - j0 : 16;
         const float *kc = kt + j0;
@@ -519,39 +554,142 @@ TGT void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int 
             ldk = 16;
         }
         qk16(qt, kc, ldk, nk, hd, s);
-        /* visible: key j0+j to lanes u >= vis0 + (j0+j)*vstep; masked scores -inf */
-        __mmask16 vm[16][2];
-        __m512 mx[2] = { ninf, ninf };
-        for (int j = 0; j < 16; j++) {
-            int th = j < nk ? vis0 + (j0 + j) * vstep : 1 << 30;
-            __m512i t = _mm512_set1_epi32(th);
-            vm[j][0] = _mm512_cmpge_epi32_mask(lane0, t);
-            vm[j][1] = _mm512_cmpge_epi32_mask(lane1, t);
-            for (int h = 0; h < 2; h++)
-                mx[h] = _mm512_mask_max_ps(mx[h], vm[j][h], mx[h],
-                                           _mm512_mul_ps(_mm512_loadu_ps(s[j] + 16 * h), sc));
-        }
         __m512 corr[2];
-        for (int h = 0; h < 2; h++) {
-            __m512 mo = _mm512_loadu_ps(m + 16 * h), mn = _mm512_max_ps(mo, mx[h]);
-            /* lanes that have seen no key yet stay at -inf: e^(-inf) as
-             * exp16's floor, times their zero sums */
-            corr[h] = exp16(_mm512_sub_ps(mo, mn));
-            _mm512_storeu_ps(m + 16 * h, mn);
-            __m512 sum = _mm512_setzero_ps();
-            for (int j = 0; j < nk; j++) {
-                __m512 pj = _mm512_maskz_mov_ps(
-                    vm[j][h], exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s[j] + 16 * h), sc, mn)));
-                _mm512_storeu_ps(s[j] + 16 * h, pj);
-                sum = _mm512_add_ps(sum, pj);
-            }
-            _mm512_storeu_ps(l + 16 * h, _mm512_fmadd_ps(_mm512_loadu_ps(l + 16 * h), corr[h], sum));
-        }
+        softmax16(s, nk, j0, vis0, vstep, scale, m, l, corr);
         int e = 0;
         for (; e + 8 <= hd; e += 8)
             pv_slice(v + (size_t)j0 * hd, hd, nk, e, 8, corr, s, acct);
         if (e < hd)
             pv_slice(v + (size_t)j0 * hd, hd, nk, e, hd - e, corr, s, acct);
+    }
+}
+
+/* ---- the same attention on bf16 dot products --------------------------------
+ * For the bf16-activation mode (SX_ACT_BF16): Q.K over pairs of dims and
+ * P.V over pairs of keys with vdpbf16ps, q, k, p and v rounded to bf16
+ * (nearest even) and sums kept in f32 -- half the instructions per
+ * product, what bf16 frameworks' attention does.  The softmax is the f32
+ * kernel's. */
+#define TGT_DP __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+enum { SX_ATT_DP_MAX_HD2 = 128 };   /* head_dim up to 256: the pair buffers live on the stack */
+#define INL_DP static inline __attribute__((always_inline)) TGT_DP
+
+/* 32-bit lanes holding (a[i], b[i]) rounded to bf16, a in the low half:
+ * a vdpbf16ps operand */
+INL_DP __m512i pair16(__m512 a, __m512 b)
+{
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* s[j][0..31] = q_u . k_j over bf16 pairs: qp[d2][32 lanes], kp[d2][16 keys] */
+INL_DP void qk16_dp(const uint32_t *qp, const uint32_t *kp, int nk, int hd2, float s[16][32])
+{
+    for (int h = 0; h < 2; h++) {
+        __m512 a[8][2];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++)
+            a[j][0] = a[j][1] = _mm512_setzero_ps();
+        if (nk > h * 8)
+            for (int d = 0; d < hd2; d++) {
+                __m512bh q0 = (__m512bh)_mm512_loadu_si512(qp + (size_t)d * 32);
+                __m512bh q1 = (__m512bh)_mm512_loadu_si512(qp + (size_t)d * 32 + 16);
+                const uint32_t *kr = kp + (size_t)d * 16 + h * 8;
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) {
+                    __m512bh kb = (__m512bh)_mm512_set1_epi32((int)kr[j]);
+                    a[j][0] = _mm512_dpbf16_ps(a[j][0], q0, kb);
+                    a[j][1] = _mm512_dpbf16_ps(a[j][1], q1, kb);
+                }
+            }
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            _mm512_storeu_ps(s[h * 8 + j], a[j][0]);
+            _mm512_storeu_ps(s[h * 8 + j] + 16, a[j][1]);
+        }
+    }
+}
+
+/* acct[e..e+ne) = corr * acct + sum over key pairs of pp[jp][lanes] .
+ * vp[jp][e..] */
+INL_DP void pv_slice_dp(const uint32_t *vp, int hd, int np, int e, int ne, const __m512 corr[2],
+                        const uint32_t *pp, float *acct)
+{
+    __m512 o[8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        o[i][0] = o[i][1] = _mm512_setzero_ps();
+        if (i < ne) {
+            o[i][0] = _mm512_mul_ps(corr[0], _mm512_loadu_ps(acct + (size_t)(e + i) * 32));
+            o[i][1] = _mm512_mul_ps(corr[1], _mm512_loadu_ps(acct + (size_t)(e + i) * 32 + 16));
+        }
+    }
+    for (int jp = 0; jp < np; jp++) {
+        __m512bh p0 = (__m512bh)_mm512_loadu_si512(pp + (size_t)jp * 32);
+        __m512bh p1 = (__m512bh)_mm512_loadu_si512(pp + (size_t)jp * 32 + 16);
+        const uint32_t *vr = vp + (size_t)jp * hd + e;
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            if (i < ne) {
+                __m512bh vb = (__m512bh)_mm512_set1_epi32((int)vr[i]);
+                o[i][0] = _mm512_dpbf16_ps(o[i][0], p0, vb);
+                o[i][1] = _mm512_dpbf16_ps(o[i][1], p1, vb);
+            }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        if (i < ne) {
+            _mm512_storeu_ps(acct + (size_t)(e + i) * 32, o[i][0]);
+            _mm512_storeu_ps(acct + (size_t)(e + i) * 32 + 16, o[i][1]);
+        }
+}
+
+TGT_DP void sx_avx512_att_qt_dp(const float *qt, const float *kt, const float *v, int bt, int nj,
+                                int hd, float scale, int vis0, int vstep, float *m, float *l,
+                                float *acct, float *kpad)
+{
+    if (hd > 2 * SX_ATT_DP_MAX_HD2 || hd % 2) {
+        sx_avx512_att_qt(qt, kt, v, bt, nj, hd, scale, vis0, vstep, m, l, acct, kpad);
+        return;
+    }
+    uint32_t qp[SX_ATT_DP_MAX_HD2 * 32], kp[SX_ATT_DP_MAX_HD2 * 16];
+    uint32_t vp[8 * 2 * SX_ATT_DP_MAX_HD2], pp[8 * 32];
+    float s[16][32];
+    int hd2 = hd / 2;
+    for (int d = 0; d < hd2; d++)
+        for (int h = 0; h < 2; h++)
+            _mm512_storeu_si512(qp + (size_t)d * 32 + 16 * h,
+                                pair16(_mm512_loadu_ps(qt + (size_t)(2 * d) * 32 + 16 * h),
+                                       _mm512_loadu_ps(qt + (size_t)(2 * d + 1) * 32 + 16 * h)));
+    const __m512 zero = _mm512_setzero_ps();
+    for (int j0 = 0; j0 < nj; j0 += 16) {
+        int nk = nj - j0 < 16 ? nj - j0 : 16, np = (nk + 1) / 2;
+        /* masked loads: keys past nk are zero and nothing past the block is read */
+        __mmask16 km = lanes(nk);
+        for (int d = 0; d < hd2; d++)
+            _mm512_storeu_si512(kp + (size_t)d * 16,
+                                pair16(_mm512_maskz_loadu_ps(km, kt + (size_t)(2 * d) * bt + j0),
+                                       _mm512_maskz_loadu_ps(km, kt + (size_t)(2 * d + 1) * bt + j0)));
+        qk16_dp(qp, kp, nk, hd2, s);
+        __m512 corr[2];
+        softmax16(s, nk, j0, vis0, vstep, scale, m, l, corr);
+        for (int jp = 0; jp < np; jp++) {
+            int j = 2 * jp, odd = j + 1 < nk;
+            const float *v0 = v + (size_t)(j0 + j) * hd, *v1 = v0 + hd;
+            for (int h = 0; h < 2; h++)
+                _mm512_storeu_si512(pp + (size_t)jp * 32 + 16 * h,
+                                    pair16(_mm512_loadu_ps(s[j] + 16 * h),
+                                           odd ? _mm512_loadu_ps(s[j + 1] + 16 * h) : zero));
+            for (int d = 0; d < hd; d += 16) {
+                __mmask16 dm = lanes(hd - d);
+                _mm512_mask_storeu_epi32(vp + (size_t)jp * hd + d, dm,
+                                         pair16(_mm512_maskz_loadu_ps(dm, v0 + d),
+                                                odd ? _mm512_maskz_loadu_ps(dm, v1 + d) : zero));
+            }
+        }
+        for (int e = 0; e < hd; e += 8)
+            pv_slice_dp(vp, hd, np, e, hd - e < 8 ? hd - e : 8, corr, pp, acct);
     }
 }
 
@@ -627,6 +765,12 @@ void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, 
 {
     (void)qt; (void)kt; (void)v; (void)bt; (void)nj; (void)hd; (void)scale; (void)vis0;
     (void)vstep; (void)m; (void)l; (void)acct; (void)kpad;
+}
+void sx_avx512_att_qt_dp(const float *qt, const float *kt, const float *v, int bt, int nj,
+                         int hd, float scale, int vis0, int vstep, float *m, float *l,
+                         float *acct, float *kpad)
+{
+    sx_avx512_att_qt(qt, kt, v, bt, nj, hd, scale, vis0, vstep, m, l, acct, kpad);
 }
 void sx_avx512_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 {

@@ -185,6 +185,7 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
             goto fail;
         }
         e->mm_bf16 = sx_dpbf16_mm_bf16;
+        e->att_dp = 1;
         e->path_name = "avx512-bf16act";
     }
     if ((rc = sx_pool_new(o.n_threads, &e->pool, err)))

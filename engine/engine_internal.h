@@ -56,6 +56,7 @@ struct sx_engine {
     void                 (*mm_bf16)(const uint16_t *wp, int k, const float *xp, int n_tok,
                                     float *y, long ldy, int r0, int r1, int accumulate);
     const char            *path_name;
+    int                    att_dp;      /* prefill attention on bf16 dot products (SX_ACT_BF16) */
     sx_elayer             *layers;
     sx_wmat                lm_head;
     void                  *wmem;        /* packed weights (mmap) */

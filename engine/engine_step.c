@@ -252,8 +252,9 @@ static void att_task_lanes(pass *p, const sx_att_task *tk, float *scr, float *kv
         for (int b = 0; b <= last / bt; b++) {
             const float *kt = block_f32(e, blocks[b], p->layer, tk->kvh, kvs);
             int j0 = b * bt, nj = last - j0 + 1 < bt ? last - j0 + 1 : bt;
-            sx_avx512_att_qt(qt, kt, kt + (size_t)bt * hd, bt, nj, hd, e->att_scale,
-                             (j0 - first) * G, G, m, l, acct, kpad);
+            (e->att_dp ? sx_avx512_att_qt_dp : sx_avx512_att_qt)(
+                qt, kt, kt + (size_t)bt * hd, bt, nj, hd, e->att_scale, (j0 - first) * G, G, m, l,
+                acct, kpad);
         }
         for (int u = 0; u < nq; u++) {
             size_t t = (size_t)s->row0 + g0 + u / G;

@@ -230,13 +230,26 @@ static void run_path(int path)
 
 /* attention with the queries in lanes (AVX-512): against a double
  * softmax over the keys each lane may see (causal thresholds), fed block by
- * block as the engine feeds it */
+ * block as the engine feeds it.  The bf16 dot-product form (where the CPU
+ * has AVX512-BF16) against the same softmax of q, k and v rounded to bf16:
+ * what is left is its bf16 probabilities, within 2^-8 of each term. */
+static double bf16r(float x)
+{
+    return sx_bf16_to_f32(sx_f32_to_bf16(x));
+}
+
 static void att_queries_in_lanes(void **state)
 {
     (void)state;
     if (!sx_cpu_kernels_for(SX_CPU_AVX512)) {
         fprintf(stderr, "(no AVX-512: queries-in-lanes attention skipped)\n");
         return;
+    }
+    double dp_worst = 0;
+    for (int dp = 0; dp < 2; dp++) {
+    if (dp && !sx_dpbf16_usable()) {
+        fprintf(stderr, "(no AVX512-BF16: the bf16 attention kernel skipped)\n");
+        break;
     }
     static const int hds[] = { 8, 40, 128, 67 };
     static const int bts[] = { 16, 5, 33 };
@@ -257,14 +270,16 @@ static void att_queries_in_lanes(void **state)
                     assert_non_null(qt); assert_non_null(acct); assert_non_null(kt);
                     assert_non_null(v); assert_non_null(kpad); assert_non_null(keys);
                     assert_non_null(vals);
+                    /* odd head_dim: the bf16 kernel falls back to the f32 one */
+                    int rd = dp && hd % 2 == 0;
                     for (int u = 0; u < nq; u++)
                         for (int d = 0; d < hd; d++)
                             qt[d * 32 + u] = (float)(urand() * 3.0);
                     for (int j = 0; j < n; j++)
                         for (int d = 0; d < hd; d++) {
                             float kk = (float)(urand() * 2.0), vv = (float)urand();
-                            keys[j * hd + d] = kk;
-                            vals[j * hd + d] = vv;
+                            keys[j * hd + d] = rd ? bf16r(kk) : kk;
+                            vals[j * hd + d] = rd ? bf16r(vv) : vv;
                             kt[(size_t)(j / bt) * hd * bt + (size_t)d * bt + j % bt] = kk;
                             v[(size_t)(j / bt) * bt * hd + (size_t)(j % bt) * hd + d] = vv;
                         }
@@ -275,9 +290,9 @@ static void att_queries_in_lanes(void **state)
                     float scale = 1.0f / sqrtf((float)hd);
                     for (int b = 0; b < nb; b++) {
                         int nj = n - b * bt < bt ? n - b * bt : bt;
-                        sx_avx512_att_qt(qt, kt + (size_t)b * hd * bt, v + (size_t)b * bt * hd, bt,
-                                         nj, hd, scale, vs ? base + b * bt * vs : 0, vs, m, l,
-                                         acct, kpad);
+                        (dp ? sx_avx512_att_qt_dp : sx_avx512_att_qt)(
+                            qt, kt + (size_t)b * hd * bt, v + (size_t)b * bt * hd, bt, nj, hd,
+                            scale, vs ? base + b * bt * vs : 0, vs, m, l, acct, kpad);
                     }
                     for (int u = 0; u < nq; u++) {
                         double s[100], mx = -INFINITY, sum = 0;
@@ -287,7 +302,8 @@ static void att_queries_in_lanes(void **state)
                                 continue;
                             double dot = 0;
                             for (int d = 0; d < hd; d++)
-                                dot += (double)qt[d * 32 + u] * keys[j * hd + d];
+                                dot += (rd ? bf16r(qt[d * 32 + u]) : (double)qt[d * 32 + u]) *
+                                       keys[j * hd + d];
                             s[j] = dot * scale;
                             mx = fmax(mx, s[j]);
                         }
@@ -299,13 +315,20 @@ static void att_queries_in_lanes(void **state)
                                 ref += s[j] * vals[j * hd + d];
                             ref /= sum;
                             double got = acct[d * 32 + u] / l[u];
-                            if (!(fabs(got - ref) <= 2e-6))
-                                fail_msg("att_qt hd=%d bt=%d nq=%d step=%d lane %d d%d: %.8g vs %.8g",
-                                         hd, bt, nq, vs, u, d, got, ref);
+                            if (rd)
+                                dp_worst = fmax(dp_worst, fabs(got - ref));
+                            if (!(fabs(got - ref) <= (rd ? 4e-3 : 2e-6)))
+                                fail_msg("att_qt%s hd=%d bt=%d nq=%d step=%d lane %d d%d: %.8g "
+                                         "vs %.8g", dp ? "_dp" : "", hd, bt, nq, vs, u, d, got, ref);
                         }
                     }
                     free(qt); free(acct); free(kt); free(v); free(kpad); free(keys); free(vals);
                 }
+    }
+    if (sx_dpbf16_usable()) {
+        print_message("bf16 attention: worst %.3g from the rounded-input softmax\n", dp_worst);
+        assert_true(dp_worst > 2e-6);   /* its probabilities are bf16: not the f32 kernel */
+    }
 }
 
 static void scalar_path(void **state) { (void)state; run_path(SX_CPU_SCALAR); }
