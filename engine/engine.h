@@ -30,10 +30,10 @@ typedef enum sx_weight_mode {
 
 /* Precision of the activations in matrix products.  F32 (the default) is
  * held to the reference within f32 rounding.  BF16 rounds them to bf16 in
- * products of 12 or more tokens (prefill, large batches), as bf16
- * frameworks do, for about twice the prefill speed on CPUs with
- * AVX512-BF16 and no AMX; logits move by ~1e-2 (docs/BENCHMARKS.md has
- * the perplexity change).  AMX CPUs keep their f32-accurate tile products,
+ * products of 12 or more tokens (prefill, large batches), and rounds q, k,
+ * v and the probabilities in prefill attention, as bf16 frameworks do, for
+ * about twice the prefill speed on CPUs with AVX512-BF16 and no AMX;
+ * logits move by ~1e-2 (docs/BENCHMARKS.md has the perplexity change).  AMX CPUs keep their f32-accurate tile products,
  * which are faster still; other CPUs answer SX_EUNSUPPORTED. */
 typedef enum sx_act_mode {
     SX_ACT_F32  = 0,
