@@ -200,9 +200,8 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
     e->seen = calloc((size_t)o.max_seqs, sizeof *e->seen);
     int panels = (c->vocab_rows + SX_PANEL - 1) / SX_PANEL;
     e->lm_panels = malloc((size_t)panels * sizeof *e->lm_panels);
-    e->lm_need = malloc((size_t)panels);
     e->dense_logits = o.dense_logits != 0;
-    if (!e->layers || !e->inv_freq || !e->seen || !e->lm_panels || !e->lm_need) {
+    if (!e->layers || !e->inv_freq || !e->seen || !e->lm_panels) {
         rc = sx_err_set(err, SX_ENOMEM, "engine: out of memory");
         goto fail;
     }
@@ -257,7 +256,6 @@ void sx_engine_free(sx_engine *e)
     free(e->lg_rows);
     free(e->lg_allow);
     free(e->lm_panels);
-    free(e->lm_need);
     free(e->row_seg);
     free(e->thr);
     free(e->segs);

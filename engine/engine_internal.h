@@ -74,7 +74,6 @@ struct sx_engine {
     int32_t *row_seg, *lg_rows;
     const uint32_t **lg_allow;          /* [cap] mask of each logits row or NULL */
     int32_t *lm_panels;                 /* LM-head panels a masked pass computes */
-    uint8_t *lm_need;                   /* [panels] scratch for the above */
     float   *thr;                       /* per-thread scratch */
     size_t   thr_floats;
     size_t   thr_kv_off;     /* floats into a thread's scratch: bf16 KV widening */

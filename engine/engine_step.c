@@ -339,16 +339,14 @@ static int lm_plan(sx_engine *e, int n_lg)
     for (int r = 0; r < n_lg; r++)
         if (!e->lg_allow[r])
             return -1;
-    memset(e->lm_need, 0, (size_t)panels);
-    for (int r = 0; r < n_lg; r++) {
-        const uint32_t *a = e->lg_allow[r];
-        for (int w = 0; w < panels; w++)
-            e->lm_need[w] |= a[w] != 0;
-    }
     int n = 0;
-    for (int w = 0; w < panels; w++)
-        if (e->lm_need[w])
+    for (int w = 0; w < panels; w++) {
+        int need = 0;
+        for (int r = 0; r < n_lg && !need; r++)
+            need = e->lg_allow[r][w] != 0;
+        if (need)
             e->lm_panels[n++] = w;
+    }
     /* nearly all (a string's mask): the plain split is as good */
     return n > panels - panels / 16 ? -1 : n;
 }
