@@ -2,13 +2,14 @@
 #   make run    set up and run the main job
 #   make test   set up and pass the tests
 #
-# Sources are discovered by folder, so adding a file needs no edit here:
-#   common/ engine/ grammar/ rpc/   -> $(BUILD)/libstrux.a
+# Sources are discovered by folder (subfolders too), so adding a file needs no edit here:
+#   common/ engine/** grammar/** kernels/*.c rpc/ -> $(BUILD)/libstrux.a
 #   tools/strux/*.c                 -> $(BUILD)/strux
 #   tools/struxd/*.c                -> $(BUILD)/struxd   (the server)
 #   tests/unit/test_*.c             -> $(BUILD)/tests/test_*   (one cmocka binary each)
 #   tests/fuzz/fuzz_*.c             -> build-fuzz/fuzz_*         (clang libFuzzer)
 #   kernels/*.cu                    -> $(BUILD)/libstrux_cuda.a  (when nvcc is found; CUDA=0 skips)
+# The layout's dependency rules are checked by tools/check_layout.py (make check-layout).
 
 BUILD    ?= build
 SAN      ?= 0
@@ -29,7 +30,8 @@ ifeq ($(SAN),1)
 endif
 
 MODULES   ?= common engine grammar kernels rpc
-LIB_SRC   := $(wildcard $(addsuffix /*.c,$(MODULES)))
+# every .c below a module folder, in a stable order
+LIB_SRC   := $(sort $(shell find $(MODULES) -name '*.c'))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB       := $(BUILD)/libstrux.a
 
@@ -46,7 +48,7 @@ TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(wildcard tests/unit/helpers/*.c)
 TEST_HOBJ := $(TEST_HELP:%.c=$(BUILD)/obj/%.o)
 
-CU_SRC    := $(wildcard kernels/*.cu)
+CU_SRC    := $(sort $(shell find kernels -name '*.cu'))
 CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
 CU_LIB    := $(BUILD)/libstrux_cuda.a
 GPU_TEST_SRC := $(wildcard tests/gpu/*.c)
@@ -61,14 +63,14 @@ ifeq ($(CUDA),1)
   ALL += $(CU_LIB) $(BUILD)/strux_gpu_tests
 endif
 
-.PHONY: all deps test test-run asan fuzz fuzz-smoke run bench fixtures clean cuda help
+.PHONY: all deps test test-run check-layout asan fuzz fuzz-smoke run bench fixtures clean cuda help
 # keep objects made through pattern chains (tests, fuzz) between runs
 .SECONDARY:
 all: $(ALL)
 
 help:
 	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
-	@echo "targets: all deps test asan fuzz fuzz-smoke run bench fixtures cuda clean"
+	@echo "targets: all deps test check-layout asan fuzz fuzz-smoke run bench fixtures cuda clean"
 
 deps:
 	@bash tools/install_deps.sh
@@ -97,8 +99,12 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: $(TEST_BIN) $(TOOLS)
+test-run: $(TEST_BIN) $(TOOLS) check-layout
 	@STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) bash tests/run_tests.sh $(TEST_BIN) $(if $(TOOLS),$(CLI_TESTS))
+
+# which folder may include which (README "Layout"); fails on any violation
+check-layout:
+	@python3 tools/check_layout.py
 
 # under ASan the server end-to-end test sends a spread subset of its requests
 asan:

@@ -32,10 +32,10 @@
 #include <time.h>
 
 #include "common/sx_error.h"
-#include "engine/cpu_kernels.h"
-#include "engine/engine.h"
-#include "engine/model.h"
-#include "engine/threadpool.h"
+#include "engine/cpu/cpu_kernels.h"
+#include "engine/cpu/engine.h"
+#include "engine/model/model.h"
+#include "engine/cpu/threadpool.h"
 
 static double now(void)
 {

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/cpu_kernels.h"
+#include "engine/cpu/cpu_kernels.h"
 
 static double now(void)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/sampler.h"
+#include "engine/sampler/sampler.h"
 
 #define ROWS 151936
 #define VALID 151669

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "common/sx_error.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 typedef struct text {
     char *s;

@@ -1,5 +1,11 @@
 /* sx_gen: constrained generation for many sequences at once.
  *
+ * Public header of engine/ itself (generation: gen*.c), beside perplexity.h.
+ * The engine's parts are subfolders, each with one contract header:
+ * engine/tokenizer/ (tokenizer.h), engine/model/ (model.h), engine/cpu/
+ * (engine.h), engine/sampler/ (sampler.h).  engine/ never includes rpc/
+ * (tools/check_layout.py).
+ *
  * An sx_gen drives one sx_engine: callers add requests (a prompt in token
  * ids, an optional compiled grammar, sampling params, a token budget) and
  * call sx_gen_step repeatedly.  Each step runs one batched forward pass over
@@ -25,9 +31,9 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "common/sx_error.h"
-#include "engine/engine.h"
-#include "engine/sampler.h"
-#include "engine/tokenizer.h"
+#include "engine/cpu/engine.h"
+#include "engine/sampler/sampler.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
 
 typedef struct sx_gen sx_gen;

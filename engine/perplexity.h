@@ -1,5 +1,7 @@
 /* sx_ppl: sliding-window perplexity of a token sequence under an sx_engine.
  *
+ * Public header of engine/ itself (perplexity.c), beside generate.h.
+ *
  * Windows follow the Hugging Face perplexity guide: window k covers tokens
  * [k*stride, min(k*stride + window, n)) and the last window is the first
  * that reaches token n.  The first window scores every token but its first
@@ -33,8 +35,8 @@
 #include <stdint.h>
 
 #include "common/sx_error.h"
-#include "engine/engine.h"
-#include "engine/tokenizer.h"
+#include "engine/cpu/engine.h"
+#include "engine/tokenizer/tokenizer.h"
 
 /* Called on the calling thread after each chunk with the tokens scored so
  * far and the total to score. */

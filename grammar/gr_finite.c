@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "grammar/gr_compile_internal.h"
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 
 /* The retrieval URI the root document is served under when the schema
  * refers into it (its own $id, if any, still sets the base). */

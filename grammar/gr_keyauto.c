@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "grammar/gr_compile_internal.h"
-#include "grammar/regex.h"
+#include "grammar/regex/regex.h"
 
 #define KA_MAX_STATES 4096
 #define KA_MAX_PATTERNS 16

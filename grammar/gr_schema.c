@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/formats.h"
+#include "grammar/formats/formats.h"
 #include "grammar/gr_compile_internal.h"
-#include "grammar/regex.h"
-#include "grammar/validator.h"
+#include "grammar/regex/regex.h"
+#include "grammar/validator/validator.h"
 
 enum {
     T_NULL = 1, T_BOOL = 2, T_INT = 4, T_NUM = 8, T_STR = 16, T_OBJ = 32, T_ARR = 64,

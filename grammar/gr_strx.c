@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/formats.h"
+#include "grammar/formats/formats.h"
 #include "grammar/gr_compile_internal.h"
-#include "grammar/regex.h"
+#include "grammar/regex/regex.h"
 
 int gc_keep_re(gc_ctx *c, sx_re *re)
 {

@@ -1,5 +1,11 @@
 /* sx_gr / sx_matcher: JSON Schema -> token-level automaton that masks logits.
  *
+ * Contract of grammar/: the schema compiler and the matcher (gr_*.c).  The
+ * parts that stand alone are subfolders with contracts of their own:
+ * grammar/regex/, grammar/formats/, grammar/validator/, grammar/vocab/.
+ * grammar/ depends on common/, jansson and PCRE2 only, never on engine/, rpc/
+ * or kernels/ (tools/check_layout.py checks it).
+ *
  * A schema compiles into an sx_grammar: a graph of typed nodes (object,
  * array, string, number, literal set) that a matcher runs as a program
  * over bytes, with its own small state per open value (properties seen,
@@ -13,7 +19,7 @@
  * What cannot be enforced exactly is a compile error (SX_EUNSUPPORTED) that
  * names the keyword and its JSON Pointer -- never a looser grammar.
  *
- * Threads and ownership: an sx_vocab (grammar/vocab.h) is built once per
+ * Threads and ownership: an sx_vocab (grammar/vocab/vocab.h) is built once per
  * tokenizer and must outlive the grammars compiled against it.  A compiled
  * grammar is immutable and shared read-only by any number of matchers on
  * any threads; it must outlive them.  A matcher belongs to one sequence and
@@ -26,7 +32,7 @@
 #include <stdint.h>
 
 #include "common/sx_error.h"
-#include "grammar/vocab.h"
+#include "grammar/vocab/vocab.h"
 
 typedef struct sx_grammar sx_grammar;
 typedef struct sx_matcher sx_matcher;

@@ -1,5 +1,5 @@
 /* sx_cuda_engine: the Qwen3 forward pass on one NVIDIA GPU, with the
- * operations and contracts of the CPU engine (engine/engine.h) so that a
+ * operations and contracts of the CPU engine (engine/cpu/engine.h) so that a
  * backend table can put either behind `--device cpu|cuda`.
  *
  * Numerics: weights bf16 as loaded; the residual stream, norms, softmax and
@@ -29,9 +29,9 @@ extern "C" {
 #endif
 
 #include "common/sx_error.h"
-#include "engine/engine.h"
-#include "engine/model.h"
-#include "engine/sampler.h"
+#include "engine/cpu/engine.h"
+#include "engine/model/model.h"
+#include "engine/sampler/sampler.h"
 
 #define SX_CUDA_PASS_TOKENS 4096
 #define SX_CUDA_MAX_GRAPH_BATCH 256
@@ -81,7 +81,7 @@ int sx_cuda_engine_logits(sx_cuda_engine *e, float *logits, sx_error *err);
  * until the next launch.  NULL when n_rows is out of range. */
 uint32_t *sx_cuda_engine_mask_buffer(sx_cuda_engine *e, int n_rows);
 
-/* One row's sampling: the params of engine/sampler.h (top_n is not
+/* One row's sampling: the params of engine/sampler/sampler.h (top_n is not
  * supported on the GPU and must be 0), the tokens generated so far (for the
  * penalties) and the RNG draw index (the CPU sampler uses the number of
  * tokens accepted so far, i.e. hist_len). */

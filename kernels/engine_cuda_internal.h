@@ -7,9 +7,9 @@
 /* the C headers first, with C linkage (they carry no extern "C" of their own) */
 extern "C" {
 #include "common/sx_error.h"
-#include "engine/engine.h"
-#include "engine/model.h"
-#include "engine/sampler.h"
+#include "engine/cpu/engine.h"
+#include "engine/model/model.h"
+#include "engine/sampler/sampler.h"
 #include "kernels/kv_pages_internal.h"
 }
 

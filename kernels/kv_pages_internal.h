@@ -29,7 +29,7 @@ int  sx_kvp_new(int32_t n_blocks, int block_tokens, int max_seqs, int max_blocks
                 sx_error *err);
 void sx_kvp_free(sx_kvp *p);
 
-/* Same contracts as sx_engine_seq_* (engine/engine.h): SX_ELIMIT when every
+/* Same contracts as sx_engine_seq_* (engine/cpu/engine.h): SX_ELIMIT when every
  * slot is live, SX_EINVAL for a dead sequence or a length out of range. */
 int  sx_kvp_seq_new(sx_kvp *p, int *seq, sx_error *err);
 int  sx_kvp_seq_fork(sx_kvp *p, int src, int len, int *seq, sx_error *err);

@@ -6,7 +6,7 @@
 /* Hugging Face builds the angles in f32 (inv_freq, then position * inv_freq),
  * which at long contexts differs from the exact angle by ~1e-3 rad; the model
  * was trained with the f32 angles, so they are reproduced here the way the
- * CPU engine does (engine/cpu_ops.c: the power in double, rounded once), and
+ * CPU engine does (engine/cpu/cpu_ops.c: the power in double, rounded once), and
  * only the final cos/sin is taken in double. */
 void sx_rope_table(double theta, int head_dim, int n_pos, float *cos_t, float *sin_t)
 {

@@ -1,5 +1,5 @@
 // The masked sampler on the GPU: one block per sequence, following the CPU
-// sampler (engine/sampler_plan.c, engine/sampler.c) step for step, with the
+// sampler (engine/sampler/sampler_plan.c, engine/sampler/sampler.c) step for step, with the
 // same weights, keys and RNG (kernels/sx_sample_math.h), so that both pick
 // the same token from the same row and (seed, draw).
 //

@@ -24,7 +24,7 @@ int sx_cuda_apply_mask(float *d_logits, const uint32_t *d_mask, int n_rows, int 
                        void *stream);
 
 /* The masked sampler, one sequence per row (kernels/sampler.cu).  Its CPU
- * reference is sx_sampler_sample (engine/sampler.h), whose order of
+ * reference is sx_sampler_sample (engine/sampler/sampler.h), whose order of
  * operations and definitions it follows: mask (rows >= vocab_valid too),
  * repetition penalty over hist, no-repeat-n-gram, log-softmax, then for
  * temperature > 0 top-k, top-p, min-p and a draw keyed by (seed, draw)

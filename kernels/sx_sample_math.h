@@ -1,4 +1,4 @@
-/* sx_sample_math: the arithmetic that the CPU sampler (engine/sampler.c) and
+/* sx_sample_math: the arithmetic that the CPU sampler (engine/sampler/sampler.c) and
  * the CUDA sampler (kernels/sampler.cu) must share bit for bit, so that with
  * the same logits and the same (seed, draw index) both pick the same token.
  *

@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 #include "common/sx_error.h"
-#include "engine/chat.h"
-#include "engine/sampler.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/sampler/sampler.h"
 
 /* Stable error codes (their names are the wire format). */
 typedef enum sx_rpc_code {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 #include "rpc/protocol.h"
 
 static const char *const code_names[SX_RPC_CODE_COUNT] = {

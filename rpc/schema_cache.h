@@ -28,8 +28,8 @@
 
 #include "common/sx_error.h"
 #include "grammar/grammar.h"
-#include "grammar/validator.h"
-#include "grammar/vocab.h"
+#include "grammar/validator/validator.h"
+#include "grammar/vocab/vocab.h"
 #include "rpc/protocol.h"
 
 typedef struct sx_rpc_cache sx_rpc_cache;

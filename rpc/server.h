@@ -25,11 +25,11 @@
 #include <stdio.h>
 
 #include "common/sx_error.h"
-#include "engine/engine.h"
+#include "engine/cpu/engine.h"
 #include "engine/generate.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
-#include "grammar/vocab.h"
+#include "grammar/vocab/vocab.h"
 #include "rpc/protocol.h"
 
 /* The generator contract, modelled on sx_gen (engine/generate.h): requests

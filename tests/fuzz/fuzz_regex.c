@@ -1,4 +1,4 @@
-/* libFuzzer target for grammar/regex.h: arbitrary bytes as a pattern, in
+/* libFuzzer target for grammar/regex/regex.h: arbitrary bytes as a pattern, in
  * both modes, with small budgets.  Input: one control byte, then the
  * pattern.  Beyond "no crash, no leak, no hang" it checks the automaton's
  * invariants: every state live, accept <=> min_bytes == 0, min_cps <=
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/regex.h"
+#include "grammar/regex/regex.h"
 
 #define CHECK(c)      \
     do {              \

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/tokenizer.h"
-#include "engine/tokenizer_internal.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_internal.h"
 
 static sx_tokenizer *tok;
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 
 typedef struct fz {
     const char *schema;

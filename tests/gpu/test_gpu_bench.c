@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "kernels/engine_cuda.h"
 
 int sx_gpu_bench(const char *dir, const char *shapes, FILE *json);

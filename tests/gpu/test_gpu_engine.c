@@ -1,5 +1,5 @@
 /* End-to-end parity of the GPU engine (kernels/engine_cuda.h) with the CPU
- * engine (engine/engine.h) on random-weight Qwen3 models written with
+ * engine (engine/cpu/engine.h) on random-weight Qwen3 models written with
  * sx_model_write_random: the same steps on both (mixed prefill + decode,
  * logits_all, fork, truncate, a prompt longer than one pass), then the GPU
  * paths the CPU does not have (graphs vs direct, launch + sample with and
@@ -25,8 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/cpu/engine.h"
+#include "engine/model/model.h"
 #include "kernels/engine_cuda.h"
 
 void sx_gpu_test_engine(int *passed, int *failed, const char *shape, const char *dir);

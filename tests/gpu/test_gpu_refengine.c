@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "kernels/engine_cuda.h"
 #include "kernels/sx_bf16.h"
 #include "kernels/sx_kernels.h"

@@ -1,5 +1,5 @@
 /* GPU sampler (kernels/sampler.cu) against its CPU reference, the engine's
- * sx_sampler (engine/sampler.h):
+ * sx_sampler (engine/sampler/sampler.h):
  *   - parity at the real size (151,936 rows): the same token for greedy,
  *     the same token for (nearly) every seeded draw, since both use the same
  *     uniforms and bit-identical weights; every GPU token inside the CPU's
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/sampler.h"
-#include "engine/sampler_internal.h"
+#include "engine/sampler/sampler.h"
+#include "engine/sampler/sampler_internal.h"
 #include "kernels/sx_kernels.h"
 
 void sx_gpu_test_sampler(int *passed, int *failed);

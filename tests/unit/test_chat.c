@@ -12,8 +12,7 @@
 #include <string.h>
 
 #include "common/sx_file.h"
-#include "engine/chat.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 #define CASES "tests/fixtures/chat_cases.json"
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/cpu_kernels.h"
-#include "engine/threadpool.h"
+#include "engine/cpu/cpu_kernels.h"
+#include "engine/cpu/threadpool.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void)   /* [-1, 1) */

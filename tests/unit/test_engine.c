@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "engine/cpu_kernels.h"
+#include "engine/cpu/engine.h"
+#include "engine/cpu/cpu_kernels.h"
 
 enum { VOCAB = 1000, HID = 72, INTER = 136, LAYERS = 2, HEADS = 4, KV_HEADS = 2, HDIM = 40 };
 

@@ -1,4 +1,4 @@
-/* Tests of grammar/formats.h against the JSON Schema Test Suite's format
+/* Tests of grammar/formats/formats.h against the JSON Schema Test Suite's format
  * instances, exhaustive references for dates, times and IPv4, and PCRE2 as
  * a second opinion on what each regex means. */
 #include <setjmp.h>
@@ -15,8 +15,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "grammar/formats.h"
-#include "grammar/regex.h"
+#include "grammar/formats/formats.h"
+#include "grammar/regex/regex.h"
 
 static const char *suite_formats[] = {"date", "time",     "date-time", "duration", "email", "hostname",
                                       "ipv4", "ipv6",     "uuid",      "uri",      "uri-reference"};

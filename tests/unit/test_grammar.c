@@ -13,8 +13,8 @@
 
 #include "grammar/gr_internal.h"
 #include "grammar/grammar.h"
-#include "grammar/validator.h"
-#include "grammar/vocab.h"
+#include "grammar/validator/validator.h"
+#include "grammar/vocab/vocab.h"
 #include "tests/unit/helpers/test_vocab.h"
 
 static sx_vocab *V;

@@ -1,6 +1,6 @@
 /* The CPU references of the CUDA kernels (kernels/ *_ref.c, sx_kernels.h):
  * each one against a direct double-precision computation written here, and,
- * where the CPU engine has the same operation (engine/cpu_kernels.h),
+ * where the CPU engine has the same operation (engine/cpu/cpu_kernels.h),
  * against that too.  These references are what tests/gpu holds the kernels
  * to, so they run in CI where no GPU is.
  *
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/cpu_kernels.h"
+#include "engine/cpu/cpu_kernels.h"
 #include "kernels/sx_bf16.h"
 #include "kernels/sx_kernels.h"
 

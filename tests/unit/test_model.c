@@ -22,8 +22,7 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
-#include "engine/model.h"
-#include "engine/safetensors.h"
+#include "engine/model/model.h"
 
 /* ---- helpers -------------------------------------------------------- */
 

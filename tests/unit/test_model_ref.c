@@ -44,10 +44,10 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
-#include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/cpu/engine.h"
+#include "engine/model/model.h"
 #include "engine/perplexity.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/unit/helpers/sha256.h"
 
 #define REF_DIR   "tests/fixtures/model_ref"

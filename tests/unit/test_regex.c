@@ -1,4 +1,4 @@
-/* Tests of grammar/regex.h: errors with pinned offsets, hand-checked
+/* Tests of grammar/regex/regex.h: errors with pinned offsets, hand-checked
  * semantics, UTF-8 validity, liveness, minimality, per-state facts, limits,
  * and PCRE2 as an oracle on random patterns and on every `pattern` of the
  * MaskBench schemas. */
@@ -20,7 +20,7 @@
 
 #include <utf8proc.h>
 
-#include "grammar/regex.h"
+#include "grammar/regex/regex.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 

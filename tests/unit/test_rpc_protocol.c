@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/chat.h"
-#include "engine/tokenizer.h"
-#include "grammar/validator.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "grammar/validator/validator.h"
 #include "rpc/protocol.h"
 
 static int parse(const char *text, sx_rpc_req *r, sx_error *e)

@@ -13,7 +13,7 @@
 
 #include "common/sx_file.h"
 #include "grammar/grammar.h"
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 #include "tests/unit/helpers/test_vocab.h"
 
 static void one(const sx_vocab *V, const char *name)

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
-#include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "engine/cpu/engine.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "rpc/server.h"
 
 static char dir[256];

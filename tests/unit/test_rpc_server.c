@@ -21,9 +21,8 @@
 #include <unistd.h>
 #include <nng/nng.h>
 
-#include "engine/tok_vocab.h"
-#include "engine/tokenizer.h"
-#include "grammar/validator.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "grammar/validator/validator.h"
 #include "rpc/client.h"
 #include "rpc/server.h"
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/sampler.h"
-#include "engine/sampler_internal.h"
+#include "engine/sampler/sampler.h"
+#include "engine/sampler/sampler_internal.h"
 #include "kernels/sx_sample_math.h"
 
 #define FULL_ROWS 151936
@@ -109,7 +109,7 @@ static int by_rank(const void *a, const void *b)
     return x - y;
 }
 
-/* The candidate set by the definitions in engine/sampler_plan.c, with a full
+/* The candidate set by the definitions in engine/sampler/sampler_plan.c, with a full
  * sort.  Returns 0 when a boundary is within rounding distance (the case is
  * then ambiguous and skipped), else 1 and member[]. */
 static int ref_support(const float *l, const uint32_t *mask, int rows, int valid,

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 
 #define BASELINE "tests/fixtures/schema_suite_baseline.json"
 #define METASCHEMAS "tests/fixtures/metaschemas/"

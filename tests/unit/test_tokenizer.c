@@ -17,8 +17,8 @@
 #include <utf8proc.h>
 
 #include "common/sx_file.h"
-#include "engine/tokenizer.h"
-#include "engine/tokenizer_internal.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_internal.h"
 
 #define CASES "tests/fixtures/tokenizer_cases.jsonl"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 #include "rpc/client.h"
 #include "tools/strux/commands.h"
 

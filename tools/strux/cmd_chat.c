@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "common/sx_file.h"
-#include "engine/chat.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tools/strux/commands.h"
 
 static void usage(FILE *f)

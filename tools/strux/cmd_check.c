@@ -6,7 +6,7 @@
 
 #include "common/sx_file.h"
 #include "grammar/grammar.h"
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
 

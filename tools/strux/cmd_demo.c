@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "grammar/grammar.h"
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
 

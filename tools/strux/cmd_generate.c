@@ -7,13 +7,12 @@
 #include <string.h>
 
 #include "common/sx_file.h"
-#include "engine/chat.h"
-#include "engine/engine.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/cpu/engine.h"
 #include "engine/generate.h"
-#include "engine/model.h"
-#include "engine/tok_vocab.h"
+#include "engine/model/model.h"
 #include "grammar/grammar.h"
-#include "grammar/validator.h"
+#include "grammar/validator/validator.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
 

@@ -15,7 +15,7 @@
 
 #include "common/sx_file.h"
 #include "common/sx_pyjson.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"

@@ -8,9 +8,8 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
-#include "engine/model.h"
-#include "engine/safetensors.h"
-#include "engine/tokenizer.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tools/strux/commands.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)

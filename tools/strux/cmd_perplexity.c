@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
-#include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/cpu/engine.h"
+#include "engine/model/model.h"
 #include "engine/perplexity.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"

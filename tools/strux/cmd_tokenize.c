@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/sx_file.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tools/strux/commands.h"
 
 #define MAX_INPUT ((size_t)1 << 30)

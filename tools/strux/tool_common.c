@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "engine/tok_vocab.h"
+#include "engine/tokenizer/tokenizer.h"
 
 int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_tokenizer **tok,
               sx_vocab **vocab)

@@ -3,8 +3,8 @@
 #ifndef STRUX_TOOL_COMMON_H
 #define STRUX_TOOL_COMMON_H
 
-#include "engine/tokenizer.h"
-#include "grammar/vocab.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "grammar/vocab/vocab.h"
 
 /* Loads the tokenizer (explicit path, model dir, or ../shared) and, if vocab
  * is non-NULL, the grammar vocabulary.  Prints "strux CMD: ..." on error. */

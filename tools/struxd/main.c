@@ -13,11 +13,10 @@
 #include <jansson.h>
 
 #include "common/sx_file.h"
-#include "engine/engine.h"
+#include "engine/cpu/engine.h"
 #include "engine/generate.h"
-#include "engine/model.h"
-#include "engine/tok_vocab.h"
-#include "engine/tokenizer.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "rpc/server.h"
 
 #define MAX_LISTEN 16

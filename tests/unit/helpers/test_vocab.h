@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "grammar/vocab.h"
+#include "grammar/vocab/vocab.h"
 
 sx_vocab *tv_small_vocab(void);
 int32_t tv_byte_token(const sx_vocab *v, uint8_t b);

@@ -1,0 +1,315 @@
+/* AVX2 + FMA kernels: the same panel scheme as the AVX-512 path at half
+ * width; a tile covers half a panel (16 rows in two vectors) so it fits in
+ * 16 ymm registers. */
+#include "engine/cpu/cpu_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include <math.h>
+
+#define TGT __attribute__((target("avx2,fma")))
+#define INL static inline __attribute__((always_inline)) TGT
+
+enum { TT = 4, KSLICE = 128, X_BUDGET = 1 << 20 };
+
+static int token_chunk(int n_tok, int k)
+{
+    if (n_tok <= TT)
+        return n_tok;
+    int c = X_BUDGET / (k * 4) / TT * TT;
+    return c < TT ? TT : c;
+}
+
+/* 8 lanes of a tile to y, only the first n (rows past the matrix end are
+ * padding) */
+INL void store8(float *y, __m256 v, int n, int add)
+{
+    if (n >= 8) {
+        if (add)
+            v = _mm256_add_ps(v, _mm256_loadu_ps(y));
+        _mm256_storeu_ps(y, v);
+        return;
+    }
+    float tmp[8];
+    _mm256_storeu_ps(tmp, v);
+    for (int i = 0; i < n; i++)
+        y[i] = add ? y[i] + tmp[i] : tmp[i];
+}
+
+/* half a panel (16 rows, lanes of two vectors) x one tile of T tokens */
+INL void tile_bf16(const uint16_t *pan, int half, int k2, const float *xt, float *y, long ldy,
+                   int nrows, const int T, int add)
+{
+    __m256 a0[TT], a1[TT];
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        a0[t] = a1[t] = _mm256_setzero_ps();
+    const uint16_t *ph = pan + half * 32;
+    for (int kp = 0; kp < k2; kp++) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(ph + (size_t)kp * 64));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(ph + (size_t)kp * 64 + 16));
+        __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16));
+        __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(v1, 16));
+        __m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(v0, hi));
+        __m256 o1 = _mm256_castsi256_ps(_mm256_and_si256(v1, hi));
+        const float *xk = xt + (size_t)kp * 2 * T;
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            __m256 xa = _mm256_set1_ps(xk[2 * t]);
+            __m256 xb = _mm256_set1_ps(xk[2 * t + 1]);
+            a0[t] = _mm256_fmadd_ps(e0, xa, a0[t]);
+            a1[t] = _mm256_fmadd_ps(e1, xa, a1[t]);
+            a0[t] = _mm256_fmadd_ps(o0, xb, a0[t]);
+            a1[t] = _mm256_fmadd_ps(o1, xb, a1[t]);
+        }
+    }
+    int n0 = nrows - half * 16;
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        store8(y + t * ldy + half * 16, a0[t], n0, add);
+        store8(y + t * ldy + half * 16 + 8, a1[t], n0 - 8, add);
+    }
+}
+
+#define BF16_CASE(N) case N: tile_bf16(pan, h, k2, xt, y, ldy, nrows, N, add); break
+
+TGT static void tile_bf16_any(const uint16_t *pan, int k2, const float *xt, float *y, long ldy,
+                              int nrows, int T, int add)
+{
+    for (int h = 0; h < 2 && h * 16 < nrows; h++)
+        switch (T) {
+        BF16_CASE(1); BF16_CASE(2); BF16_CASE(3);
+        default: tile_bf16(pan, h, k2, xt, y, ldy, nrows, TT, add); break;
+        }
+}
+
+TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
+                        long ldy, int r0, int r1, int accumulate)
+{
+    int k2 = (k + 1) / 2;
+    size_t pstride = (size_t)SX_PANEL * 2 * k2;
+    int tc = token_chunk(n_tok, k);
+    /* several tiles: walk k in slices so a panel slice and a tile's
+     * activations share L1 */
+    int ks = n_tok <= TT ? k2 : KSLICE;
+    for (int c0 = 0; c0 < n_tok; c0 += tc) {
+        int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
+        for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+            const uint16_t *pan = wp + (size_t)(p0 / SX_PANEL) * pstride;
+            int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
+            for (int s0 = 0; s0 < k2; s0 += ks) {
+                int ns = k2 - s0 < ks ? k2 - s0 : ks;
+                for (int t0 = c0; t0 < c1; t0 += TT) {
+                    int T = n_tok - t0 < TT ? n_tok - t0 : TT;
+                    tile_bf16_any(pan + (size_t)s0 * 2 * SX_PANEL, ns,
+                                  xp + (size_t)t0 * 2 * k2 + (size_t)s0 * 2 * T,
+                                  y + t0 * ldy + p0, ldy, nrows, T, s0 ? 1 : accumulate);
+                }
+            }
+        }
+    }
+}
+
+INL __m256 widen8(const int8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+
+INL void tile_q8(const int8_t *pan, const float *scale, int half, int k2, const float *xt,
+                 float *y, long ldy, int nrows, const int T, int add)
+{
+    __m256 a0[TT], a1[TT];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        a0[t] = a1[t] = _mm256_setzero_ps();
+    const int8_t *ph = pan + half * 16;
+    for (int kp = 0; kp < k2; kp++) {
+        const int8_t *p = ph + (size_t)kp * 2 * SX_PANEL;
+        __m256 e0 = widen8(p), e1 = widen8(p + 8);
+        __m256 o0 = widen8(p + SX_PANEL), o1 = widen8(p + SX_PANEL + 8);
+        const float *xk = xt + (size_t)kp * 2 * T;
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            __m256 xa = _mm256_set1_ps(xk[2 * t]);
+            __m256 xb = _mm256_set1_ps(xk[2 * t + 1]);
+            a0[t] = _mm256_fmadd_ps(e0, xa, a0[t]);
+            a1[t] = _mm256_fmadd_ps(e1, xa, a1[t]);
+            a0[t] = _mm256_fmadd_ps(o0, xb, a0[t]);
+            a1[t] = _mm256_fmadd_ps(o1, xb, a1[t]);
+        }
+    }
+    __m256 s0 = _mm256_loadu_ps(scale + half * 16), s1 = _mm256_loadu_ps(scale + half * 16 + 8);
+    int n0 = nrows - half * 16;
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        store8(y + t * ldy + half * 16, _mm256_mul_ps(a0[t], s0), n0, add);
+        store8(y + t * ldy + half * 16 + 8, _mm256_mul_ps(a1[t], s1), n0 - 8, add);
+    }
+}
+
+#define Q8_CASE(N) case N: tile_q8(pan, scale, h, k2, xt, y, ldy, nrows, N, add); break
+
+TGT static void tile_q8_any(const int8_t *pan, const float *scale, int k2, const float *xt,
+                            float *y, long ldy, int nrows, int T, int add)
+{
+    for (int h = 0; h < 2 && h * 16 < nrows; h++)
+        switch (T) {
+        Q8_CASE(1); Q8_CASE(2); Q8_CASE(3);
+        default: tile_q8(pan, scale, h, k2, xt, y, ldy, nrows, TT, add); break;
+        }
+}
+
+TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
+                      float *y, long ldy, int r0, int r1, int accumulate)
+{
+    int k2 = (k + 1) / 2;
+    int tc = token_chunk(n_tok, k);
+    int ks = n_tok <= TT ? k2 : KSLICE;
+    for (int c0 = 0; c0 < n_tok; c0 += tc) {
+        int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
+        for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+            const int8_t *pan = wp + (size_t)p0 * 2 * k2;
+            int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
+            for (int s0 = 0; s0 < k2; s0 += ks) {
+                int ns = k2 - s0 < ks ? k2 - s0 : ks;
+                for (int t0 = c0; t0 < c1; t0 += TT) {
+                    int T = n_tok - t0 < TT ? n_tok - t0 : TT;
+                    tile_q8_any(pan + (size_t)s0 * 2 * SX_PANEL, scale + p0, ns,
+                                xp + (size_t)t0 * 2 * k2 + (size_t)s0 * 2 * T,
+                                y + t0 * ldy + p0, ldy, nrows, T, s0 ? 1 : accumulate);
+                }
+            }
+        }
+    }
+}
+
+/* As the AVX-512 exp; 2^n is built in the exponent field, so x is clamped
+ * to the range where n stays a normal exponent and below it the result is 0. */
+INL __m256 exp8(__m256 v)
+{
+    const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
+    const __m256 ln2hi = _mm256_set1_ps(0.693359375f);
+    const __m256 ln2lo = _mm256_set1_ps(-2.12194440e-4f);
+    const __m256 lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
+    __m256 under = _mm256_cmp_ps(v, lo, _CMP_LT_OQ);
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(v, log2e),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, ln2hi, v);
+    r = _mm256_fnmadd_ps(k, ln2lo, r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
+    e = _mm256_slli_epi32(e, 23);
+    return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+TGT static void vexp(float *y, const float *x, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float t[8] = { 0 };
+        for (int j = i; j < n; j++)
+            t[j - i] = x[j];
+        _mm256_storeu_ps(t, exp8(_mm256_loadu_ps(t)));
+        for (int j = i; j < n; j++)
+            y[j] = t[j - i];
+    }
+}
+
+/* 8 keys at a time (keys in lanes); values added row by row */
+TGT static void att_block(const float *q, long ldq, int nq, const float *kt, const float *v,
+                          int bt, int nj, int hd, float scale, float *m, float *l, float *acc)
+{
+    float p[8];
+    for (int j0 = 0; j0 < nj; j0 += 8) {
+        int nc = nj - j0 < 8 ? nj - j0 : 8;
+        for (int i = 0; i < nq; i++) {
+            const float *qi = q + i * ldq;
+            float *a = acc + (size_t)i * hd;
+            float s[8];
+            if (nc == 8) {
+                __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+                int d = 0;
+                const float *kc = kt + j0;
+                for (; d + 2 <= hd; d += 2) {
+                    s0 = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]), _mm256_loadu_ps(kc + (size_t)d * bt),
+                                         s0);
+                    s1 = _mm256_fmadd_ps(_mm256_set1_ps(qi[d + 1]),
+                                         _mm256_loadu_ps(kc + (size_t)(d + 1) * bt), s1);
+                }
+                if (d < hd)
+                    s0 = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]), _mm256_loadu_ps(kc + (size_t)d * bt),
+                                         s0);
+                _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_add_ps(s0, s1), _mm256_set1_ps(scale)));
+            } else {
+                for (int j = 0; j < nc; j++) {
+                    float t = 0.0f;
+                    for (int d = 0; d < hd; d++)
+                        t += qi[d] * kt[(size_t)d * bt + j0 + j];
+                    s[j] = t * scale;
+                }
+            }
+            float mx = s[0];
+            for (int j = 1; j < nc; j++)
+                mx = s[j] > mx ? s[j] : mx;
+            if (mx > m[i]) {
+                float corr = m[i] == -INFINITY ? 0.0f : expf(m[i] - mx);
+                l[i] *= corr;
+                for (int d = 0; d < hd; d++)
+                    a[d] *= corr;
+                m[i] = mx;
+            }
+            for (int j = 0; j < 8; j++)
+                p[j] = j < nc ? s[j] - m[i] : -100.0f;
+            _mm256_storeu_ps(p, exp8(_mm256_loadu_ps(p)));
+            for (int j = 0; j < nc; j++) {
+                l[i] += p[j];
+                const float *vr = v + (size_t)(j0 + j) * hd;
+                __m256 pj = _mm256_set1_ps(p[j]);
+                int d = 0;
+                for (; d + 8 <= hd; d += 8)
+                    _mm256_storeu_ps(a + d, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + d),
+                                                            _mm256_loadu_ps(a + d)));
+                for (; d < hd; d++)
+                    a[d] += p[j] * vr[d];
+            }
+        }
+    }
+}
+
+TGT static void bf16_to_f32(float *y, const uint16_t *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + i)));
+        _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    }
+    for (; i < n; i++)
+        y[i] = sx_bf16_to_f32(x[i]);
+}
+
+static void swiglu(float *g, const float *u, int n)
+{
+    sx_cpu_swiglu(&sx_cpu_avx2_kernels, g, u, n);
+}
+
+const sx_cpu_kernels sx_cpu_avx2_kernels = {
+    .name = "avx2", .path = SX_CPU_AVX2, .tile = TT,
+    .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
+    .att_block = att_block, .exp = vexp,
+    .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu, .bf16_to_f32 = bf16_to_f32,
+};
+
+#else
+const sx_cpu_kernels sx_cpu_avx2_kernels = { .name = "avx2", .path = SX_CPU_AVX2 };
+#endif

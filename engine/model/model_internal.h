@@ -1,0 +1,77 @@
+/* Internal to the model files (model_config.c, model_load.c,
+ * model_random.c): the Qwen3 tensor table and number conversions. */
+#ifndef SX_MODEL_INTERNAL_H
+#define SX_MODEL_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "engine/model/model.h"
+
+enum { SX_QK_EMBED, SX_QK_LM_HEAD, SX_QK_MATRIX, SX_QK_NORM };
+
+/* The tensors of one decoder layer, in file order. */
+enum {
+    SX_QL_ATTN_NORM, SX_QL_Q, SX_QL_K, SX_QL_V, SX_QL_O, SX_QL_Q_NORM, SX_QL_K_NORM,
+    SX_QL_MLP_NORM, SX_QL_GATE, SX_QL_UP, SX_QL_DOWN, SX_QL_COUNT
+};
+
+typedef struct sx_qwen3_tensor {
+    char    name[96];
+    int     kind;   /* SX_QK_* */
+    int     layer;  /* -1 outside the layers */
+    int     slot;   /* SX_QL_* inside a layer */
+    int     ndim;   /* 2 for matrices, 1 for norms */
+    int64_t rows;   /* shape[0] */
+    int64_t cols;   /* shape[1] (fan-in) for matrices, 0 for norms */
+} sx_qwen3_tensor;
+
+/* The expected tensors: embed, the layers, final norm, and lm_head when
+ * with_lm_head (always when the model is not tied). */
+int  sx_qwen3_tensor_count(const sx_qwen3_config *cfg, int with_lm_head);
+void sx_qwen3_tensor_at(const sx_qwen3_config *cfg, int i, sx_qwen3_tensor *out);
+
+/* Round to nearest even; NaN stays NaN (quiet), overflow becomes inf. */
+static inline uint16_t sx_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float sx_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* IEEE half to float, exactly (subnormals, inf, NaN included). */
+static inline float sx_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
+    if (exp == 0x1f)
+        u = sign | 0x7f800000u | (man << 13);
+    else if (exp)
+        u = sign | ((exp + 112) << 23) | (man << 13);
+    else if (!man)
+        u = sign;
+    else {
+        /* subnormal: normalise the mantissa */
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 0x400));
+        u = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+#endif

@@ -1,0 +1,70 @@
+/* sx_sampler: turns one row of logits into a token, for one sequence.
+ *
+ * Contract of engine/sampler/; shares its arithmetic with the GPU sampler
+ * through kernels/sx_sample_math.h.
+ *
+ * Order of operations (fixed, documented because results depend on it):
+ *   1. the grammar bitmask: tokens whose bit is 0 get -inf (rows past the
+ *      tokenizer's vocabulary are masked too when a mask is given);
+ *   2. repetition penalty over the sequence's generated history (CTRL-style:
+ *      positive logits divided, negative multiplied) and no-repeat-n-gram;
+ *   3. log-softmax -> the log-probs reported to callers (logprob, top-n);
+ *   4. temperature (0 = greedy argmax), top-k, top-p, min-p;
+ *   5. a draw from a counter-based RNG keyed by (seed, draw index), so a
+ *      sequence is reproducible whatever else runs in the batch.
+ * A masked token is never returned.  When every token is masked the call
+ * fails with SX_EINTERNAL (the grammar guarantees this cannot happen).
+ *
+ * Ownership: sx_sampler_new returns a sampler freed with sx_sampler_free; it
+ * keeps its own copy of the params and the history of accepted tokens. */
+#ifndef SX_SAMPLER_H
+#define SX_SAMPLER_H
+
+#include <stdint.h>
+#include "common/sx_error.h"
+
+#define SX_SAMPLER_MAX_TOPN 20
+
+typedef struct sx_sampling {
+    float    temperature;         /* 0 = greedy; default 1 */
+    int      top_k;               /* 0 = off */
+    float    top_p;               /* 1 = off */
+    float    min_p;               /* 0 = off */
+    float    repetition_penalty;  /* 1 = off */
+    int      no_repeat_ngram;     /* 0 = off */
+    uint64_t seed;
+    int      top_n;               /* 0..SX_SAMPLER_MAX_TOPN log-probs to report */
+} sx_sampling;
+
+/* Defaults above (temperature 1, everything else off, seed 0). */
+void sx_sampling_default(sx_sampling *s);
+/* SX_EINVAL with a message for out-of-range values (negative temperature,
+ * top_p outside (0,1], ...). */
+int  sx_sampling_check(const sx_sampling *s, sx_error *err);
+
+typedef struct sx_sample {
+    int32_t token;
+    float   logprob;                          /* of `token`, see step 3 */
+    int     n_top;
+    int32_t top_ids[SX_SAMPLER_MAX_TOPN];
+    float   top_logprobs[SX_SAMPLER_MAX_TOPN];
+} sx_sample;
+
+typedef struct sx_sampler sx_sampler;
+
+int  sx_sampler_new(const sx_sampling *params, int vocab_rows, int vocab_valid,
+                    sx_sampler **out, sx_error *err);
+void sx_sampler_free(sx_sampler *s);
+
+/* Samples from `logits` (modified in place: scratch).  mask: NULL or
+ * ceil(vocab_rows/32) uint32 words, bit t set = token t allowed. */
+int  sx_sampler_sample(sx_sampler *s, float *logits, const uint32_t *mask,
+                       sx_sample *out, sx_error *err);
+
+/* Records a token as generated (the penalties look at these).  Forced tokens
+ * that the grammar emitted without sampling are recorded too. */
+int  sx_sampler_accept(sx_sampler *s, int32_t token);
+/* Forgets the last n accepted tokens (rollback). */
+void sx_sampler_rollback(sx_sampler *s, int n);
+
+#endif

@@ -1,0 +1,42 @@
+/* Byte-level alias tables: GPT-2's reversible byte <-> printable code point
+ * mapping that byte-level BPE vocabularies are written in. */
+#include "engine/tokenizer/tokenizer_internal.h"
+
+static int printable_self(int b)
+{
+    return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+}
+
+void sx_bl_init(sx_bytelevel *bl)
+{
+    int extra = 0;
+    for (int i = 0; i < 324; i++)
+        bl->rev[i] = -1;
+    for (int b = 0; b < 256; b++) {
+        int cp = printable_self(b) ? b : 256 + extra++;
+        bl->alias[b] = (uint16_t)cp;
+        bl->rev[cp] = (int16_t)b;
+    }
+}
+
+long sx_bl_decode(const sx_bytelevel *bl, const char *piece, size_t len, char *out)
+{
+    const unsigned char *s = (const unsigned char *)piece;
+    size_t i = 0, n = 0;
+    while (i < len) {
+        unsigned cp;
+        /* aliases are all below U+0144, so one or two UTF-8 bytes */
+        if (s[i] < 0x80) {
+            cp = s[i++];
+        } else if ((s[i] & 0xE0) == 0xC0 && i + 1 < len && (s[i + 1] & 0xC0) == 0x80) {
+            cp = ((unsigned)(s[i] & 0x1F) << 6) | (s[i + 1] & 0x3F);
+            i += 2;
+        } else {
+            return -1;
+        }
+        if (cp >= 324 || bl->rev[cp] < 0)
+            return -1;
+        out[n++] = (char)bl->rev[cp];
+    }
+    return (long)n;
+}

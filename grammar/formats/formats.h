@@ -1,0 +1,49 @@
+/* sx_format: JSON Schema `format` values as full-match regexes.
+ *
+ * Contract of grammar/formats/ (format automata); depends on grammar/regex/
+ * and common/.
+ *
+ * Each supported format has a regex in the dialect of grammar/regex/regex.h (to be
+ * compiled with SX_RE_FULL) and, where the format also bounds the length in a
+ * way a compact regex cannot express, a maximum length in code points.  A
+ * string is valid iff the regex matches all of it and its length is within
+ * the bound.  The regexes never accept an invalid value; where they reject a
+ * valid one, `stricter` says which (the grammar may be stricter than the
+ * format only where this is written down).
+ *
+ * Formats: date, time, date-time, duration, email, hostname, ipv4, ipv6,
+ * uuid, uri, uri-reference.  All strings returned are static. */
+#ifndef SX_FORMATS_H
+#define SX_FORMATS_H
+
+#include <stdint.h>
+
+#include "common/sx_error.h"
+#include "grammar/regex/regex.h"
+
+typedef struct sx_format_info {
+    const char *name;
+    const char *regex;    /* full-match source */
+    int32_t     max_len;  /* extra bound on the length in code points, or -1 */
+    const char *stricter; /* valid values the regex rejects, or NULL if exact */
+} sx_format_info;
+
+/* *regex_src = the format's full-match regex.  SX_ENOTFOUND for a format
+ * strux does not know (name may be NULL). */
+int sx_format_regex(const char *name, const char **regex_src);
+
+/* The full description; SX_ENOTFOUND for an unknown format. */
+int sx_format_lookup(const char *name, const sx_format_info **info);
+
+/* The i-th known format (i = 0, 1, ...), NULL past the end. */
+const sx_format_info *sx_format_at(int i);
+
+/* The exact automaton of the format: the regex intersected with the length
+ * bound when there is one.  The caller frees *out with sx_re_free.  The
+ * hostname automaton (labels <= 63 and total <= 253) is large; with default
+ * limits this may fail with SX_ELIMIT, in which case apply max_len in the
+ * matcher instead (as for maxLength). */
+int sx_format_compile(const char *name, const sx_re_limits *lim, sx_re **out,
+                      sx_error *err);
+
+#endif

@@ -1,0 +1,75 @@
+/* sx_vocab: the per-tokenizer tables of the grammar engine, built once and
+ * shared read-only by every grammar, matcher and thread.
+ *
+ * Contract of grammar/vocab/ (the token trie); depends on common/ only.
+ *
+ * Tokens are given as raw byte strings (not byte-level alias text).  The
+ * vocabulary is laid out as a trie in preorder: node i has one byte, the
+ * token id that ends there (or -1) and `next`, the index just past its
+ * subtree, so a mask walk is a linear scan that skips a whole subtree when
+ * a byte is rejected.
+ *
+ * Ownership: sx_vocab_new copies what it needs; free with sx_vocab_free. */
+#ifndef SX_VOCAB_H
+#define SX_VOCAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sx_error.h"
+
+typedef struct sx_vocab_node {
+    uint32_t next;   /* index just past this node's subtree */
+    int32_t token;   /* token whose bytes end here, or -1 */
+    uint8_t byte;    /* the byte on the edge into this node */
+    uint8_t depth;   /* 1 for children of the root */
+    uint16_t _pad;
+} sx_vocab_node;
+
+typedef struct sx_vocab {
+    int32_t n_tokens;      /* ids the tokenizer knows (151669 for Qwen3) */
+    int32_t n_rows;        /* model logit rows (151936); ids >= n_tokens never allowed */
+    int32_t mask_words;    /* ceil(n_rows / 32) */
+    int32_t n_eos;         /* end-of-document tokens allowed only when complete */
+    int32_t eos[4];
+    sx_vocab_node *nodes;  /* nodes[0] is the root; preorder */
+    uint32_t n_nodes;
+    const uint8_t **tok_bytes; /* per token: its raw bytes (into an owned pool) */
+    uint32_t *tok_len;
+    uint8_t *is_special;   /* per token: 1 = never produced by grammar text (added tokens) */
+    uint8_t *pool;
+    uint32_t max_token_len;
+
+    /* String-content fast path.  A "plain" token is one or more complete
+     * UTF-8 characters none of which is '"', '\\' or a control character:
+     * inside a JSON string it only adds characters, so whether it is allowed
+     * depends on nothing but the room left.  plain_le[L] (mask_words words
+     * each, L = 0..max_plain_cp) holds the plain tokens of at most L code
+     * points; the other tokens live in their own trie (np_nodes). */
+    uint32_t *plain_le;
+    int32_t max_plain_cp;
+    int16_t *plain_cp;     /* per token: code points if plain, else -1 */
+    sx_vocab_node *np_nodes;
+    uint32_t n_np_nodes;
+
+    /* Inside a string with no automaton and no maximum length, a token that
+     * holds no '"' is allowed exactly when its bytes are valid string
+     * content (escapes, UTF-8 that may stop mid-character): free_str marks
+     * those (beyond the plain ones) by how many characters they start (a
+     * maximum length allows a token exactly when that count fits), and only
+     * tokens holding a '"' need a walk, over their own trie (q_nodes). */
+    uint32_t *free_le;     /* free_le[L]: such tokens that start at most L characters */
+    int32_t max_free_starts;
+    sx_vocab_node *q_nodes;
+    uint32_t n_q_nodes;
+} sx_vocab;
+
+/* bytes[i]/lens[i] for i < n_tokens are the raw bytes of token i;
+ * special[i] != 0 marks tokens (added/control tokens) that the grammar
+ * never allows as text; eos lists up to 4 end-of-turn ids. */
+int sx_vocab_new(int32_t n_tokens, int32_t n_rows, const uint8_t *const *bytes,
+                 const uint32_t *lens, const uint8_t *special, const int32_t *eos, int n_eos,
+                 sx_vocab **out, sx_error *err);
+void sx_vocab_free(sx_vocab *v);
+
+#endif
