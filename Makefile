@@ -106,9 +106,10 @@ test-run: $(TEST_BIN) $(TOOLS) check-layout
 check-layout:
 	@python3 tools/check_layout.py
 
-# under ASan the server end-to-end test sends a spread subset of its requests
+# under ASan the server end-to-end test sends a spread subset of its requests,
+# and fuzzgen samples fewer documents per schema
 asan:
-	STRUX_E2E_REQUESTS=72 $(MAKE) SAN=1 BUILD=build-asan CUDA=0 test
+	STRUX_E2E_REQUESTS=72 STRUX_FUZZGEN_DOCS=8 $(MAKE) SAN=1 BUILD=build-asan CUDA=0 test
 
 # --- CUDA ------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.cu

@@ -20,6 +20,8 @@ else
 fi
 echo "== MaskBench sample (bench/maskbench_sample.txt), single thread: strux =="
 sed "s|^|$SHARED/maskbench/|" bench/maskbench_sample.txt | xargs "$B/strux" maskbench --threads 1 --quiet --timeout-ms 60000
+echo "== generative soundness: every MaskBench schema, 20 documents each =="
+STRUX_BUILD="$B" STRUX_SHARED="$SHARED" bench/fuzzgen.sh 20
 echo "== sampler, 151,936-token vocabulary: strux =="
 "$B/bench_sampler"
 # The engine on a random model of Qwen3-0.6B's shapes (speed depends on

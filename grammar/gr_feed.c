@@ -192,8 +192,12 @@ static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_s
                 np->seen |= 1ull << pn->u.arr.lit_class[child->lo];
             if (p->flags & F_UH)
                 np->vh = gr_hash_arr_step(np->vh, h);
+            /* a count with no maximum stops at its minimum: beyond it
+             * nothing depends on the number, and interpretations that
+             * differ only there would multiply past GR_MAX_THREADS */
             for (int i = 0; i < pn->u.arr.n_cont; i++)
-                if ((child->ctag >> i & 1) && cont_count(np, i) < 0xFFFF)
+                if ((child->ctag >> i & 1) && cont_count(np, i) < 0xFFFF &&
+                    (pn->u.arr.cmax[i] >= 0 || cont_count(np, i) < pn->u.arr.cmin[i]))
                     np->val += (int64_t)1 << (16 * i);
             if (pn->u.arr.unique == GR_UNIQ_HASH) {
                 /* an item equal to an earlier one ends this interpretation */

@@ -75,6 +75,8 @@ typedef struct gr_strx {
     int32_t max_min_cps; /* the most code points any state needs to accept */
     uint32_t *fin_count; /* key automata: accepted completions per state,
                             UINT32_MAX when unbounded or too many to count */
+    const char *example; /* a format's plausible value the automaton accepts, or NULL:
+                            the completion from the start when it is a shortest one */
 } gr_strx;
 
 static inline int32_t gr_strx_step(const gr_strx *x, int32_t st, uint8_t b)

@@ -691,7 +691,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
             types |= json_is_string(e2) ? type_bit(json_string_value(e2)) : 0;
     }
     char src[96];
-    const char *pieces[4] = {NULL, NULL, NULL, NULL};
+    const char *pieces[4] = {NULL, NULL, NULL, NULL}; /* lengths, pattern, format, within */
     sx_re_mode modes[4] = {SX_RE_FULL, SX_RE_SEARCH, SX_RE_FULL, SX_RE_FULL};
     if (!(types & T_STR)) {
         pieces[0] = "[]"; /* keys are strings: nothing passes */
@@ -720,8 +720,10 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
             rc = gc_unsupported(c, "format", "this format is not enforced");
             goto done;
         }
+        if (fi)
+            pieces[3] = fi->within;
     }
-    for (int i = 0; i < 3 && !rc; i++) {
+    for (int i = 0; i < 4 && !rc; i++) {
         if (!pieces[i])
             continue;
         rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i], kw, &part);

@@ -124,7 +124,8 @@ static int longest_completions(gc_ctx *c, gr_strx *x)
     return SX_OK;
 }
 
-static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len, gr_strx **out);
+static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len,
+                          const char *example, gr_strx **out);
 
 int gc_regex_automaton(gc_ctx *c, const char *pattern, size_t len, gr_strx **out)
 {
@@ -134,7 +135,7 @@ int gc_regex_automaton(gc_ctx *c, const char *pattern, size_t len, gr_strx **out
     int rc = sx_re_compile(pattern, len, SX_RE_FULL, NULL, &re, &e);
     if (rc)
         return sx_err_setp(c->err, rc, "", e.offset, "regex: %s", e.msg);
-    return wrap_automaton(c, re, 0, -1, out);
+    return wrap_automaton(c, re, 0, -1, NULL, out);
 }
 
 int gc_minus_strings(gc_ctx *c, const sx_re *re, const json_t *excl, sx_re **out)
@@ -182,14 +183,14 @@ int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char 
     if (pattern && (rc = sx_re_compile(pattern, plen, SX_RE_SEARCH, NULL, &a, &e)))
         return re_error(c, "pattern", pattern, rc, &e);
     if (format) {
-        const char *src = NULL;
-        if (sx_format_regex(format, &src)) {
+        const sx_format_info *fi = NULL;
+        if (sx_format_lookup(format, &fi)) {
             sx_re_free(a);
             return gc_unsupported(c, "format", "this format is not enforced");
         }
-        if ((rc = sx_re_compile(src, strlen(src), SX_RE_FULL, NULL, &b, &e))) {
+        if ((rc = sx_format_automaton(fi, NULL, &b, &e))) {
             sx_re_free(a);
-            return re_error(c, "format", src, rc, &e);
+            return re_error(c, "format", fi->regex, rc, &e);
         }
     }
     if (a && b) {
@@ -230,10 +231,13 @@ int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char 
     }
     if (!re)
         return SX_OK;
-    return wrap_automaton(c, re, min_len, max_len, out);
+    const sx_format_info *fi = NULL;
+    const char *example = format && !sx_format_lookup(format, &fi) ? fi->example : NULL;
+    return wrap_automaton(c, re, min_len, max_len, example, out);
 }
 
-static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len, gr_strx **out)
+static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len,
+                          const char *example, gr_strx **out)
 {
     int rc;
     if (gc_keep_re(c, re)) {
@@ -267,6 +271,10 @@ static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len
         }
     }
     x->class_starts_cp = t.class_starts_cp;
+    /* kept only when everything else on the string (pattern, not, enum
+     * exclusions) allows it too; lengths are checked when completing */
+    if (example && sx_re_matches(re, example, strlen(example)))
+        x->example = example;
     if (t.n_states > 0 && max_len >= 0) {
         if ((rc = length_sets(c, x, max_len)))
             return rc;
@@ -371,6 +379,19 @@ static int escape_byte(uint8_t b, uint8_t *out)
     return 1;
 }
 
+static int64_t cps_of_n(const uint8_t *s, size_t n)
+{
+    int64_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += (s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+static int64_t cps_of(const char *s)
+{
+    return cps_of_n((const uint8_t *)s, strlen(s));
+}
+
 long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
                       int64_t max_len, int raw, uint8_t *buf, size_t cap)
 {
@@ -447,6 +468,11 @@ long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_l
     size_t i = n;
     for (long at = goal; par[at] >= 0; at = par[at])
         bytes[--i] = via[at];
+    /* from the start, a format's plausible value of the same length (its
+     * code points, hence the length bounds, are those of the shortest) */
+    if (x->example && st == x->start && count == 0 && strlen(x->example) == n &&
+        cps_of(x->example) == cps_of_n(bytes, n))
+        memcpy(bytes, x->example, n);
     for (i = 0; i < n; i++) {
         uint8_t e[2];
         int el = raw_text ? (e[0] = bytes[i], 1) : escape_byte(bytes[i], e);

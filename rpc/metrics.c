@@ -61,6 +61,13 @@ void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_
     pthread_mutex_unlock(&m->mu);
 }
 
+void rpc_metrics_recheck_failure(rpc_metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->recheck_failures++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void rpc_metrics_step(rpc_metrics *m, int batch, const sx_engine_lm_stats *lm)
 {
     pthread_mutex_lock(&m->mu);
@@ -125,6 +132,11 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "strux_tokens_total{kind=\"prompt\"} %llu\n"
                  "strux_tokens_total{kind=\"completion\"} %llu\n"
                  "strux_tokens_total{kind=\"forced\"} %llu\n"
+                 "# HELP strux_recheck_failures_total Outputs the validator's re-check refused, "
+                 "answered with code internal.  Each one is a grammar bug, never noise: the log "
+                 "names the request and the schema's hash.\n"
+                 "# TYPE strux_recheck_failures_total counter\n"
+                 "strux_recheck_failures_total %llu\n"
                  "# HELP strux_steps_total Generator steps run.\n"
                  "# TYPE strux_steps_total counter\n"
                  "strux_steps_total %llu\n"
@@ -135,7 +147,8 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "strux_lm_head_panels_total{kind=\"dense\"} %lld\n"
                  "strux_lm_head_panels_total{kind=\"read\"} %lld\n",
                  (unsigned long long)m->tok_prompt, (unsigned long long)m->tok_completion,
-                 (unsigned long long)m->tok_forced, (unsigned long long)m->steps,
+                 (unsigned long long)m->tok_forced, (unsigned long long)m->recheck_failures,
+                 (unsigned long long)m->steps,
                  (long long)m->lm.panels_dense, (long long)m->lm.panels_computed);
     if (!rc)
         rc = hist(out, "strux_ttft_ms", "Time from receipt to the first output token, ms.",

@@ -37,6 +37,11 @@ static uint64_t fnv1a(int mode, const char *key, size_t len)
     return h;
 }
 
+uint64_t sx_rpc_key_hash(const sx_rpc_req *r)
+{
+    return fnv1a(r->mode, r->key ? r->key : "", r->key ? r->key_len : 0);
+}
+
 static double now_ms(void)
 {
     struct timespec ts;

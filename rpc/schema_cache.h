@@ -66,4 +66,9 @@ void sx_rpc_cache_release(sx_rpc_cache *c, const sx_rpc_compiled *e);
 
 void sx_rpc_cache_stats_get(sx_rpc_cache *c, sx_rpc_cache_stats *s);
 
+/* The 64-bit hash the cache files r's constraint under (mode and canonical
+ * text): a stable name for a schema in logs, the same for every layout and
+ * key order of it. */
+uint64_t sx_rpc_key_hash(const sx_rpc_req *r);
+
 #endif

@@ -36,6 +36,7 @@ typedef struct rpc_metrics {
     uint64_t requests[2][SX_RPC_CODE_COUNT]; /* [via][code] */
     uint64_t tok_prompt, tok_completion, tok_forced;
     uint64_t steps;
+    uint64_t recheck_failures;               /* outputs the validator refused: grammar bugs */
     sx_engine_lm_stats lm;                   /* the engine's, after the last step */
     rpc_hist ttft, tpot, total, queue, batch;
 } rpc_metrics;
@@ -53,6 +54,8 @@ void rpc_hist_add(rpc_hist *h, double x);
 void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_completion,
                          int n_forced, double queue_ms, double ttft_ms, double tpot_ms,
                          double total_ms);
+/* An output the validator's re-check refused (answered `internal`). */
+void rpc_metrics_recheck_failure(rpc_metrics *m);
 /* lm: the engine's LM-head counters now, or NULL */
 void rpc_metrics_step(rpc_metrics *m, int batch, const sx_engine_lm_stats *lm);
 /* Prometheus text exposition format 0.0.4. */

@@ -199,8 +199,11 @@ static void finish_job(rpc_job *j, const sx_gen_event *ev)
         } else {
             /* the grammar's guarantee failed: never pass it off as success */
             snprintf(msg, sizeof msg, "generated output failed the re-check: %s", err.msg);
+            rpc_metrics_recheck_failure(&s->metrics);
             if (s->o.log)
-                fprintf(s->o.log, "struxd: BUG: req=%llu %s\n", (unsigned long long)j->no, msg);
+                fprintf(s->o.log, "struxd: BUG: req=%llu mode=%s schema=%016llx %s\n",
+                        (unsigned long long)j->no, sx_rpc_mode_name(j->req.mode),
+                        (unsigned long long)sx_rpc_key_hash(&j->req), msg);
             rpc_fail(j, SX_RPC_INTERNAL, msg, err.pointer, NULL);
         }
         return;

@@ -26,6 +26,14 @@ typedef struct sx_format_info {
     const char *regex;    /* full-match source */
     int32_t     max_len;  /* extra bound on the length in code points, or -1 */
     const char *stricter; /* valid values the regex rejects, or NULL if exact */
+    /* a second full-match regex the value must match too, or NULL: limits
+     * on a part of the value (email: the local part's 64 octets) that are
+     * short to write as their own regex and long to write inside `regex`;
+     * the format is regex AND within AND max_len */
+    const char *within;
+    /* a plausible value, used where a completion of the same length as the
+     * shortest one is wanted ("2000-01-01" rather than "0001-01-01"), or NULL */
+    const char *example;
 } sx_format_info;
 
 /* *regex_src = the format's full-match regex.  SX_ENOTFOUND for a format
@@ -38,8 +46,13 @@ int sx_format_lookup(const char *name, const sx_format_info **info);
 /* The i-th known format (i = 0, 1, ...), NULL past the end. */
 const sx_format_info *sx_format_at(int i);
 
-/* The exact automaton of the format: the regex intersected with the length
- * bound when there is one.  The caller frees *out with sx_re_free.  The
+/* The format's automaton without its length bound: regex AND within.  The
+ * caller frees *out with sx_re_free.  (max_len is applied as maxLength.) */
+int sx_format_automaton(const sx_format_info *f, const sx_re_limits *lim, sx_re **out,
+                        sx_error *err);
+
+/* The exact automaton of the format: the regex and `within` intersected
+ * with the length bound when there is one.  The caller frees *out with sx_re_free.  The
  * hostname automaton (labels <= 63 and total <= 253) is large; with default
  * limits this may fail with SX_ELIMIT, in which case apply max_len in the
  * matcher instead (as for maxLength). */

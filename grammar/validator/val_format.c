@@ -86,7 +86,10 @@ int sxv_fmt_date(const char *s, size_t n)
     if (n != 10 || s[4] != '-' || s[7] != '-' || !digits(s, 4, &y) ||
         !digits(s + 5, 2, &m) || !digits(s + 8, 2, &d))
         return 0;
-    if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1])
+    /* RFC 3339 allows year 0000, but Python's datetime, pydantic and
+     * jsonschema's format checker refuse it (year 1 is their first); a
+     * document strux produces must pass the validators users run next */
+    if (y == 0 || m < 1 || m > 12 || d < 1 || d > mdays[m - 1])
         return 0;
     if (m == 2 && d == 29) {
         int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;

@@ -149,7 +149,9 @@ static int address_literal(const char *s, size_t n)
 
 int sxv_fmt_email(const char *s, size_t n, int idn)
 {
-    if (idn && !sxv_utf8_valid(s, n))
+    /* RFC 5321 4.5.3.1.3: a path is at most 256 octets with its angle
+     * brackets, so a mailbox is at most 254 */
+    if ((idn && !sxv_utf8_valid(s, n)) || n > 254)
         return 0;
     /* the domain cannot hold '@', a quoted local part can: split last */
     size_t at = n;

@@ -17,6 +17,7 @@
 
 #include "grammar/formats/formats.h"
 #include "grammar/regex/regex.h"
+#include "grammar/validator/validator.h"
 
 static const char *suite_formats[] = {"date", "time",     "date-time", "duration", "email", "hostname",
                                       "ipv4", "ipv6",     "uuid",      "uri",      "uri-reference"};
@@ -45,7 +46,20 @@ static int format_accepts(const sx_re *re, const sx_format_info *f, const char *
     return sx_re_matches(re, s, n) && (f->max_len < 0 || cp_count(s, n) <= f->max_len);
 }
 
+/* The format's automaton as the grammar uses it: regex AND within (the
+ * length bound is applied by format_accepts, as the matcher applies it). */
 static sx_re *compile_format(const sx_format_info *f)
+{
+    sx_re *re = NULL;
+    sx_error e;
+    int rc = sx_format_automaton(f, NULL, &re, &e);
+    if (rc)
+        fail_msg("format %s: %s", f->name, e.msg);
+    return re;
+}
+
+/* The regex alone (what PCRE2 is compared with). */
+static sx_re *compile_regex(const sx_format_info *f)
 {
     sx_re *re = NULL;
     sx_error e;
@@ -53,6 +67,19 @@ static sx_re *compile_format(const sx_format_info *f)
     if (rc)
         fail_msg("format %s: %s", f->name, e.msg);
     return re;
+}
+
+/* 1 if some dot-separated label of s[0..n) has "--" in positions 3-4. */
+static int has_dashdash_label(const char *s, size_t n)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++)
+        if (i == n || s[i] == '.') {
+            if (i - start >= 4 && s[start + 2] == '-' && s[start + 3] == '-')
+                return 1;
+            start = i + 1;
+        }
+    return 0;
 }
 
 /* Whether a valid instance the regex rejects falls under the documented
@@ -84,7 +111,10 @@ static int documented_stricter(const char *fmt, const char *s)
     }
     if (!strcmp(fmt, "email")) {
         const char *b = strstr(s, "@[");
-        return b && strncmp(b + 2, "IPv6:", 5) && !(b[2] >= '0' && b[2] <= '9');
+        if (b && strncmp(b + 2, "IPv6:", 5) && !(b[2] >= '0' && b[2] <= '9'))
+            return 1;
+        const char *at = strrchr(s, '@');
+        return at && at[1] != '[' && has_dashdash_label(at + 1, strlen(at + 1));
     }
     return 0;
 }
@@ -163,13 +193,18 @@ static void date_exhaustive(void **state)
             for (int d = 0; d <= 32; d++) {
                 char s[16];
                 snprintf(s, sizeof s, "%04d-%02d-%02d", y, m, d);
-                int ok = m >= 1 && m <= 12 && d >= 1 &&
+                /* year 0000 is refused by grammar and validator alike */
+                int ok = y >= 1 && m >= 1 && m <= 12 && d >= 1 &&
                          d <= mdays[m - 1] + (m == 2 && leap(y));
+                int vok = -1;
                 if (sx_re_matches(re, s, 10) != ok)
                     fail_msg("date %s: expected %d", s, ok);
+                if (sx_val_format_check("date", s, 10, &vok) || vok != ok)
+                    fail_msg("date %s: the validator says %d, expected %d", s, vok, ok);
                 accepted += ok;
             }
-    assert_int_equal(accepted, 3652425); /* days in 10,000 Gregorian years */
+    /* days in the Gregorian years 1..9999: 10,000 years less year 0 (leap) */
+    assert_int_equal(accepted, 3652425 - 366);
     sx_re_free(re);
 }
 
@@ -293,7 +328,7 @@ static void formats_agree_with_pcre2(void **state)
     long samples = 0;
     for (int fi = 0; fi < N_SUITE; fi++) {
         const sx_format_info *f = sx_format_at(fi);
-        sx_re *re = compile_format(f);
+        sx_re *re = compile_regex(f);
         int ec;
         PCRE2_SIZE eo;
         pcre2_code *code = pcre2_compile((PCRE2_SPTR)f->regex, PCRE2_ZERO_TERMINATED,
@@ -353,6 +388,136 @@ static void formats_agree_with_pcre2(void **state)
     print_message("  %ld samples agree with PCRE2\n", samples);
 }
 
+/* A random string of the automaton's language: a walk that stops at an
+ * accepting state once it is `want` bytes long (or by chance), steering to
+ * the nearest accepting state past want + 20. */
+static size_t sample_dfa(const sx_re *re, const sx_re_table *t, size_t want, char *s, size_t cap)
+{
+    size_t n = 0;
+    int32_t st = t->start;
+    for (;;) {
+        if (t->accept[st] && (n >= want || rnd() % 8 == 0))
+            break;
+        int bytes[256], nb = 0, best = INT32_MAX;
+        for (int b = 0; b < 256; b++) {
+            int32_t to = sx_re_table_step(t, st, (uint8_t)b);
+            if (to < 0)
+                continue;
+            int mb = sx_re_min_bytes(re, to);
+            if (n > want + 20) {
+                if (mb > best)
+                    continue;
+                if (mb < best)
+                    nb = 0, best = mb;
+            }
+            bytes[nb++] = b;
+        }
+        if (nb == 0 || n + 1 >= cap)
+            break;
+        int b = bytes[rnd() % (uint32_t)nb];
+        s[n++] = (char)b;
+        st = sx_re_table_step(t, st, (uint8_t)b);
+    }
+    s[n] = 0;
+    return n;
+}
+
+typedef struct agree_stats {
+    long checked, valid, stricter;
+} agree_stats;
+
+/* The grammar's verdict (automaton and length bound) against the
+ * validator's: never looser, and stricter only where documented. */
+static void agree_one(const sx_format_info *f, const sx_re *re, const char *s, size_t n,
+                      agree_stats *st)
+{
+    int g = format_accepts(re, f, s, n), v = -1;
+    if (sx_val_format_check(f->name, s, n, &v))
+        fail_msg("validator has no format %s", f->name);
+    st->checked++;
+    st->valid += v;
+    if (g && !v)
+        fail_msg("format %s: the grammar accepts \"%.*s\" (%zu bytes), the validator refuses it",
+                 f->name, (int)n, s, n);
+    if (v && !g) {
+        char z[512];
+        snprintf(z, sizeof z, "%.*s", (int)n, s);
+        if (!documented_stricter(f->name, z) || !f->stricter)
+            fail_msg("format %s: the validator accepts \"%s\", the grammar refuses it "
+                     "(not a documented strictness)", f->name, z);
+        st->stricter++;
+    }
+}
+
+/* Every format's automaton defines the validator's set: exhaustively on
+ * short strings over the characters that matter to it, and on samples of
+ * the automaton up to past its length bounds, with their mutations. */
+static void formats_agree_with_validator(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *alphabet;
+    } alpha[] = {
+        {"date", "0129-"},        {"time", "0125:.Z+-"},    {"date-time", "019-:TZ"},
+        {"duration", "PT1YMDW"},  {"email", "a0-.@\"[]\\"}, {"hostname", "a0-.x"},
+        {"ipv4", "0125."},        {"ipv6", "0af:.1"},      {"uuid", "0aF-"},
+        {"uri", "a:/?#%@[].0"},   {"uri-reference", "a:/?#%@.0"},
+    };
+    long total = 0;
+    for (int fi = 0; fi < N_SUITE; fi++) {
+        const sx_format_info *f = sx_format_at(fi);
+        const char *A = NULL;
+        for (size_t k = 0; k < sizeof alpha / sizeof alpha[0]; k++)
+            if (!strcmp(alpha[k].name, f->name))
+                A = alpha[k].alphabet;
+        assert_non_null(A);
+        sx_re *re = compile_format(f);
+        sx_re_table t;
+        sx_re_get_table(re, &t);
+        agree_stats st = {0};
+        /* exhaustive: every string of up to 5 characters over A */
+        size_t na = strlen(A);
+        char s[512];
+        for (size_t len = 0; len <= 5; len++) {
+            size_t idx[5] = {0};
+            for (;;) {
+                for (size_t i = 0; i < len; i++)
+                    s[i] = A[idx[i]];
+                agree_one(f, re, s, len, &st);
+                size_t i = 0;
+                while (i < len && ++idx[i] == na)
+                    idx[i++] = 0;
+                if (i == len)
+                    break;
+            }
+        }
+        /* samples, short and long (past 64 and 253/254), and mutations */
+        for (int k = 0; k < 4000; k++) {
+            size_t want = k % 4 == 3 ? 40 + rnd() % 240 : rnd() % 40;
+            size_t n = sample_dfa(re, &t, want, s, 300);
+            agree_one(f, re, s, n, &st);
+            for (int m = 0; m < 3 && n > 0; m++) {
+                char z[512];
+                memcpy(z, s, n);
+                size_t zn = n, at = rnd() % n;
+                char c = rnd() % 2 ? A[rnd() % na] : (char)(0x20 + rnd() % 95);
+                switch (rnd() % 3) {
+                case 0: z[at] = c; break;
+                case 1: memmove(z + at + 1, z + at, zn - at); z[at] = c; zn++; break;
+                default: memmove(z + at, z + at + 1, zn - at - 1); zn--; break;
+                }
+                agree_one(f, re, z, zn, &st);
+            }
+        }
+        print_message("  %-13s %7ld strings, %6ld valid, %ld valid ones refused (documented)\n",
+                      f->name, st.checked, st.valid, st.stricter);
+        assert_true(st.valid > 100);
+        total += st.checked;
+        sx_re_free(re);
+    }
+    print_message("  %ld strings: the automata never accept what the validator refuses\n", total);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +527,7 @@ int main(void)
         cmocka_unit_test(ipv4_octets),
         cmocka_unit_test(lookup_and_compile),
         cmocka_unit_test(formats_agree_with_pcre2),
+        cmocka_unit_test(formats_agree_with_validator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

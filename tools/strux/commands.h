@@ -14,6 +14,7 @@ int cmd_maskbench(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_fuzzgen(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_chat(int argc, char **argv);

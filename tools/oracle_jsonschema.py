@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The third oracle: Python `jsonschema` judges the documents `strux fuzzgen` sampled.
+
+    .venv/bin/python tools/oracle_jsonschema.py [--draft7] [--show N] DOCS.jsonl [...]
+
+DOCS.jsonl is what `strux fuzzgen --out` writes: one line per document with
+the schema file it came from ("path" or "path#index" for a group of a JSON
+Schema Test Suite file), the document text and strux's own verdict.  Every
+document strux's validator accepted is validated again here with the
+validator class its $schema names (draft 2020-12 by default, draft-07 with
+--draft7), format assertion on (jsonschema's FORMAT_CHECKER with the
+format-nongpl extras), and numbers read as exact decimals so that
+multipleOf is judged exactly rather than in binary floating point.
+
+A disagreement is either one of the documented departures of Python's
+checkers from the specification (docs/ORACLE.md, DEPARTURES below), which
+is counted and named, or a bug, which fails the run (exit 1).
+"""
+import argparse
+import decimal
+import json
+import re
+import sys
+from collections import Counter
+
+import jsonschema
+from jsonschema import validators
+
+decimal.getcontext().prec = 400  # multipleOf over long decimals stays exact
+
+
+def _is_integer(checker, instance):
+    # the specification: a number with a zero fractional part is an integer
+    if isinstance(instance, bool):
+        return False
+    if isinstance(instance, decimal.Decimal):
+        return instance.is_finite() and instance == instance.to_integral_value()
+    return isinstance(instance, int)
+
+
+def _validator_class(schema, draft7):
+    default = jsonschema.Draft7Validator if draft7 else jsonschema.Draft202012Validator
+    cls = validators.validator_for(schema, default=default)
+    checker = cls.TYPE_CHECKER.redefine("integer", _is_integer)
+    return validators.extend(cls, type_checker=checker), cls.FORMAT_CHECKER
+
+
+def _load_schema(label, cache):
+    path, _, index = label.partition("#")
+    if path not in cache:
+        with open(path, encoding="utf-8") as fh:
+            cache[path] = json.load(fh, parse_float=decimal.Decimal)
+    doc = cache[path]
+    if index:
+        return doc[int(index)]["schema"]
+    if isinstance(doc, dict) and "schema" in doc and "tests" in doc:
+        return doc["schema"]  # a MaskBench record
+    return doc
+
+
+def _walk(schema, pointer):
+    node = schema
+    for part in pointer:
+        node = node[part]
+    return node
+
+
+# Where Python's checkers depart from the specification.  Each entry: a name,
+# and a test on the jsonschema error that says whether this departure explains
+# it.  docs/ORACLE.md gives the reasons.
+def _pattern_unsupported(err, schema):
+    return err.validator in ("pattern", "patternProperties") and isinstance(
+        err.cause, re.error)
+
+
+DEPARTURES = [
+    ("python-re-syntax", _pattern_unsupported),
+]
+
+
+def _explain(err, schema):
+    for name, test in DEPARTURES:
+        try:
+            if test(err, schema):
+                return name
+        except Exception:  # a test that cannot tell does not explain
+            pass
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("docs", nargs="+", help="JSONL files from strux fuzzgen --out")
+    ap.add_argument("--draft7", action="store_true",
+                    help="schemas without $schema are draft-07 (as fuzzgen --draft7)")
+    ap.add_argument("--show", type=int, default=10, help="disagreements to print (default 10)")
+    args = ap.parse_args()
+
+    files, checkers = {}, {}
+    counts = Counter()
+    departures = Counter()
+    shown = 0
+    for path in args.docs:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                counts["documents"] += 1
+                if rec.get("verdict") != "valid":
+                    counts["refused by strux"] += 1
+                    continue
+                label = rec["schema"]
+                if label not in checkers:
+                    schema = _load_schema(label, files)
+                    try:
+                        cls, fmt = _validator_class(schema, args.draft7)
+                        checkers[label] = cls(schema, format_checker=fmt)
+                    except Exception as exc:  # Python cannot even read the schema
+                        checkers[label] = exc
+                v = checkers[label]
+                if isinstance(v, Exception):
+                    counts["schema unreadable by Python"] += 1
+                    continue
+                try:
+                    inst = json.loads(rec["doc"], parse_float=decimal.Decimal)
+                except ValueError as exc:
+                    counts["bug: not JSON for Python"] += 1
+                    print("NOT JSON %s #%s: %s\n  %s" % (label, rec["index"], exc, rec["doc"][:300]))
+                    continue
+                try:
+                    err = jsonschema.exceptions.best_match(v.iter_errors(inst))
+                except Exception as exc:  # a checker that crashed
+                    why = "python-re-syntax" if isinstance(exc, re.error) else None
+                    if why:
+                        departures[why] += 1
+                        counts["documented departures"] += 1
+                        continue
+                    counts["bug: Python refuses"] += 1
+                    if shown < args.show:
+                        shown += 1
+                        print("RAISED %s #%s: %s: %s" % (label, rec["index"], type(exc).__name__, exc))
+                    continue
+                if err is None:
+                    counts["agree"] += 1
+                    continue
+                why = _explain(err, v.schema)
+                if why:
+                    departures[why] += 1
+                    counts["documented departures"] += 1
+                    continue
+                counts["bug: Python refuses"] += 1
+                if shown < args.show:
+                    shown += 1
+                    print("DISAGREE %s #%s (%s): Python says %s at %s (schema %s)\n  %s" % (
+                        label, rec["index"], rec.get("mode"), err.message[:200],
+                        "/" + "/".join(map(str, err.absolute_path)),
+                        "/" + "/".join(map(str, err.absolute_schema_path)), rec["doc"][:400]))
+    summary = {"documents": counts["documents"], "strux_valid_checked":
+               counts["agree"] + counts["documented departures"] + counts["bug: Python refuses"],
+               "agree": counts["agree"], "departures": dict(departures),
+               "disagreements": counts["bug: Python refuses"] + counts["bug: not JSON for Python"],
+               "schemas_python_cannot_read": counts["schema unreadable by Python"],
+               "refused_by_strux": counts["refused by strux"]}
+    print("oracle: " + json.dumps(summary, sort_keys=True))
+    return 1 if summary["disagreements"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
