@@ -1,6 +1,7 @@
 /* A random stand-in for the model, walking the grammar's masks; see
  * fuzzgen.h for what it proves. */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +35,7 @@ void sx_fg_opts_default(sx_fg_opts *o)
     o->mode = SX_FG_MIXED;
     o->max_tokens = 64;
     o->seed = 1;
+    o->threads = 1;
 }
 
 /* splitmix64: every document's stream depends on (seed, index) alone, so a
@@ -92,7 +94,7 @@ static uint32_t ones(uint32_t x)
 }
 
 /* cum[w] = set bits in mask[0..w); returns the total (cum has words + 1 entries). */
-static uint32_t count_bits(const uint32_t *mask, int words, uint32_t *cum)
+static uint32_t count_bits_soft(const uint32_t *mask, int words, uint32_t *cum)
 {
     uint32_t c = 0;
     for (int w = 0; w < words; w++) {
@@ -102,6 +104,29 @@ static uint32_t count_bits(const uint32_t *mask, int words, uint32_t *cum)
     cum[words] = c;
     return c;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* the same with the POPCNT instruction, where the CPU has it */
+__attribute__((target("popcnt"))) static uint32_t count_bits_popcnt(const uint32_t *mask,
+                                                                   int words, uint32_t *cum)
+{
+    uint32_t c = 0;
+    for (int w = 0; w < words; w++) {
+        cum[w] = c;
+        c += (uint32_t)__builtin_popcount(mask[w]);
+    }
+    cum[words] = c;
+    return c;
+}
+
+static uint32_t count_bits(const uint32_t *mask, int words, uint32_t *cum)
+{
+    return __builtin_cpu_supports("popcnt") ? count_bits_popcnt(mask, words, cum)
+                                            : count_bits_soft(mask, words, cum);
+}
+#else
+#define count_bits count_bits_soft
+#endif
 
 /* The k-th set bit of the mask (k < cum[words]). */
 static int32_t kth_bit(const uint32_t *mask, const uint32_t *cum, int words, uint32_t k)
@@ -334,29 +359,102 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+typedef struct fg_shared {
+    const sx_grammar   *g;
+    const sx_vocab     *v;
+    const sx_validator *val;
+    const sx_fg_opts   *o;
+    long                count;
+    double              t0, time_limit_s;
+    sx_fg_doc_fn        each;
+    void               *ctx;
+    pthread_mutex_t     mu;
+    sx_fg_stats        *st;
+    int                 stop, rc;
+    sx_error            err;
+} fg_shared;
+
+typedef struct fg_worker {
+    fg_shared *sh;
+    int        t, n;
+} fg_worker;
+
+static void *worker(void *arg)
+{
+    fg_worker *w = arg;
+    fg_shared *sh = w->sh;
+    sx_matcher *m = NULL;
+    sx_error err;
+    sx_err_clear(&err);
+    int rc = sx_matcher_new(sh->g, &m, &err);
+    for (long i = w->t; !rc && i < sh->count; i += w->n) {
+        char *doc;
+        size_t len;
+        sx_fg_doc info;
+        if ((rc = sx_fg_sample(m, sh->v, sh->val, sh->o, (uint64_t)i, &doc, &len, &info, &err)))
+            break;
+        pthread_mutex_lock(&sh->mu);
+        int stop = sh->stop;
+        if (!stop) {
+            sh->st->docs++;
+            sh->st->by_verdict[info.verdict]++;
+            sh->st->closed += info.closed;
+            sh->st->tokens += info.tokens;
+            if (sh->each && sh->each(sh->ctx, (uint64_t)i, doc, len, &info))
+                stop = sh->stop = 1;
+            if (sh->time_limit_s > 0 && now_s() - sh->t0 > sh->time_limit_s)
+                stop = sh->stop = 1;
+        }
+        pthread_mutex_unlock(&sh->mu);
+        free(doc);
+        if (stop)
+            break;
+    }
+    if (rc) {
+        pthread_mutex_lock(&sh->mu);
+        if (!sh->rc) {
+            sh->rc = rc;
+            sh->err = err;
+        }
+        sh->stop = 1;
+        pthread_mutex_unlock(&sh->mu);
+    }
+    sx_matcher_free(m);
+    return NULL;
+}
+
 int sx_fg_run(const sx_grammar *g, const sx_vocab *v, const sx_validator *val,
               const sx_fg_opts *o, long count, double time_limit_s, sx_fg_doc_fn each, void *ctx,
               sx_fg_stats *st, sx_error *err)
 {
-    sx_matcher *m = NULL;
-    int rc = sx_matcher_new(g, &m, err);
-    double t0 = now_s();
-    for (long i = 0; !rc && i < count; i++) {
-        char *doc;
-        size_t len;
-        sx_fg_doc info;
-        if ((rc = sx_fg_sample(m, v, val, o, (uint64_t)i, &doc, &len, &info, err)))
+    enum { MAX_THREADS = 64 };
+    int n = o->threads < 1 ? 1 : o->threads > MAX_THREADS ? MAX_THREADS : o->threads;
+    if (n > count)
+        n = count > 0 ? (int)count : 1;
+    fg_shared sh = {.g = g, .v = v, .val = val, .o = o, .count = count, .t0 = now_s(),
+                    .time_limit_s = time_limit_s, .each = each, .ctx = ctx, .st = st};
+    fg_worker w[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started = 0;
+    sx_err_clear(&sh.err);
+    pthread_mutex_init(&sh.mu, NULL);
+    for (int t = 0; t < n; t++) {
+        w[t] = (fg_worker){.sh = &sh, .t = t, .n = n};
+        /* the first worker runs on this thread; a thread that cannot start
+         * leaves its share undone, so say so */
+        if (t > 0 && pthread_create(&tid[t], NULL, worker, &w[t])) {
+            sh.rc = sx_err_set(&sh.err, SX_ENOMEM, "fuzzgen: cannot start thread %d", t);
+            sh.stop = 1;
             break;
-        st->docs++;
-        st->by_verdict[info.verdict]++;
-        st->closed += info.closed;
-        st->tokens += info.tokens;
-        int stop = each ? each(ctx, (uint64_t)i, doc, len, &info) : 0;
-        free(doc);
-        if (stop || (time_limit_s > 0 && now_s() - t0 > time_limit_s))
-            break;
+        }
+        started = t + 1;
     }
-    st->seconds += now_s() - t0;
-    sx_matcher_free(m);
-    return rc;
+    worker(&w[0]);
+    for (int t = 1; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&sh.mu);
+    st->seconds += now_s() - sh.t0;
+    if (sh.rc && err)
+        *err = sh.err;
+    return sh.rc;
 }

@@ -53,6 +53,7 @@ typedef struct sx_fg_opts {
     int      mode;       /* an sx_fg_mode (default SX_FG_MIXED) */
     int      max_tokens; /* budget of one document (default 64; 0: the shortest completion alone) */
     uint64_t seed;       /* document i of a run is a function of (seed, i) only */
+    int      threads;    /* sx_fg_run: documents spread over this many threads (default 1) */
 } sx_fg_opts;
 
 void sx_fg_opts_default(sx_fg_opts *o);
@@ -92,12 +93,15 @@ typedef struct sx_fg_stats {
 } sx_fg_stats;
 
 /* Called for every document (when non-NULL); a non-zero return stops the
- * run.  doc is valid only during the call. */
+ * run.  doc is valid only during the call.  With several threads the calls
+ * never overlap (they hold the run's lock) but come in no fixed order. */
 typedef int (*sx_fg_doc_fn)(void *ctx, uint64_t index, const char *doc, size_t len,
                             const sx_fg_doc *info);
 
 /* Samples documents 0..count-1 and adds them up in *st (which the caller
- * zeroes).  Stops early after time_limit_s seconds when that is > 0. */
+ * zeroes); thread t of o->threads takes documents t, t + threads, ... with a
+ * matcher of its own.  Stops early after time_limit_s seconds when that is
+ * > 0.  st->seconds is wall time. */
 int sx_fg_run(const sx_grammar *g, const sx_vocab *v, const sx_validator *val,
               const sx_fg_opts *o, long count, double time_limit_s, sx_fg_doc_fn each, void *ctx,
               sx_fg_stats *st, sx_error *err);

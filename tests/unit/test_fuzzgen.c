@@ -191,6 +191,18 @@ static void deterministic_and_modes(void **state)
         print_message("  %-7s mean %.0f bytes, mean depth %.1f\n", sx_fg_mode_name(mode),
                       mean_len[mode], depth[mode]);
     }
+    /* threads change who samples a document, not what it is */
+    sx_fg_stats one = {0}, three = {0};
+    o.mode = SX_FG_MIXED;
+    o.threads = 1;
+    assert_int_equal(sx_fg_run(r.g, voc, r.val, &o, 90, 0, NULL, NULL, &one, &e), SX_OK);
+    o.threads = 3;
+    assert_int_equal(sx_fg_run(r.g, voc, r.val, &o, 90, 0, NULL, NULL, &three, &e), SX_OK);
+    assert_int_equal(one.docs, 90);
+    assert_int_equal(three.docs, 90);
+    assert_int_equal(one.tokens, three.tokens);
+    assert_int_equal(one.closed, three.closed);
+    assert_int_equal(three.by_verdict[SX_FG_VALID], 90);
     assert_true(depth[SX_FG_DEEP] > depth[SX_FG_UNIFORM]);
     assert_true(mean_len[SX_FG_EDGE] < mean_len[SX_FG_UNIFORM]);
     assert_int_equal(sx_fg_mode_parse("deep"), SX_FG_DEEP);

@@ -34,6 +34,7 @@ static void usage(FILE *f)
             "  --max-ws N         longest whitespace run (default 4); --indent N: JSON.stringify\n"
             "                     layout; --property-order: members in `properties` order\n"
             "  --time-limit S     stop a schema's documents after S seconds (default none)\n"
+            "  --threads N        sample each schema's documents on N threads (default 1)\n"
             "  --shard K/N        only the schemas whose position in the list is K modulo N\n"
             "  --out FILE         every document as a JSON line {\"schema\",\"index\",\"mode\",\n"
             "                     \"verdict\",\"doc\"} (for tools/oracle_jsonschema.py)\n"
@@ -232,6 +233,10 @@ int cmd_fuzzgen(int argc, char **argv)
         } else if (!strcmp(a, "--time-limit")) {
             if (tool_parse_double("fuzzgen", a, val, &tlimit) || tlimit < 0)
                 goto done;
+        } else if (!strcmp(a, "--threads")) {
+            if (tool_parse_long("fuzzgen", a, val, 1, 64, &l))
+                goto done;
+            fo.threads = (int)l;
         } else if (!strcmp(a, "--show")) {
             if (tool_parse_long("fuzzgen", a, val, 0, 1000000, &show))
                 goto done;
