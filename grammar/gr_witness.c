@@ -381,11 +381,15 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
                            const void *seen_keys, int32_t skip, uint16_t ord)
 {
     const gr_node *N = g->nodes;
-    uint64_t req = n->u.obj.required;
-    if (n->u.obj.dep_req)
-        for (uint32_t k = 0; k < n->u.obj.n; k++)
-            if (seen & gr_prop_bit(&n->u.obj.props[k]))
+    uint64_t req = n->u.obj.required, before;
+    /* a key that will be written can require others in turn
+     * (dependentRequired): to the closure */
+    do {
+        before = req;
+        for (uint32_t k = 0; n->u.obj.dep_req && k < n->u.obj.n; k++)
+            if ((seen | req) & gr_prop_bit(&n->u.obj.props[k]))
                 req |= n->u.obj.dep_req[n->u.obj.props[k].index];
+    } while (req != before);
     if (n->u.obj.n_pres && !gr_obj_pres_holds(n, seen | req)) {
         /* complete the first key list that satisfies the condition */
         for (int i = 0; i < n->u.obj.n_pres; i++) {

@@ -231,13 +231,14 @@ static void judge(const sx_validator *val, const char *text, size_t len, sx_fg_d
     json_decref(j);
 }
 
-/* Feeds the shortest completion; 0 when the document is then complete. */
+/* Feeds the shortest completion: 0 when the document is then complete,
+ * -1 when it could not be closed (info->why says how), SX_ENOMEM. */
 static int close_doc(sx_matcher *m, walk *w, sx_fg_doc *info)
 {
     enum { CAP = 1 << 16 };
     uint8_t *comp = malloc(CAP);
     sx_error err;
-    int rc = 1;
+    int rc = -1;
     if (!comp)
         return SX_ENOMEM;
     size_t n = sx_matcher_shortest_completion(m, comp, CAP);

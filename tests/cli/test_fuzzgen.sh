@@ -60,6 +60,18 @@ rc=$?
 echo "# MaskBench sample: $(summary "$T/mb.out")"
 check "MaskBench sample: exit 0, every document valid" '[ $rc -eq 0 ] && clean "$T/mb.out"'
 
+# schemas where fuzzgen once found a bug (tests/fixtures/fuzzgen_regress)
+ls tests/fixtures/fuzzgen_regress/*.json >"$T/reg.txt"
+"$B/strux" fuzzgen "${tok[@]}" --schemas "$T/reg.txt" --count $((N * 10)) --out "$T/reg.jsonl" \
+    >"$T/reg.out" 2>&1
+rc=$?
+"$B/strux" fuzzgen "${tok[@]}" --schemas "$T/reg.txt" --mode edge --max-tokens 48 --count $((N * 10)) \
+    >"$T/reg-edge.out" 2>&1
+rc2=$?
+echo "# regressions: $(summary "$T/reg.out")"
+check "fuzzgen regressions: every document valid, every mode and cut short" \
+    '[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && clean "$T/reg.out" && clean "$T/reg-edge.out"'
+
 # tight budgets: the shortest completion closes nearly every document
 "$B/strux" fuzzgen "${tok[@]}" --schemas "$T/own.txt" --mode edge --max-tokens 8 --count "$N" \
     >"$T/edge.out" 2>&1
@@ -68,7 +80,7 @@ check "edge mode at 8 tokens: every document valid, closed by the shortest compl
     '[ $rc -eq 0 ] && clean "$T/edge.out" && summary "$T/edge.out" | grep -q "; [1-9][0-9]* closed"'
 
 # the third oracle: Python agrees on every document strux accepted
-for part in own s20 mb; do
+for part in own s20 mb reg; do
     $PY tools/oracle_jsonschema.py "$T/$part.jsonl" >"$T/$part.py" 2>&1
     rc=$?
     echo "# $(tail -1 "$T/$part.py")"
