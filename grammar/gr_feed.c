@@ -999,8 +999,9 @@ int gr_obj_pres_holds(const gr_node *n, uint64_t seen)
 /* The presence condition can still be met from `seen`: some list i whose
  * completion (with what it requires in turn) is allowed, feasible, and for
  * oneOf completes no other list.  Adding keys only completes more lists,
- * so the smallest completion is the one to test. */
-static int obj_pres_feasible(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked)
+ * so the smallest completion is the one to test.  Returns that completed
+ * key set (a superset of seen), or 0 when no list can be completed. */
+static uint64_t obj_pres_pick(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked)
 {
     uint64_t allowed = obj_allowed(n) & ~(blocked & ~seen);
     for (int i = 0; i < n->u.obj.n_pres; i++) {
@@ -1016,9 +1017,20 @@ static int obj_pres_feasible(const gr_node *n, uint64_t seen, int64_t count, uin
         if (!gr_obj_pres_holds(n, S))
             continue;
         if (obj_feasible_base(n, S, count + __builtin_popcountll(S & ~seen), blocked))
-            return 1;
+            return S ? S : ~0ull;
     }
     return 0;
+}
+
+static int obj_pres_feasible(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked)
+{
+    return obj_pres_pick(n, seen, count, blocked) != 0;
+}
+
+uint64_t gr_obj_pres_complete(const gr_node *n, uint64_t seen, int64_t count)
+{
+    uint64_t S = obj_pres_pick(n, seen, count, 0);
+    return S == ~0ull ? 0 : S;
 }
 
 /* After a key is added (seen, count): can the object still be closed?

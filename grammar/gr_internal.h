@@ -431,6 +431,10 @@ int gr_ord_ok(const gr_node *n, uint16_t ord, const gr_prop *p);
 int gr_obj_feasible_add(const gr_node *n, uint64_t seen, int64_t count, const gr_prop *p);
 /* The object's anyOf/oneOf-of-required condition holds for keys `seen`. */
 int gr_obj_pres_holds(const gr_node *n, uint64_t seen);
+/* The keys the shortest way to meet the presence condition ends with,
+ * from `seen` (what the lists ask, closed under what keys require in turn,
+ * allowed and feasible); seen itself when it holds already, 0 when no way. */
+uint64_t gr_obj_pres_complete(const gr_node *n, uint64_t seen, int64_t count);
 
 /* Does the object accept keys beyond its listed properties at all? */
 static inline int gr_obj_has_gen(const gr_node *n)

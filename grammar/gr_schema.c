@@ -1817,6 +1817,11 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return gc_invalid(c, kw, "must be a non-empty array");
     size_t n = json_array_size(alts);
+    /* a presence condition of an enclosing oneOf/anyOf (c->pres) is still
+     * waiting for this schema's object: every branch must carry it, not
+     * only the first one compiled */
+    const json_t *outer_pres = c->pres;
+    int outer_one = c->pres_one;
     /* branches that only list required keys: a condition on which keys
      * the object has, tracked exactly by the object itself */
     int presence = n <= 16, typed = 0, untyped = 0;
@@ -1844,6 +1849,9 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         }
         untyped += !json_object_get(b, "type");
     }
+    if (presence && (typed == 0 || untyped == 0) && outer_pres)
+        return gc_unsupported(c, kw, "required-only branches under another anyOf/oneOf of "
+                                     "required lists");
     if (presence && (typed == 0 || untyped == 0)) {
         json_t *base = json_deep_copy(s), *lists = json_array();
         int one = !strcmp(kw, "oneOf"), rc;
@@ -1907,6 +1915,8 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
                     : sx_err_set(c->err, SX_ENOMEM, "out of memory");
         if (!rc)
             rc = gc_merge(c, merged, m);
+        c->pres = outer_pres;
+        c->pres_one = outer_one;
         if (!rc)
             rc = gc_schema(c, merged, &ids[i]);
         json_decref(m);
@@ -1914,6 +1924,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         gc_ptr_pop(c, o2);
     }
     gc_ptr_pop(c, old);
+    c->pres = NULL;
     if (!rc)
         rc = alt_node(c, ids, (int)n, node);
     free(ids);

@@ -391,15 +391,12 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
                 req |= n->u.obj.dep_req[n->u.obj.props[k].index];
     } while (req != before);
     if (n->u.obj.n_pres && !gr_obj_pres_holds(n, seen | req)) {
-        /* complete the first key list that satisfies the condition */
-        for (int i = 0; i < n->u.obj.n_pres; i++) {
-            uint64_t S = seen | req | n->u.obj.pres[i];
-            if (gr_obj_pres_holds(n, S) &&
-                gr_obj_feasible(n, S, count + __builtin_popcountll(S & ~seen))) {
-                req |= n->u.obj.pres[i];
-                break;
-            }
-        }
+        /* complete the first key list that satisfies the condition and is
+         * allowed, with the keys it requires in turn (the matcher's own
+         * feasibility test picks it, so the text it writes is accepted) */
+        uint64_t S = gr_obj_pres_complete(n, seen | req, count + __builtin_popcountll(req & ~seen));
+        if (S)
+            req |= S & ~seen;
     }
     if (n->u.obj.by_order) {
         ordered_members(g, n, seen, count, req, need_comma, len, w, depth, seen_keys, skip, ord);
@@ -428,21 +425,37 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
             count++;
             need_comma = 1;
         }
-    /* still short of minProperties: invented additional keys */
+    /* still short of minProperties: invented keys of the key automaton,
+     * each the shortest one not used yet (the ones written here join the
+     * list of keys seen) */
     if (n->u.obj.keyx && count < n->u.obj.min_props) {
-        /* the automaton's shortest key; a second one would repeat it */
-        if (need_comma)
-            puts_(w, ",");
-        puts_(w, "\"");
-        int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, seen_keys, w);
-        if (vn < 0 || count + 1 < n->u.obj.min_props) {
-            w->oom = 1;
-            return;
+        gr_vseen made[16];
+        const gr_vseen *keys = seen_keys;
+        for (int i = 0; count < n->u.obj.min_props; i++) {
+            if (i == 16) {
+                w->oom = 1;
+                return;
+            }
+            if (need_comma)
+                puts_(w, ",");
+            puts_(w, "\"");
+            size_t key_at = w->n;
+            int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, keys, w);
+            if (vn < 0 || w->oom || w->n < key_at + 2) {
+                w->oom = 1;
+                return;
+            }
+            /* the key as written, without the closing quote and colon */
+            made[i].h = gr_key_hash(w->b + key_at, w->n - key_at - 2);
+            made[i].next = keys;
+            keys = &made[i];
+            if (len)
+                write_witness(g, vn, len, w, depth + 1);
+            else
+                wit(N, vn, w);
+            count++;
+            need_comma = 1;
         }
-        if (len)
-            write_witness(g, vn, len, w, depth + 1);
-        else
-            wit(N, vn, w);
         return;
     }
     long next_key = 0;

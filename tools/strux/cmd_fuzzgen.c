@@ -87,7 +87,7 @@ static int on_doc(void *vctx, uint64_t index, const char *doc, size_t len, const
 }
 
 typedef struct totals {
-    long        schemas, declined, unreadable, failures;
+    long        schemas, declined, unreadable, harness_errors, failures;
     sx_fg_stats st;
 } totals;
 
@@ -112,8 +112,13 @@ static int run_one(const sx_vocab *v, const json_t *schema, const char *label, c
     c.failures = 0;
     sx_fg_stats st = {0};
     int rc = sx_fg_run(g, v, val, fo, count, tlimit, on_doc, &c, &st, &err);
-    if (rc)
+    if (rc) {
+        /* the matcher refused a token its mask allowed, or memory ran out:
+         * a failure of this schema; the others still run */
         fprintf(stderr, "fuzzgen: %s: %s\n", label, err.msg);
+        tot->harness_errors++;
+        rc = 0;
+    }
     if (c.failures)
         printf("%s: %ld of %ld documents refused\n", label, c.failures, st.docs);
     rc0->shown = c.shown;
@@ -302,7 +307,9 @@ int cmd_fuzzgen(int argc, char **argv)
            s->seconds > 0 ? (double)s->docs / s->seconds : 0.0);
     if (tot.unreadable)
         printf("fuzzgen: %ld schema files could not be read\n", tot.unreadable);
-    rc = failed || tot.failures || tot.unreadable ? 1 : 0;
+    if (tot.harness_errors)
+        printf("fuzzgen: %ld schemas stopped by a matcher error (see above)\n", tot.harness_errors);
+    rc = failed || tot.failures || tot.unreadable || tot.harness_errors ? 1 : 0;
 cleanup:
     if (out && fclose(out)) {
         perror(out_path);
