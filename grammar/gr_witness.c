@@ -221,7 +221,7 @@ static int wit(const gr_node *N, int32_t node, wbuf *w)
  * (escaped content, closing quote and colon); returns the value node for
  * it or -1.  in_escape: a backslash was just read. */
 static int32_t auto_key(const gr_node *n, int32_t st, int in_escape, uint64_t h,
-                        const void *seen, wbuf *w)
+                        const void *seen, wbuf *w, uint64_t *key_hash)
 {
     const gr_strx *x = n->u.obj.keyx;
     static const char esc[] = "\"\\bfnrt", dec[] = "\"\\\b\f\n\r\t";
@@ -243,6 +243,12 @@ static int32_t auto_key(const gr_node *n, int32_t st, int in_escape, uint64_t h,
     long l = gr_keyauto_new_key(x, n->u.obj.close_node, st, h, seen, tmp, sizeof tmp, &final);
     if (l < 0 || final < 0)
         return -1;
+    /* the whole key's hash, as the matcher keeps it, for the keys the
+     * completion invents after this one */
+    for (long i = 0; i < l; i++)
+        h = (h ^ tmp[i]) * GR_KEY_PRIME;
+    if (key_hash)
+        *key_hash = h;
     put(w, tmp, (size_t)l);
     puts_(w, "\":");
     return n->u.obj.close_node[final];
@@ -440,7 +446,7 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
                 puts_(w, ",");
             puts_(w, "\"");
             size_t key_at = w->n;
-            int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, keys, w);
+            int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, keys, w, NULL);
             if (vn < 0 || w->oom || w->n < key_at + 2) {
                 w->oom = 1;
                 return;
@@ -1142,6 +1148,8 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
             int ph = f->phase;
             uint16_t ord = f->ord; /* property-order position */
             int32_t skip = -1; /* a hashed key just written */
+            gr_vseen just = {0};   /* an invented key just finished */
+            const void *keys = f->ext;
             size_t seg = w.n;
             if (ph == O_START) {
                 wit(N, f->node, &w);
@@ -1151,11 +1159,15 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 int best = finish_key(n, f, &w);
                 if (best < 0 && n->u.obj.keyx) {
                     int32_t vn = auto_key(n, f->kst, (f->flags & 4u) != 0, (uint64_t)f->val,
-                                          f->ext, &w);
-                    if (vn < 0)
+                                          f->ext, &w, &just.h);
+                    if (vn < 0) {
                         w.oom = 1;
-                    else
+                    } else {
                         wit(N, vn, &w);
+                        /* keys invented below must differ from this one too */
+                        just.next = f->ext;
+                        keys = &just;
+                    }
                     ord = GR_ORD_UNLISTED;
                 } else if (best < 0) {
                     /* a new additional key: close it; more bytes make
@@ -1203,7 +1215,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
             if (ph == O_COMMA || (ph == O_OPEN && f->ws > 0 && g->opts.ws_mode == SX_WS_INDENTED)) {
                 /* a member must follow the comma */
                 size_t before = w.n;
-                object_members(g, n, seen, count, 0, NULL, &w, 0, f->ext, skip, ord);
+                object_members(g, n, seen, count, 0, NULL, &w, 0, keys, skip, ord);
                 if (w.n == before) {
                     /* nothing required: any usable optional key, else an
                      * invented additional one */
@@ -1222,7 +1234,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                     }
                     if (!done && n->u.obj.keyx) {
                         puts_(&w, "\"");
-                        int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, f->ext, &w);
+                        int32_t vn = auto_key(n, n->u.obj.keyx->start, 0, KEY_BASIS, keys, &w, NULL);
                         if (vn < 0)
                             w.oom = 1;
                         else
@@ -1231,7 +1243,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                         /* a name neither present nor listed */
                         char key[32];
                         long next = 0;
-                        size_t kl = fresh_key(n, f->ext, &next, key);
+                        size_t kl = fresh_key(n, keys, &next, key);
                         puts_(&w, "\"");
                         put(&w, key, kl);
                         puts_(&w, "\":");
@@ -1239,7 +1251,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                     }
                 }
             } else {
-                object_members(g, n, seen, count, ph != O_OPEN, NULL, &w, 0, f->ext, skip, ord);
+                object_members(g, n, seen, count, ph != O_OPEN, NULL, &w, 0, keys, skip, ord);
             }
             if ((f->flags & F_UITEM) && variant > 0) {
                 /* an item equal to an earlier one: more members make it new */
