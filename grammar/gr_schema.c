@@ -1811,6 +1811,66 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
     return SX_OK;
 }
 
+/* oneOf whose branches may overlap, as the anyOf of "branch i and not any
+ * other": disjoint by construction, and exact wherever each `not` is (the
+ * negations go through the same exact paths as a written `not`).  When
+ * some part cannot be compiled exactly, the attempt is undone and the
+ * original refusal stands -- never a looser grammar. */
+static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const char *why,
+                       int32_t *node)
+{
+    enum { MAX_BRANCHES = 6 };
+    size_t n = json_array_size(alts);
+    if (n > MAX_BRANCHES)
+        return gc_unsupported(c, "oneOf", why);
+    json_t *base = json_deep_copy(s), *any = json_array();
+    int rc = base && any ? SX_OK : SX_ENOMEM;
+    for (size_t i = 0; i < n && !rc; i++) {
+        json_t *all = json_array();
+        if (!all || json_array_append(all, json_array_get(alts, i))) {
+            json_decref(all);
+            rc = SX_ENOMEM;
+            break;
+        }
+        for (size_t j = 0; j < n && !rc; j++)
+            if (j != i && json_array_append_new(all, json_pack("{s:O}", "not",
+                                                                  json_array_get(alts, j))))
+                rc = SX_ENOMEM;
+        if (!rc && json_array_append_new(any, json_pack("{s:o}", "allOf", all)))
+            rc = SX_ENOMEM;
+    }
+    if (rc) {
+        json_decref(base);
+        json_decref(any);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    json_object_del(base, "oneOf");
+    json_object_set_new(base, "anyOf", any);
+    /* what a failed attempt must leave as it found it */
+    int32_t n_nodes = c->g->n_nodes, any_node = c->any_node;
+    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
+    gc_ref *refs = c->refs;
+    const json_t *pres = c->pres;
+    int pres_one = c->pres_one;
+    size_t plen = strlen(c->ptr);
+    rc = gc_schema(c, base, node);
+    json_decref(base);
+    if (rc == SX_EUNSUPPORTED || rc == SX_ELIMIT) {
+        c->g->n_nodes = n_nodes;
+        c->any_node = any_node;
+        c->any_built = any_built;
+        c->depth = depth;
+        c->n_forbid = n_forbid;
+        c->refs = refs;
+        c->pres = pres;
+        c->pres_one = pres_one;
+        c->ptr[plen] = '\0';
+        sx_err_clear(c->err);
+        return gc_unsupported(c, "oneOf", why);
+    }
+    return rc;
+}
+
 static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int32_t *node)
 {
     const json_t *alts = json_object_get(s, kw);
@@ -1897,7 +1957,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
                 if (!disjoint) {
                     char why[96];
                     snprintf(why, sizeof why, "branches %zu and %zu may both match", i, j);
-                    return gc_unsupported(c, "oneOf", why);
+                    return exactly_one(c, s, alts, why, node);
                 }
             }
     }
