@@ -116,7 +116,7 @@ int sx_client_call_json(sx_client *c, const json_t *req, int timeout_ms, json_t 
     if (rc)
         return rc;
     json_error_t je;
-    *resp = json_loadb(body, n, 0, &je);
+    *resp = json_loadb(body, n, JSON_ALLOW_NUL, &je);
     free(body);
     if (!*resp)
         return sx_err_set(err, SX_EFORMAT, "the response is not JSON: %s", je.text);

@@ -171,8 +171,10 @@ int  sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
                          const struct sx_validator *validator, json_t **output, sx_error *err);
 
 /* Reals in responses are written with 15 significant digits (timings and
- * scores read as 0.059, not 0.058999999999999997); `text` is always the
- * exact generated text, numbers included. */
+ * scores read as 0.059, not 0.058999999999999997), except inside `output`,
+ * whose numbers carry every digit their double needs to round-trip (the
+ * value the validator checked); `text` is always the exact generated text,
+ * numbers included. */
 #define SX_RPC_JSON_PRECISION JSON_REAL_PRECISION(15)
 
 /* Serialises a success response; *out is malloc'd, NUL-terminated. */

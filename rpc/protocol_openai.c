@@ -209,7 +209,8 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
     if (len > lim->max_request_bytes)
         return sx_err_setp(err, SX_ELIMIT, "", -1, "request is %zu bytes; the limit is %zu", len,
                            lim->max_request_bytes);
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    /* \u0000 is valid JSON; text fields refuse it themselves */
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root)
         return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
                            "request is not valid JSON: %s at byte %d", je.text, je.position);

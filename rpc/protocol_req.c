@@ -286,7 +286,8 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
             return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"role\"");
         if (!json_is_string(role))
             return bad_type(err, sub, "role", "a string", role);
-        if (!valid_role(json_string_value(role)))
+        if (!valid_role(json_string_value(role)) ||
+            strlen(json_string_value(role)) != json_string_length(role))
             return sx_err_setp(err, SX_EINVAL, sub, -1,
                                "role must be \"system\", \"user\" or \"assistant\", not \"%s\"",
                                json_string_value(role));
@@ -544,7 +545,9 @@ int sx_rpc_req_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_r
     if (len > lim->max_request_bytes)
         return sx_err_setp(err, SX_ELIMIT, "", -1, "request is %zu bytes; the limit is %zu", len,
                            lim->max_request_bytes);
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    /* \u0000 is valid JSON (a schema's const may hold it); the text fields
+     * that become C strings refuse it themselves, naming the field */
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root)
         return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
                            "request is not valid JSON: %s at byte %d", je.text, je.position);

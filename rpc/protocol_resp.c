@@ -1,5 +1,6 @@
 /* sx_rpc: error codes, output checks and response serialisation. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,15 +171,58 @@ static json_t *id_value(const json_t *id)
     return id ? json_deep_copy(id) : json_null();
 }
 
+/* o with the string placeholder `mark` replaced by v written with every
+ * digit a double needs to round-trip: a generated number must reach the
+ * client as the value the validator checked (15 digits turned 2^53 into
+ * 9.00719925474099e15, which a `const` then refused), while timings and
+ * scores elsewhere keep their short form. */
+static int dump_with_value(json_t *o, const char *mark, const json_t *v, char **out, size_t *len)
+{
+    char *body = NULL, *val = NULL, *q = NULL, *res = NULL;
+    int rc = dump(o, &body, NULL);
+    if (rc)
+        return rc;
+    val = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    json_t *m = json_string(mark);
+    q = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
+    json_decref(m);
+    char *at = q ? strstr(body, q) : NULL;
+    if (!val || !q || !at || strstr(at + 1, q)) {
+        /* out of memory, or the mark is not there exactly once */
+        rc = val && q ? SX_EINTERNAL : SX_ENOMEM;
+        goto out;
+    }
+    size_t nb = strlen(body), nq = strlen(q), nv = strlen(val), pre = (size_t)(at - body);
+    res = malloc(nb - nq + nv + 1);
+    if (!res) {
+        rc = SX_ENOMEM;
+        goto out;
+    }
+    memcpy(res, body, pre);
+    memcpy(res + pre, val, nv);
+    memcpy(res + pre + nv, at + nq, nb - pre - nq + 1);
+    *out = res;
+    if (len)
+        *len = nb - nq + nv;
+out:
+    free(body);
+    free(val);
+    free(q);
+    return rc;
+}
+
 int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **out, size_t *len)
 {
+    /* unique per call: the address of this frame and the text's */
+    char mark[64];
+    snprintf(mark, sizeof mark, "\x01strux-output-%p-%p\x01", (void *)&mark, (const void *)res->text);
     *out = NULL;
     json_t *o = json_object(), *usage = json_object(), *timing = json_object();
     int rc = SX_ENOMEM;
     if (!o || !usage || !timing)
         goto fail;
     if (set(o, "ok", json_true()) || set(o, "id", id_value(r->id)) ||
-        set(o, "output", res->output ? json_deep_copy(res->output) : json_null()) ||
+        set(o, "output", res->output ? json_string(mark) : json_null()) ||
         set(o, "text", json_stringn_nocheck(res->text ? res->text : "", res->text_len)) ||
         set(o, "finish_reason", json_string(res->finish_reason ? res->finish_reason : "stop")))
         goto fail;
@@ -212,7 +256,7 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
     }
     if (res->logprobs && set(o, "logprobs", json_deep_copy(res->logprobs)))
         goto fail;
-    return dump(o, out, len);
+    return res->output ? dump_with_value(o, mark, res->output, out, len) : dump(o, out, len);
 fail:
     json_decref(usage);
     json_decref(timing);

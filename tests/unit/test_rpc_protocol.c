@@ -36,6 +36,19 @@ static void refused(const char *text, int code, const char *pointer)
     assert_true(strlen(e.msg) > 0);
 }
 
+/* A schema may hold U+0000 (the Test Suite's const "hello\u0000there"):
+ * the request parses and the constraint keeps the character. */
+static void nul_in_schema(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    const char *text = "{\"document\":\"x\",\"schema\":{\"const\":\"hello\\u0000there\"}}";
+    assert_int_equal(parse(text, &r, &e), SX_OK);
+    assert_non_null(strstr(r.key, "hello\\u0000there"));
+    sx_rpc_req_free(&r);
+}
+
 static void full_request(void **state)
 {
     (void)state;
@@ -155,7 +168,12 @@ static void bad_requests_name_the_field(void **state)
     refused("{\"document\":\"x\",\"a/b~c\":1}", SX_RPC_BAD_REQUEST, "/a~1b~0c");
     refused("{\"document\":\"x\",\"document\":\"y\"}", SX_RPC_BAD_REQUEST, "");
     refused("{\"document\":7}", SX_RPC_BAD_REQUEST, "/document");
-    refused("{\"document\":\"a\\u0000b\"}", SX_RPC_BAD_REQUEST, "");
+    /* \u0000 is valid JSON: a text field that would be cut refuses it by name */
+    refused("{\"document\":\"a\\u0000b\"}", SX_RPC_BAD_REQUEST, "/document");
+    refused("{\"messages\":[{\"role\":\"user\\u0000x\",\"content\":\"a\"}]}", SX_RPC_BAD_REQUEST,
+            "/messages/0/role");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000\"}]}", SX_RPC_BAD_REQUEST,
+            "/messages/0/content");
     refused("{\"document\":\"x\",\"messages\":[]}", SX_RPC_BAD_REQUEST, "/document");
     refused("{\"messages\":[]}", SX_RPC_BAD_REQUEST, "/messages");
     refused("{\"messages\":{}}", SX_RPC_BAD_REQUEST, "/messages");
@@ -470,6 +488,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_request),
+        cmocka_unit_test(nul_in_schema),
         cmocka_unit_test(defaults_and_modes),
         cmocka_unit_test(canonical_key_ignores_layout_and_order),
         cmocka_unit_test(bad_requests_name_the_field),

@@ -92,7 +92,7 @@ typedef struct batch {
 
 static char *transport_line(const char *req, size_t len, const char *msg)
 {
-    json_t *r = json_loadb(req, len, 0, NULL);
+    json_t *r = json_loadb(req, len, JSON_ALLOW_NUL, NULL);
     const json_t *id = json_object_get(r, "id");
     json_t *o = json_pack("{s:b, s:O, s:{s:s, s:s}}", "ok", 0, "id", id ? id : json_null(), "error",
                           "code", "transport", "message", msg);
@@ -107,7 +107,7 @@ static char *transport_line(const char *req, size_t len, const char *msg)
  * outside.  Returns 1 when the output holds. */
 static int verify_output(const char *req, size_t len, const json_t *resp, char *why, size_t cap)
 {
-    json_t *r = json_loadb(req, len, 0, NULL);
+    json_t *r = json_loadb(req, len, JSON_ALLOW_NUL, NULL);
     const json_t *out = json_object_get(resp, "output");
     int good = 1;
     const json_t *schema = json_object_get(r, "schema"), *choices = json_object_get(r, "choices");
@@ -157,7 +157,7 @@ static void *batch_worker(void *arg)
         json_t *v = NULL;
         if (rc) {
             resp = transport_line(b->lines[i], b->lens[i], err.msg);
-        } else if ((v = json_loadb(resp, rlen, 0, NULL))) {
+        } else if ((v = json_loadb(resp, rlen, JSON_ALLOW_NUL, NULL))) {
             ok = json_is_true(json_object_get(v, "ok"));
             char why[600];
             if (ok && b->verify && !verify_output(b->lines[i], b->lens[i], v, why, sizeof why)) {
