@@ -163,7 +163,7 @@ import jsonschema
 reqs = [json.loads(l) for l in open(sys.argv[1])]
 resps = [json.loads(l) for l in open(sys.argv[2])]
 assert len(reqs) == len(resps), "one response per request"
-ok = bad = closed_early = internal = python_re = 0
+ok = bad = closed_early = internal = python_re = declined = 0
 codes = {}
 
 import re
@@ -173,6 +173,9 @@ for q, r in zip(reqs, resps):
         c = r["error"]["code"]
         codes[c] = codes.get(c, 0) + 1
         internal += c in ("internal", "transport")
+        # Test Suite and MaskBench schemas strux declines at compile time
+        declined += q["id"].startswith(("mb-", "ts-")) and c in (
+            "schema_unsupported", "schema_invalid", "too_large")
         # schemas/ and the other kinds must succeed; maskbench and the Test
         # Suite may be unsupported
         if not q["id"].startswith(("mb-", "ts-")) and c != "incomplete":
@@ -204,14 +207,15 @@ for q, r in zip(reqs, resps):
     if r["usage"]["completion_tokens"] >= mt - 2:
         closed_early += 1
 print(json.dumps({"ok": ok, "bad": bad, "closed_at_budget": closed_early, "internal": internal,
-                  "python_re_unreadable": python_re, "errors": codes}))
+                  "python_re_unreadable": python_re, "declined": declined, "errors": codes}))
 PY
 J=$("$PY" "$T/judge.py" "$T/in.jsonl" "$T/out.jsonl" 2>"$T/judge.log")
 echo "# $J"
 jget() { "$PY" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$J" "$1" 2>/dev/null; }
 check "Python jsonschema accepts every output; no unexpected errors" [ "$(jget bad)" = 0 ]
 check "no internal errors" [ "$(jget internal)" = 0 ]
-check "most requests succeed ($(jget ok) of $NREQ)" [ "$(jget ok)" -ge $((NREQ * 3 / 4)) ]
+check "most requests with a compiling schema succeed ($(jget ok) of $NREQ, $(jget declined) declined)" \
+    [ "$(jget ok)" -ge $(( (NREQ - $(jget declined)) * 3 / 4 )) ]
 check "tight budgets force documents to close at the limit ($(jget closed_at_budget))" \
     [ "$(jget closed_at_budget)" -ge 5 ]
 
