@@ -46,14 +46,15 @@ bail() {
 "$B/strux" model random --shape tiny --seed 1 --out "$T/model" >"$T/model.log" 2>&1 ||
     bail "strux model random --shape tiny"
 
-# start NAME: struxd on ipc://$T/NAME.ipc, waits for "ready"; PID[NAME];
-# each (re)start logs to $T/NAME.GEN.log
+# start NAME [ARGS]: struxd on ipc://$T/NAME.ipc, waits for "ready";
+# PID[NAME]; each (re)start logs to $T/NAME.GEN.log
 start() {
     local name=$1
+    shift
     GEN[$name]=$((${GEN[$name]:-0} + 1))
     local log="$T/$name.${GEN[$name]}.log"
     "$B/struxd" --model "$T/model" --threads 1 --listen "ipc://$T/$name.ipc" \
-        --default-max-tokens 48 2>"$log" &
+        --default-max-tokens 48 "$@" 2>"$log" &
     PID[$name]=$!
     for _ in $(seq 1 600); do
         grep -q '^struxd: ready' "$log" && break
@@ -64,7 +65,8 @@ start() {
 }
 start r1
 start r2
-start r3
+start r3 --http 127.0.0.1:0
+R3HTTP=$(sed -n 's|^struxd: listening on.* http://\([^ ]*\).*|\1|p' "$T/r3.1.log")
 ADDRS=(--addr "ipc://$T/r1.ipc" --addr "ipc://$T/r2.ipc" --addr "ipc://$T/r3.ipc")
 
 "$PY" - "$T/in.jsonl" <<'PY'
@@ -207,16 +209,37 @@ rc=$?
 check "--resume refuses another batch's output and leaves it as it was" \
     sh -c "[ $rc -ne 0 ] && grep -q 'ids differ' '$T/resume3.log' && cmp -s '$T/cut.jsonl' '$T/cut2.jsonl'"
 
+# ---- a hung replica (SIGSTOP) mid-batch: its requests time out and go elsewhere -----------
+head -n 60 "$T/in.jsonl" >"$T/in60.jsonl"
+"$B/strux" call "${ADDRS[@]}" --timeout 3 --retries 8 --batch "$T/in60.jsonl" --out "$T/hung.jsonl" \
+    --concurrency 8 --no-progress 2>"$T/hung.log" &
+CALL=$!
+wait_lines "$T/hung.jsonl" 5
+kill -STOP "${PID[r3]}"
+wait "$CALL"
+rc=$?
+kill -CONT "${PID[r3]}"
+echo "# hung replica: $(summary "$T/hung.log")"
+check "a hung replica: timed-out requests retried elsewhere ($(field "$T/hung.log" retries) retries), all 60 answered once, in order, valid" \
+    sh -c "[ $rc -eq 0 ] && [ '$(field "$T/hung.log" retries)' -ge 1 ] &&
+           \"$PY\" \"$T/judge.py\" \"$T/in60.jsonl\" \"$T/hung.jsonl\" 2>>'$T/judge.log'"
+
 # ---- a replica drains (SIGTERM) mid-batch ---------------------------------------------
 printf '# the service\nipc://%s/r1.ipc\n\n  ipc://%s/r2.ipc   # second\nipc://%s/r3.ipc\n' \
     "$T" "$T" "$T" >"$T/addrs.txt"
 # long free-text requests keep r3 draining for a few seconds, while the batch
 # keeps sending to it
 for k in 1 2 3; do
-    "$B/strux" call --addr "ipc://$T/r3.ipc" --id "long$k" --max-tokens 300 --temperature 1 \
-        --seed "$k" --messages <(echo '[{"role":"user","content":"go on"}]') \
-        >"$T/long$k.out" 2>/dev/null &
+    "$B/strux" call --addr "ipc://$T/r3.ipc" --retries 0 --timeout 60 --id "long$k" \
+        --max-tokens 300 --temperature 1 --seed "$k" \
+        --messages <(echo '[{"role":"user","content":"go on"}]') >"$T/long$k.out" 2>/dev/null &
     LONG[$k]=$!
+done
+# SIGTERM must find them running (a connection made after it is refused)
+for _ in $(seq 1 200); do
+    inflight=$(curl -sS "http://$R3HTTP/metrics" | sed -n 's/^strux_inflight //p')
+    [ "${inflight:-0}" -ge 3 ] && break
+    sleep 0.05
 done
 "$B/strux" call --addr-file "$T/addrs.txt" --batch "$T/in.jsonl" --out "$T/drain.jsonl" \
     --concurrency 16 --no-progress 2>"$T/drain.log" &
