@@ -106,9 +106,10 @@ test-run: $(TEST_BIN) $(TOOLS) check-layout
 check-layout:
 	@python3 tools/check_layout.py
 
-# under ASan the server end-to-end test sends a spread subset of its requests
+# under ASan the server end-to-end test sends a spread subset of its requests,
+# and the replica and Python-client tests run light (STRUX_LIGHT)
 asan:
-	STRUX_E2E_REQUESTS=72 $(MAKE) SAN=1 BUILD=build-asan CUDA=0 test
+	STRUX_E2E_REQUESTS=72 STRUX_LIGHT=1 $(MAKE) SAN=1 BUILD=build-asan CUDA=0 test
 
 # --- CUDA ------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.cu

@@ -12,8 +12,13 @@
 #     missing lines; --resume refuses another batch's output;
 #   - a replica drained with SIGTERM mid-batch: its `overloaded` answers are
 #     moved to the other replicas, not counted as failures (--addr-file).
+# STRUX_LIGHT=1 (make asan, where a request is ~10x slower): 40 requests, and
+# no hung-replica part (it is about timing, not memory).
 # Needs $STRUX_BUILD, $STRUX_SHARED and the repo venv (.venv) with jsonschema.
 set -u
+NREQ=300
+[ -n "${STRUX_LIGHT:-}" ] && NREQ=40
+CUT=$((NREQ * 2 / 5)) SPREAD=$((NREQ / 15))
 B=${STRUX_BUILD:?}
 PY=${STRUX_PYTHON:-$PWD/.venv/bin/python}
 T=$(mktemp -d /tmp/strux-replicas.XXXXXX)
@@ -69,14 +74,14 @@ start r3 --http 127.0.0.1:0
 R3HTTP=$(sed -n 's|^struxd: listening on.* http://\([^ ]*\).*|\1|p' "$T/r3.1.log")
 ADDRS=(--addr "ipc://$T/r1.ipc" --addr "ipc://$T/r2.ipc" --addr "ipc://$T/r3.ipc")
 
-"$PY" - "$T/in.jsonl" <<'PY'
+"$PY" - "$T/in.jsonl" "$NREQ" <<'PY'
 import json, sys
 item = {"type": "object", "additionalProperties": False, "required": ["name", "n", "tag"],
         "properties": {"name": {"type": "string", "maxLength": 12}, "n": {"type": "integer"},
                        "tag": {"enum": ["a", "b", "c"]}}}
 nums = {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": 4}
 with open(sys.argv[1], "w") as f:
-    for i in range(300):
+    for i in range(int(sys.argv[2])):
         q = {"id": f"q{i}", "document": f"Item {i}: name x{i}, n {i * 7}", "seed": i,
              "temperature": [0, 0.9, 1.0][i % 3], "max_tokens": 40}
         if i % 10 == 9:
@@ -85,7 +90,6 @@ with open(sys.argv[1], "w") as f:
             q["schema"] = item if i % 2 else nums
         f.write(json.dumps(q) + "\n")
 PY
-NREQ=300
 
 cat >"$T/judge.py" <<'PY'
 # judge.py IN OUT [REF]: one answer per request, in order, all ok and valid;
@@ -116,7 +120,7 @@ if len(sys.argv) > 3:
             if (a["output"], a["text"]) != (b["output"], b["text"])]
     if diff:
         print(f"{len(diff)} answers differ from the reference: {diff[:10]}", file=sys.stderr)
-    assert len(diff) <= len(reqs) // 100, f"{len(diff)} answers differ from the reference"
+    assert len(diff) <= max(1, len(reqs) // 100), f"{len(diff)} answers differ from the reference"
 PY
 judge() { "$PY" "$T/judge.py" "$T/in.jsonl" "$@" 2>>"$T/judge.log"; }
 summary() { sed -n 's/.*\(requests in .*\)/\1/p' "$1" | tail -1; }
@@ -140,14 +144,14 @@ check "batch over 3 replicas: exit 0, 3 of 3 connected" \
     sh -c "[ $rc -eq 0 ] && grep -q 'replicas 3 of 3 connected' '$T/ref.log'"
 check "every line answered once, in order, ok, valid under jsonschema" judge "$T/ref.jsonl"
 check "requests spread over all three ($(reqs_in_log r1)/$(reqs_in_log r2)/$(reqs_in_log r3))" \
-    sh -c "[ $(reqs_in_log r1) -ge 20 ] && [ $(reqs_in_log r2) -ge 20 ] && [ $(reqs_in_log r3) -ge 20 ]"
+    sh -c "[ $(reqs_in_log r1) -ge $SPREAD ] && [ $(reqs_in_log r2) -ge $SPREAD ] && [ $(reqs_in_log r3) -ge $SPREAD ]"
 
 # ---- SIGKILL one replica mid-batch, restart it ------------------------------------------
 before_r2=$(reqs_in_log r2)
 "$B/strux" call "${ADDRS[@]}" --batch "$T/in.jsonl" --out "$T/kill.jsonl" --concurrency 16 \
     --no-progress 2>"$T/kill.log" &
 CALL=$!
-wait_lines "$T/kill.jsonl" 60
+wait_lines "$T/kill.jsonl" $((NREQ / 5))
 kill -9 "${PID[r2]}"
 wait "${PID[r2]}" 2>/dev/null
 sleep 0.3
@@ -166,13 +170,13 @@ check "nothing lost, nothing doubled, same answers as the reference (same id and
     --no-progress 2>"$T/again.log"
 check "the restarted replica rejoins (3 of 3 connected, it serves requests)" \
     sh -c "grep -q 'replicas 3 of 3 connected' '$T/again.log' &&
-           [ $(reqs_in_log r2) -gt $((before_r2 + 20)) ]"
+           [ $(reqs_in_log r2) -gt $((before_r2 + SPREAD)) ]"
 
 # ---- the control: no retries loses answers; --resume completes them ---------------------
 "$B/strux" call "${ADDRS[@]}" --retries 0 --batch "$T/in.jsonl" --out "$T/noretry.jsonl" \
     --concurrency 16 --no-progress 2>"$T/noretry.log" &
 CALL=$!
-wait_lines "$T/noretry.jsonl" 60
+wait_lines "$T/noretry.jsonl" $((NREQ / 5))
 kill -9 "${PID[r1]}"
 wait "${PID[r1]}" 2>/dev/null
 sleep 0.3
@@ -191,15 +195,15 @@ check "--resume sends the failed lines again and completes the batch like the re
            \"$PY\" \"$T/judge.py\" \"$T/in.jsonl\" \"$T/noretry.jsonl\" \"$T/ref.jsonl\""
 
 # ---- --resume from a file cut mid-line ------------------------------------------------------
-head -n 120 "$T/ref.jsonl" >"$T/cut.jsonl"
-sed -n 121p "$T/ref.jsonl" | head -c 57 >>"$T/cut.jsonl"
+head -n $CUT "$T/ref.jsonl" >"$T/cut.jsonl"
+sed -n $((CUT + 1))p "$T/ref.jsonl" | head -c 57 >>"$T/cut.jsonl"
 "$B/strux" call "${ADDRS[@]}" --resume --batch "$T/in.jsonl" --out "$T/cut.jsonl" \
     --concurrency 16 --no-progress 2>"$T/resume2.log"
 rc=$?
 echo "# --resume: $(summary "$T/resume2.log")"
-check "--resume after a partial last line: only the $((NREQ - 120)) missing lines sent" \
-    sh -c "[ $rc -eq 0 ] && grep -q '^strux call: $((NREQ - 120)) requests in' '$T/resume2.log' &&
-           grep -q 'resumed after 120 answered lines' '$T/resume2.log'"
+check "--resume after a partial last line: only the $((NREQ - CUT)) missing lines sent" \
+    sh -c "[ $rc -eq 0 ] && grep -q '^strux call: $((NREQ - CUT)) requests in' '$T/resume2.log' &&
+           grep -q 'resumed after $CUT answered lines' '$T/resume2.log'"
 check "the resumed output is whole and equals the reference" judge "$T/cut.jsonl" "$T/ref.jsonl"
 sed 's/"q\([0-9]*\)"/"other\1"/' "$T/in.jsonl" >"$T/other.jsonl"
 cp "$T/cut.jsonl" "$T/cut2.jsonl"
@@ -209,6 +213,7 @@ rc=$?
 check "--resume refuses another batch's output and leaves it as it was" \
     sh -c "[ $rc -ne 0 ] && grep -q 'ids differ' '$T/resume3.log' && cmp -s '$T/cut.jsonl' '$T/cut2.jsonl'"
 
+if [ -z "${STRUX_LIGHT:-}" ]; then
 # ---- a hung replica (SIGSTOP) mid-batch: its requests time out and go elsewhere -----------
 head -n 60 "$T/in.jsonl" >"$T/in60.jsonl"
 "$B/strux" call "${ADDRS[@]}" --timeout 3 --retries 8 --batch "$T/in60.jsonl" --out "$T/hung.jsonl" \
@@ -223,6 +228,7 @@ echo "# hung replica: $(summary "$T/hung.log")"
 check "a hung replica: timed-out requests retried elsewhere ($(field "$T/hung.log" retries) retries), all 60 answered once, in order, valid" \
     sh -c "[ $rc -eq 0 ] && [ '$(field "$T/hung.log" retries)' -ge 1 ] &&
            \"$PY\" \"$T/judge.py\" \"$T/in60.jsonl\" \"$T/hung.jsonl\" 2>>'$T/judge.log'"
+fi
 
 # ---- a replica drains (SIGTERM) mid-batch ---------------------------------------------
 printf '# the service\nipc://%s/r1.ipc\n\n  ipc://%s/r2.ipc   # second\nipc://%s/r3.ipc\n' \
@@ -231,7 +237,7 @@ printf '# the service\nipc://%s/r1.ipc\n\n  ipc://%s/r2.ipc   # second\nipc://%s
 # keeps sending to it
 for k in 1 2 3; do
     "$B/strux" call --addr "ipc://$T/r3.ipc" --retries 0 --timeout 60 --id "long$k" \
-        --max-tokens 300 --temperature 1 --seed "$k" \
+        --max-tokens $([ -n "${STRUX_LIGHT:-}" ] && echo 80 || echo 300) --temperature 1 --seed "$k" \
         --messages <(echo '[{"role":"user","content":"go on"}]') >"$T/long$k.out" 2>/dev/null &
     LONG[$k]=$!
 done
@@ -244,7 +250,7 @@ done
 "$B/strux" call --addr-file "$T/addrs.txt" --batch "$T/in.jsonl" --out "$T/drain.jsonl" \
     --concurrency 16 --no-progress 2>"$T/drain.log" &
 CALL=$!
-wait_lines "$T/drain.jsonl" 30
+wait_lines "$T/drain.jsonl" $((NREQ / 10))
 kill -TERM "${PID[r3]}"
 wait "${PID[r3]}"
 st=$?
