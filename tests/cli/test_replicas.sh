@@ -22,7 +22,7 @@ CUT=$((NREQ * 2 / 5)) SPREAD=$((NREQ / 15))
 B=${STRUX_BUILD:?}
 PY=${STRUX_PYTHON:-$PWD/.venv/bin/python}
 T=$(mktemp -d /tmp/strux-replicas.XXXXXX)
-declare -A PID GEN
+declare -A PID GEN HTTP
 cleanup() {
     for p in "${PID[@]}"; do kill -9 "$p" 2>/dev/null; done
     rm -rf "$T"
@@ -59,7 +59,7 @@ start() {
     GEN[$name]=$((${GEN[$name]:-0} + 1))
     local log="$T/$name.${GEN[$name]}.log"
     "$B/struxd" --model "$T/model" --threads 1 --listen "ipc://$T/$name.ipc" \
-        --default-max-tokens 48 "$@" 2>"$log" &
+        --http 127.0.0.1:0 --default-max-tokens 48 "$@" 2>"$log" &
     PID[$name]=$!
     for _ in $(seq 1 600); do
         grep -q '^struxd: ready' "$log" && break
@@ -67,11 +67,20 @@ start() {
         sleep 0.1
     done
     grep -q '^struxd: ready' "$log" || bail "struxd $name not ready after 60 s"
+    HTTP[$name]=$(sed -n 's|^struxd: listening on.* http://\([^ ]*\).*|\1|p' "$log")
+}
+# wait_inflight NAME N: until replica NAME holds N requests (or 30 s), so a
+# kill is sure to hit requests in flight
+wait_inflight() {
+    for _ in $(seq 1 600); do
+        [ "$(curl -sS "http://${HTTP[$1]}/metrics" | sed -n 's/^strux_inflight //p')" -ge "$2" ] 2>/dev/null &&
+            return 0
+        sleep 0.05
+    done
 }
 start r1
 start r2
-start r3 --http 127.0.0.1:0
-R3HTTP=$(sed -n 's|^struxd: listening on.* http://\([^ ]*\).*|\1|p' "$T/r3.1.log")
+start r3
 ADDRS=(--addr "ipc://$T/r1.ipc" --addr "ipc://$T/r2.ipc" --addr "ipc://$T/r3.ipc")
 
 "$PY" - "$T/in.jsonl" "$NREQ" <<'PY'
@@ -151,7 +160,8 @@ before_r2=$(reqs_in_log r2)
 "$B/strux" call "${ADDRS[@]}" --batch "$T/in.jsonl" --out "$T/kill.jsonl" --concurrency 16 \
     --no-progress 2>"$T/kill.log" &
 CALL=$!
-wait_lines "$T/kill.jsonl" $((NREQ / 5))
+wait_lines "$T/kill.jsonl" $((NREQ / 10))
+wait_inflight r2 2
 kill -9 "${PID[r2]}"
 wait "${PID[r2]}" 2>/dev/null
 sleep 0.3
@@ -176,7 +186,8 @@ check "the restarted replica rejoins (3 of 3 connected, it serves requests)" \
 "$B/strux" call "${ADDRS[@]}" --retries 0 --batch "$T/in.jsonl" --out "$T/noretry.jsonl" \
     --concurrency 16 --no-progress 2>"$T/noretry.log" &
 CALL=$!
-wait_lines "$T/noretry.jsonl" $((NREQ / 5))
+wait_lines "$T/noretry.jsonl" $((NREQ / 10))
+wait_inflight r1 2
 kill -9 "${PID[r1]}"
 wait "${PID[r1]}" 2>/dev/null
 sleep 0.3
@@ -243,14 +254,14 @@ for k in 1 2 3; do
 done
 # SIGTERM must find them running (a connection made after it is refused)
 for _ in $(seq 1 200); do
-    inflight=$(curl -sS "http://$R3HTTP/metrics" | sed -n 's/^strux_inflight //p')
+    inflight=$(curl -sS "http://${HTTP[r3]}/metrics" | sed -n 's/^strux_inflight //p')
     [ "${inflight:-0}" -ge 3 ] && break
     sleep 0.05
 done
 "$B/strux" call --addr-file "$T/addrs.txt" --batch "$T/in.jsonl" --out "$T/drain.jsonl" \
     --concurrency 16 --no-progress 2>"$T/drain.log" &
 CALL=$!
-wait_lines "$T/drain.jsonl" $((NREQ / 10))
+wait_lines "$T/drain.jsonl" $((NREQ >= 100 ? NREQ / 10 : 1))
 kill -TERM "${PID[r3]}"
 wait "${PID[r3]}"
 st=$?
