@@ -107,9 +107,9 @@ check-layout:
 	@python3 tools/check_layout.py
 
 # under ASan the server end-to-end test sends a spread subset of its requests,
-# and fuzzgen samples fewer documents per schema
+# and fuzzgen, the replica and Python-client tests run light
 asan:
-	STRUX_E2E_REQUESTS=72 STRUX_FUZZGEN_DOCS=8 $(MAKE) SAN=1 BUILD=build-asan CUDA=0 test
+	STRUX_E2E_REQUESTS=72 STRUX_FUZZGEN_DOCS=8 STRUX_LIGHT=1 $(MAKE) SAN=1 BUILD=build-asan CUDA=0 test
 
 # --- CUDA ------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.cu

@@ -12,11 +12,13 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "pyenv: creating $venv"
     python3 -m venv "$venv"
 fi
-if cmp -s "$req" "$stamp" 2>/dev/null; then
+if cmp -s "$req" "$stamp" 2>/dev/null && "$venv/bin/python" -c "import strux_client" 2>/dev/null; then
     echo "pyenv: $venv up to date"
     exit 0
 fi
 echo "pyenv: installing $(grep -cv '^#' "$req") packages into $venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+# the Python client package, editable: its tests run against this tree
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -e "$root/clients/python"
 cp "$req" "$stamp"
 echo "pyenv: done"

@@ -356,7 +356,8 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"id": i, "json_object": True, "document": "x", "temperature": 1.0,
                             "seed": i, "max_tokens": 64}) + "\n")
 PY
-"$B/strux" call --addr "ipc://$T/small.ipc" --batch "$T/q.jsonl" --out "$T/q.out" --concurrency 24 \
+"$B/strux" call --addr "ipc://$T/small.ipc" --overload-wait 0 --batch "$T/q.jsonl" --out "$T/q.out" \
+    --concurrency 24 \
     --no-progress 2>"$T/q.log"
 over=$(grep -c '"code":"overloaded"' "$T/q.out")
 okq=$(grep -c '"ok":true' "$T/q.out")

@@ -17,14 +17,29 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: strux call --addr ADDR (--schema FILE | --choices A,B,C | --regex RE |\n"
-        "                  --json-object) (--document FILE | --messages FILE) [options]\n"
-        "       strux call --addr ADDR --batch IN.jsonl --out OUT.jsonl [--concurrency N]\n"
+        "usage: strux call --addr ADDR [--addr ADDR2 ...] (--schema FILE | --choices A,B,C |\n"
+        "                  --regex RE | --json-object) (--document FILE | --messages FILE) [options]\n"
+        "       strux call --addr ADDR [...] --batch IN.jsonl --out OUT.jsonl [--concurrency N]\n"
+        "                  [--resume]\n"
         "\n"
-        "Sends requests to a struxd server (nng REQ/REP; docs/PROTOCOL.md).\n"
+        "Sends requests to struxd replicas (nng REQ/REP; docs/PROTOCOL.md).\n"
+        "\n"
+        "replicas:\n"
+        "  --addr ADDR          a server, tcp://HOST:PORT or ipc:///PATH; repeat it for several\n"
+        "                       replicas of one service: requests are spread over the connected\n"
+        "                       ones, and one that goes away is re-dialled in the background\n"
+        "  --addr-file FILE     more addresses, one per line ('#' starts a comment)\n"
+        "  --retries N          how often one request is sent again when its replica's\n"
+        "                       connection closes before the answer (it died or restarted) or\n"
+        "                       no answer comes in time (default 3). The same bytes go again --\n"
+        "                       same id, same seed, so the same answer -- to another replica;\n"
+        "                       nng itself never resends. Each request gets exactly one answer.\n"
+        "  --overload-wait S    an `overloaded` answer (queue full, or the replica is draining\n"
+        "                       after SIGTERM) is not a failure: the request is sent again after\n"
+        "                       a short backoff (20 ms, doubling to 1 s) for up to S seconds\n"
+        "                       (default 60; 0 returns `overloaded` as the answer)\n"
         "\n"
         "one request (printed response on stdout; exit 0 when ok, 1 when not):\n"
-        "  --addr ADDR          server address, tcp://HOST:PORT or ipc:///PATH\n"
         "  --schema FILE        JSON Schema the output must validate against\n"
         "  --choices A,B,C      labels to classify into (output is one of them, plus scores)\n"
         "  --regex RE           the output is text matching RE\n"
@@ -41,7 +56,11 @@ static void usage(FILE *f)
         "  --output             print only the output value, not the whole response\n"
         "batch:\n"
         "  --batch IN.jsonl     one request object per line (as in docs/PROTOCOL.md)\n"
-        "  --out OUT.jsonl      one response per line, in input order\n"
+        "  --out OUT.jsonl      one response per line, in input order, each exactly once\n"
+        "                       (written as soon as every line before it is answered)\n"
+        "  --resume             OUT.jsonl holds the answers of a batch that stopped: keep its\n"
+        "                       complete lines (checked against the input's ids), drop a\n"
+        "                       partial last line, and send only the lines not yet answered\n"
         "  --concurrency N      requests in flight (default 8)\n"
         "  --no-progress        no progress bar (it is drawn only on a terminal anyway)\n"
         "  --verify             re-check every successful output on the client side with\n"
@@ -49,8 +68,8 @@ static void usage(FILE *f)
         "                       json_object); failures are counted and make the exit 1\n"
         "both:\n"
         "  --timeout S          request deadline sent to the server, seconds; the client\n"
-        "                       waits that long plus 5 s (default: server's deadline,\n"
-        "                       client waits up to 600 s)\n");
+        "                       waits that long plus 5 s per attempt (default: server's\n"
+        "                       deadline, client waits up to 600 s per attempt)\n");
 }
 
 static int load_text(const char *path, char **out, size_t *len)
@@ -182,8 +201,10 @@ static void *batch_worker(void *arg)
             json_object_set_new(b->codes, k, json_integer(c ? json_integer_value(c) + 1 : 1));
         }
         json_decref(v);
-        /* responses go out in input order */
+        /* responses go out in input order, each line whole and flushed, so a
+         * batch that stops leaves a prefix --resume can continue from */
         b->ready[i] = 1;
+        size_t written_before = b->written;
         while (b->written < b->n && b->ready[b->written]) {
             if (b->resp[b->written])
                 fputs(b->resp[b->written], b->out);
@@ -195,6 +216,8 @@ static void *batch_worker(void *arg)
             b->resp[b->written] = NULL;
             b->written++;
         }
+        if (b->written > written_before)
+            fflush(b->out);
         b->done++;
         pthread_mutex_unlock(&b->mu);
     }
@@ -221,8 +244,71 @@ static void progress(batch *b, double t0, int final)
     fflush(stderr);
 }
 
-static int run_batch(const char *addr, const char *in_path, const char *out_path, int conc,
-                     int wait_ms, int show_progress, int verify)
+/* --resume: how many of the batch's lines OUT already answers.  Keeps the
+ * complete lines that parse, belong to this input (the ids agree) and are
+ * not transport failures -- those are sent again -- and cuts the file after
+ * them, so a partial last line is dropped.  Returns -1 when OUT is not this
+ * batch's output. */
+static long resume_point(const char *out_path, char **lines, size_t *lens, size_t n)
+{
+    char *text = NULL;
+    size_t len = 0;
+    sx_error err;
+    FILE *probe = fopen(out_path, "r");
+    if (!probe)
+        return 0; /* nothing written yet: start from the top */
+    fclose(probe);
+    if (sx_file_read(out_path, &text, &len, &err)) {
+        fprintf(stderr, "strux call: %s\n", err.msg);
+        return -1;
+    }
+    size_t k = 0, keep = 0;
+    long result = 0;
+    for (char *p = text, *end; p < text + len; p = end + 1) {
+        end = memchr(p, '\n', (size_t)(text + len - p));
+        if (!end)
+            break; /* the partial last line of a batch that was stopped */
+        json_t *a = json_loadb(p, (size_t)(end - p), 0, NULL);
+        const char *code =
+            json_string_value(json_object_get(json_object_get(a, "error"), "code"));
+        if (!json_is_object(a) || (code && !strcmp(code, "transport"))) {
+            json_decref(a);
+            break;
+        }
+        if (k >= n) {
+            fprintf(stderr, "strux call: --resume: %s has more answers than the input has "
+                            "requests\n", out_path);
+            json_decref(a);
+            result = -1;
+            goto done;
+        }
+        json_t *q = json_loadb(lines[k], lens[k], 0, NULL);
+        const json_t *qid = json_object_get(q, "id"), *aid = json_object_get(a, "id");
+        int same = !qid || (aid && json_equal(qid, aid));
+        json_decref(q);
+        json_decref(a);
+        if (!same) {
+            fprintf(stderr, "strux call: --resume: line %zu of %s answers another request "
+                            "than line %zu of the input (ids differ)\n", k + 1, out_path, k + 1);
+            result = -1;
+            goto done;
+        }
+        k++;
+        keep = (size_t)(end - text) + 1;
+    }
+    if (keep < len && truncate(out_path, (off_t)keep)) {
+        fprintf(stderr, "strux call: --resume: cannot cut %s\n", out_path);
+        result = -1;
+        goto done;
+    }
+    result = (long)k;
+done:
+    free(text);
+    return result;
+}
+
+static int run_batch(const sx_client_opts *copts, const char *in_path, const char *out_path,
+                     int conc, int wait_ms, int show_progress, int verify, int resume)
 {
     char *text = NULL;
     size_t len = 0;
@@ -256,20 +342,34 @@ static int run_batch(const char *addr, const char *in_path, const char *out_path
     }
     int status = 1;
     sx_error err;
+    char **all_lines = b.lines;
+    size_t *all_lens = b.lens, skipped = 0;
+    pthread_t *th = NULL;
+    if (resume) {
+        long k = resume_point(out_path, b.lines, b.lens, b.n);
+        if (k < 0)
+            goto done;
+        skipped = (size_t)k;
+        b.lines += skipped;
+        b.lens += skipped;
+        b.n -= skipped;
+        fprintf(stderr, "strux call: --resume: %zu lines already answered, %zu to send\n",
+                skipped, b.n);
+    }
     b.resp = calloc(b.n + 1, sizeof *b.resp);
     b.ms = calloc(b.n + 1, sizeof *b.ms);
     b.ok = calloc(b.n + 1, sizeof *b.ok);
     b.ready = calloc(b.n + 1, 1);
-    pthread_t *th = calloc((size_t)conc, sizeof *th);
-    if (!b.resp || !b.ms || !b.ok || !b.ready || !th || (b.n && !b.lines)) {
+    th = calloc((size_t)conc, sizeof *th);
+    if (!b.resp || !b.ms || !b.ok || !b.ready || !th || (b.n + skipped && !all_lines)) {
         fprintf(stderr, "strux call: out of memory\n");
         goto done;
     }
-    if (!(b.out = fopen(out_path, "w"))) {
+    if (!(b.out = fopen(out_path, resume ? "a" : "w"))) {
         fprintf(stderr, "strux call: cannot write %s\n", out_path);
         goto done;
     }
-    if (sx_client_open(addr, &b.client, &err)) {
+    if (sx_client_open_opts(copts, &b.client, &err)) {
         fprintf(stderr, "strux call: %s\n", err.msg);
         goto done;
     }
@@ -314,6 +414,12 @@ static int run_batch(const char *addr, const char *in_path, const char *out_path
     }
     if (verify)
         fprintf(stderr, ", verified %zu outputs: %d failed", okn, b.verify_failures);
+    sx_client_stats st;
+    sx_client_get_stats(b.client, &st);
+    fprintf(stderr, ", replicas %d of %d connected, retries %lld, overloaded retries %lld",
+            st.connected, copts->n_addrs, st.retries, st.overloaded);
+    if (skipped)
+        fprintf(stderr, ", resumed after %zu answered lines", skipped);
     fputc('\n', stderr);
     status = b.transport_errors || b.verify_failures ? 1 : 0;
 done:
@@ -328,8 +434,8 @@ done:
     free(b.ms);
     free(b.ok);
     free(b.ready);
-    free(b.lines);
-    free(b.lens);
+    free(all_lines);
+    free(all_lens);
     free(th);
     json_decref(b.codes);
     pthread_mutex_destroy(&b.mu);
@@ -358,9 +464,44 @@ static json_t *split_labels(const char *s)
     return a;
 }
 
+enum { MAX_ADDRS = 256 };
+
+/* --addr-file: one address a line; blank lines and '#' comments skipped.
+ * The addresses point into *text, which the caller frees. */
+static int read_addr_file(const char *path, char **text, const char **addrs, int *n)
+{
+    size_t len;
+    if (load_text(path, text, &len))
+        return 1;
+    for (char *p = *text, *end; p && *p; p = end) {
+        end = strchr(p, '\n');
+        if (end)
+            *end++ = 0;
+        char *hash = strchr(p, '#');
+        if (hash)
+            *hash = 0;
+        p += strspn(p, " \t\r");
+        size_t k = strlen(p);
+        while (k && strchr(" \t\r", p[k - 1]))
+            p[--k] = 0;
+        if (!k)
+            continue;
+        if (*n >= MAX_ADDRS) {
+            fprintf(stderr, "strux call: more than %d addresses\n", MAX_ADDRS);
+            return 1;
+        }
+        addrs[(*n)++] = p;
+    }
+    return 0;
+}
+
 int cmd_call(int argc, char **argv)
 {
-    const char *addr = NULL, *schema = NULL, *choices = NULL, *regex = NULL, *doc = NULL;
+    const char *addrs[MAX_ADDRS], *addr_file = NULL;
+    int n_addrs = 0, retries = 3, resume = 0;
+    double overload_wait = 60;
+    char *addr_text = NULL;
+    const char *schema = NULL, *choices = NULL, *regex = NULL, *doc = NULL;
     const char *msgs = NULL, *instruction = NULL, *sys = NULL, *id = NULL, *batch_in = NULL;
     const char *batch_out = NULL;
     int want_object = 0, output_only = 0, conc = 8, progress_bar = 1, verify = 0;
@@ -380,6 +521,8 @@ int cmd_call(int argc, char **argv)
             progress_bar = 0;
         } else if (!strcmp(a, "--verify")) {
             verify = 1;
+        } else if (!strcmp(a, "--resume")) {
+            resume = 1;
         } else {
             flag = 0;
         }
@@ -390,7 +533,16 @@ int cmd_call(int argc, char **argv)
             return 2;
         }
         i++;
-        if (!strcmp(a, "--addr")) addr = v;
+        if (!strcmp(a, "--addr")) {
+            if (n_addrs >= MAX_ADDRS) {
+                fprintf(stderr, "strux call: more than %d addresses\n", MAX_ADDRS);
+                return 2;
+            }
+            addrs[n_addrs++] = v;
+        }
+        else if (!strcmp(a, "--addr-file")) addr_file = v;
+        else if (!strcmp(a, "--retries")) retries = atoi(v);
+        else if (!strcmp(a, "--overload-wait")) overload_wait = atof(v);
         else if (!strcmp(a, "--schema")) schema = v;
         else if (!strcmp(a, "--choices")) choices = v;
         else if (!strcmp(a, "--regex")) regex = v;
@@ -412,18 +564,35 @@ int cmd_call(int argc, char **argv)
             return 2;
         }
     }
-    if (!addr) {
-        fprintf(stderr, "strux call: --addr is required (see --help)\n");
+    if (addr_file && read_addr_file(addr_file, &addr_text, addrs, &n_addrs)) {
+        free(addr_text);
         return 2;
     }
+    if (!n_addrs || retries < 0 || retries > 100 || overload_wait < 0 || overload_wait > 86400) {
+        fprintf(stderr, "strux call: needs --addr or --addr-file, --retries in 0..100 and "
+                        "--overload-wait in 0..86400 (see --help)\n");
+        free(addr_text);
+        return 2;
+    }
+    sx_client_opts copts;
+    sx_client_opts_init(&copts);
+    copts.addrs = addrs;
+    copts.n_addrs = n_addrs;
+    copts.retries = retries;
+    copts.overload_wait_ms = (int)(overload_wait * 1000);
     int wait_ms = timeout > 0 ? (int)(timeout * 1000) + 5000 : 600000;
-    if (batch_in || batch_out) {
+    if (batch_in || batch_out || resume) {
+        int rc;
         if (!batch_in || !batch_out || conc < 1 || conc > 4096) {
-            fprintf(stderr, "strux call: --batch needs --out and --concurrency in 1..4096\n");
-            return 2;
+            fprintf(stderr, "strux call: --batch needs --out and --concurrency in 1..4096 "
+                            "(--resume needs --batch)\n");
+            rc = 2;
+        } else {
+            rc = run_batch(&copts, batch_in, batch_out, conc, wait_ms, progress_bar && isatty(2),
+                           verify, resume);
         }
-        return run_batch(addr, batch_in, batch_out, conc, wait_ms,
-                         progress_bar && isatty(2), verify);
+        free(addr_text);
+        return rc;
     }
     int n_constraints = !!schema + !!choices + !!regex + want_object;
     if (n_constraints > 1 || !!doc + !!msgs != 1) {
@@ -493,7 +662,7 @@ int cmd_call(int argc, char **argv)
         json_object_set_new(req, "temperature", json_real(temperature));
     if (timeout > 0)
         json_object_set_new(req, "timeout", json_real(timeout));
-    if (sx_client_open(addr, &c, &err) || sx_client_call_json(c, req, wait_ms, &resp, &err)) {
+    if (sx_client_open_opts(&copts, &c, &err) || sx_client_call_json(c, req, wait_ms, &resp, &err)) {
         fprintf(stderr, "strux call: %s\n", err.msg);
         goto done;
     }
@@ -516,6 +685,7 @@ int cmd_call(int argc, char **argv)
     }
 done:
     sx_client_close(c);
+    free(addr_text);
     json_decref(req);
     json_decref(resp);
     free(text);
