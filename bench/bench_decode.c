@@ -1,4 +1,4 @@
-/* CPU forward-pass figures for sx_engine, bf16 and int8 weights:
+/* CPU forward-pass figures for sx_engine, bf16, int8 and q4 weights:
  *   - the machine's memory-read bandwidth (all threads reading a buffer far
  *     larger than the last-level cache) and f32 FMA peak (register-only);
  *   - single-stream decode tok/s and TPOT after a --decode-context token
@@ -11,7 +11,7 @@
  *   - batched decode at 1, 4 and 16 sequences (total tok/s, median step);
  *   - prefill tok/s and TTFT for one --prompt token prompt, and the
  *     prefill's matrix FLOP rate against the FMA peak;
- *   - int8's quality cost next to bf16 on one 128-token sequence:
+ *   - int8's and q4's quality cost next to bf16 on one 128-token sequence:
  *     perplexity of it under each, mean KL divergence, top-1 agreement;
  *     the same for bf16act (bf16 weights, activations rounded to bf16 in
  *     products of 12+ tokens: the engine's opt-in fast prefill).
@@ -22,7 +22,9 @@
  *
  * usage: bench_decode [--model DIR | --random-0.6b] [--layers N] [--threads N]
  *                     [--prompt N] [--decode N] [--decode-context N] [--kv f32|bf16]
- *                     [--modes bf16,int8,bf16act] [--bw-mib N] */
+ *                     [--modes bf16,int8,q4,bf16act] [--rounds N] [--bw-mib N]
+ * --rounds N runs the listed modes N times in turn (alternated, so a busy
+ * moment of a shared machine falls on every mode alike; take medians). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -446,7 +448,10 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
                     machine *mc, int layers_note)
 {
     const sx_qwen3_config *c = &m->cfg;
-    const char *name = mode == SX_W_INT8 ? "int8" : act == SX_ACT_BF16 ? "bf16act" : "bf16";
+    const char *name = mode == SX_W_Q4     ? "q4"
+                     : mode == SX_W_INT8   ? "int8"
+                     : act == SX_ACT_BF16 ? "bf16act"
+                                           : "bf16";
     sx_error err;
     sx_engine *e = NULL;
     int rc;
@@ -469,7 +474,11 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
     double layer_w = (double)(qd * H * 2 + kvd * H * 2 + I * H * 3) * c->n_layers;
     double head_w = (double)V * H;
     double rows = (double)(qd + 2 * kvd + H + 3 * I) * c->n_layers + V;
-    double bytes_tok = mode == SX_W_INT8 ? layer_w + head_w + rows * 4 : 2 * (layer_w + head_w);
+    /* q4: 32 rows x SX_Q4_GROUP k per SX_Q4_GROUP_BYTES (scales included) */
+    double bytes_tok = mode == SX_W_Q4 ? (layer_w + head_w) * SX_Q4_GROUP_BYTES /
+                                             (SX_PANEL * SX_Q4_GROUP)
+                     : mode == SX_W_INT8 ? layer_w + head_w + rows * 4
+                                         : 2 * (layer_w + head_w);
     float *lg = malloc((size_t)16 * V * sizeof *lg);
     int ntok = (prompt > g_dctx ? prompt : g_dctx) + 2 * n_decode + 64;
     int32_t *tok = malloc((size_t)ntok * sizeof *tok);
@@ -480,10 +489,10 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
     rand_tokens(tok, ntok, V);
     printf("== %s weights (%s, %d layers%s, %d threads%s; path %s) ==\n", name, m->dir,
            c->n_layers, layers_note ? ", cut with --layers" : "", threads,
-           mode == SX_W_INT8 ? ", quantised at start-up"
+           mode != SX_W_BF16 ? ", quantised at start-up"
            : act == SX_ACT_BF16 ? ", activations rounded to bf16 from 12 tokens" : "",
            sx_engine_cpu_path(e));
-    if (mode == SX_W_INT8)
+    if (mode != SX_W_BF16)
         printf("%s quantise_s: %.2f\n", name, t_new);
     printf("%s weight_bytes_per_token: %.0f (%.1f MB)\n", name, bytes_tok, bytes_tok / 1e6);
 
@@ -696,7 +705,7 @@ static int has_mode(const char *list, const char *mode)
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *modes = "bf16,int8,bf16act";
-    int layers = 0, threads = 0, prompt = 512, n_decode = 24;
+    int layers = 0, threads = 0, prompt = 512, n_decode = 24, rounds = 1;
     size_t bw_mib = 2048;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -721,16 +730,19 @@ int main(int argc, char **argv)
             modes = argv[++i];
         else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc)
             bw_mib = (size_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_decode [--model DIR | --random-0.6b] [--layers N] "
                             "[--threads N] [--prompt N] [--decode N] [--decode-context N] "
-                            "[--kv f32|bf16] [--modes bf16,int8,bf16act] [--bw-mib N]\n");
+                            "[--kv f32|bf16] [--modes bf16,int8,q4,bf16act] [--rounds N] "
+                            "[--bw-mib N]\n");
             return 2;
         }
     }
-    if (prompt < 1 || n_decode < 1 || bw_mib < 1 || g_dctx < 1) {
-        fprintf(stderr, "bench_decode: --prompt, --decode, --decode-context and --bw-mib must be "
-                        "positive\n");
+    if (prompt < 1 || n_decode < 1 || bw_mib < 1 || g_dctx < 1 || rounds < 1) {
+        fprintf(stderr, "bench_decode: --prompt, --decode, --decode-context, --rounds and "
+                        "--bw-mib must be positive\n");
         return 2;
     }
     sx_error err;
@@ -802,12 +814,18 @@ int main(int argc, char **argv)
         layers_note = 1;
     }
     int rc = 0;
-    if (has_mode(modes, "bf16"))
-        rc |= run_mode(m, SX_W_BF16, SX_ACT_F32, threads, prompt, n_decode, &mc, layers_note);
-    if (has_mode(modes, "int8"))
-        rc |= run_mode(m, SX_W_INT8, SX_ACT_F32, threads, prompt, n_decode, &mc, layers_note);
-    if (has_mode(modes, "bf16act"))
-        rc |= run_mode(m, SX_W_BF16, SX_ACT_BF16, threads, prompt, n_decode, &mc, layers_note);
+    for (int r = 0; r < rounds; r++) {
+        if (rounds > 1)
+            printf("== round %d of %d ==\n", r + 1, rounds);
+        if (has_mode(modes, "bf16"))
+            rc |= run_mode(m, SX_W_BF16, SX_ACT_F32, threads, prompt, n_decode, &mc, layers_note);
+        if (has_mode(modes, "int8"))
+            rc |= run_mode(m, SX_W_INT8, SX_ACT_F32, threads, prompt, n_decode, &mc, layers_note);
+        if (has_mode(modes, "q4"))
+            rc |= run_mode(m, SX_W_Q4, SX_ACT_F32, threads, prompt, n_decode, &mc, layers_note);
+        if (has_mode(modes, "bf16act"))
+            rc |= run_mode(m, SX_W_BF16, SX_ACT_BF16, threads, prompt, n_decode, &mc, layers_note);
+    }
     free(qual_bf16);
     sx_pool_free(mc.pool);
     sx_model_free(loaded);

@@ -76,12 +76,43 @@ static double row_nll(const float *row, int n, int target)
     return log(sum) + (double)mx - (double)row[target];
 }
 
+/* KL(p || q) of the softmaxes of rows a (p) and b (q), as row_nll: f32
+ * terms around each row's maximum, double sums. */
+static double row_kl(const float *a, const float *b, int n)
+{
+    float ma = a[0], mb = b[0];
+    for (int i = 1; i < n; i++) {
+        ma = a[i] > ma ? a[i] : ma;
+        mb = b[i] > mb ? b[i] : mb;
+    }
+    double sa = 0, sb = 0, cross = 0;
+    for (int i = 0; i < n; i++) {
+        double pa = (double)expf(a[i] - ma);
+        sa += pa;
+        sb += (double)expf(b[i] - mb);
+        cross += pa * ((double)(a[i] - ma) - (double)(b[i] - mb));
+    }
+    /* sum p (log p - log q), log p = a - ma - log sa, log q = b - mb - log sb */
+    double kl = cross / sa - log(sa) + log(sb);
+    return kl > 0 ? kl : 0;   /* rounding can dip below the true 0 */
+}
+
+static int row_argmax(const float *row, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (row[i] > row[best])
+            best = i;
+    return best;
+}
+
 typedef struct ppl_run {
     sx_engine          *e;
     const int32_t      *ids;
     const sx_tokenizer *tok;
     int                 chunk, rows;
     float              *logits; /* chunk x rows */
+    float              *ref_logits; /* chunk x rows, with opts->ref */
     const sx_ppl_opts  *opts;
     int64_t             total;
     sx_ppl_result       res;
@@ -91,10 +122,15 @@ typedef struct ppl_run {
  * scored position's predecessor ask for every row. */
 static int run_window(ppl_run *r, const ppl_window *w, sx_error *err)
 {
-    int seq = -1;
+    int seq = -1, rseq = -1;
+    sx_engine *ref = r->opts->ref;
     int rc = sx_engine_seq_new(r->e, &seq, err);
     if (rc)
         return rc;
+    if (ref && (rc = sx_engine_seq_new(ref, &rseq, err))) {
+        sx_engine_seq_free(r->e, seq);
+        return rc;
+    }
     /* row of local position j predicts token begin+j+1 */
     int64_t feed = w->end - 1 - w->begin, row0 = w->first - 1 - w->begin;
     for (int64_t c0 = 0; c0 < feed;) {
@@ -111,12 +147,27 @@ static int run_window(ppl_run *r, const ppl_window *w, sx_error *err)
         };
         if ((rc = sx_engine_step(r->e, &it, 1, r->logits, err)))
             goto fail;
+        if (ref) {
+            it.seq = rseq;
+            if ((rc = sx_engine_step(ref, &it, 1, r->ref_logits, err))) {
+                sx_err_prefix(err, "reference engine");
+                goto fail;
+            }
+        }
         if (it.logits_all) {
             for (int64_t j = c0; j < c1; j++) {
                 int32_t t = r->ids[w->begin + j + 1];
                 const float *row = r->logits + (size_t)(j - c0) * (size_t)r->rows;
                 r->res.nll_sum += row_nll(row, r->rows, t);
                 r->res.n_scored++;
+                if (ref) {
+                    const float *rrow = r->ref_logits + (size_t)(j - c0) * (size_t)r->rows;
+                    double kl = row_kl(rrow, row, r->rows);
+                    r->res.ref_nll_sum += row_nll(rrow, r->rows, t);
+                    r->res.kl_sum += kl;
+                    r->res.kl_max = kl > r->res.kl_max ? kl : r->res.kl_max;
+                    r->res.top1_same += row_argmax(rrow, r->rows) == row_argmax(row, r->rows);
+                }
                 if (r->tok) {
                     size_t len = 0;
                     if (sx_tok_bytes(r->tok, t, &len))
@@ -130,6 +181,8 @@ static int run_window(ppl_run *r, const ppl_window *w, sx_error *err)
     }
 fail:
     sx_engine_seq_free(r->e, seq);
+    if (ref)
+        sx_engine_seq_free(ref, rseq);
     return rc;
 }
 
@@ -155,9 +208,17 @@ int sx_ppl_run(sx_engine *e, const int32_t *ids, size_t n, const sx_tokenizer *t
     r.chunk = opts->chunk > 0 ? opts->chunk : DEFAULT_CHUNK;
     if (r.chunk > opts->window)
         r.chunk = opts->window;
+    if (opts->ref && sx_engine_model(opts->ref)->cfg.vocab_rows != r.rows)
+        return sx_err_set(err, SX_EINVAL, "perplexity: the reference engine's model has %d rows, "
+                          "not %d", sx_engine_model(opts->ref)->cfg.vocab_rows, r.rows);
     r.logits = malloc((size_t)r.chunk * (size_t)r.rows * sizeof *r.logits);
-    if (!r.logits)
+    if (opts->ref)
+        r.ref_logits = malloc((size_t)r.chunk * (size_t)r.rows * sizeof *r.ref_logits);
+    if (!r.logits || (opts->ref && !r.ref_logits)) {
+        free(r.logits);
+        free(r.ref_logits);
         return sx_err_set(err, SX_ENOMEM, "perplexity: no memory for %d logit rows", r.chunk);
+    }
 
     int64_t begin = 0, prev_end = 0;
     ppl_window w;
@@ -178,5 +239,6 @@ int sx_ppl_run(sx_engine *e, const int32_t *ids, size_t n, const sx_tokenizer *t
     *out = r.res;
 fail:
     free(r.logits);
+    free(r.ref_logits);
     return rc;
 }

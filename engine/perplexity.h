@@ -26,8 +26,17 @@
  *                    are not counted).  Unlike perplexity it does not depend
  *                    on how finely the tokenizer cuts the text.
  *
- * Ownership: nothing is kept after sx_ppl_run returns; the engine must have
- * no other user while it runs (it adds and frees one sequence per window). */
+ * With a reference engine (opts.ref: the same model in another weight
+ * mode, e.g. bf16 beside int8 or q4) every window runs through both, and
+ * each scored position also gives
+ *   KL(ref || e)   = sum_v p_ref(v) (log p_ref(v) - log p_e(v)), in nats,
+ *                    the softmaxes of the two engines' rows,
+ * and whether the two rows' largest logits are the same token; the
+ * reference's own nll_sum comes back too, so one run gives both
+ * perplexities over the same windows.
+ *
+ * Ownership: nothing is kept after sx_ppl_run returns; the engines must have
+ * no other user while it runs (each adds and frees one sequence per window). */
 #ifndef SX_PERPLEXITY_H
 #define SX_PERPLEXITY_H
 
@@ -48,6 +57,7 @@ typedef struct sx_ppl_opts {
     int                chunk;    /* tokens per engine step; 0 = 64 */
     sx_ppl_progress_fn progress; /* may be NULL */
     void              *ctx;
+    sx_engine         *ref;      /* may be NULL: the KL reference (borrowed) */
 } sx_ppl_opts;
 
 typedef struct sx_ppl_result {
@@ -57,6 +67,11 @@ typedef struct sx_ppl_result {
     int64_t n_windows;
     double  ppl;
     double  bits_per_byte; /* 0 when n_bytes is 0 */
+    /* with opts.ref only (else 0) */
+    double  ref_nll_sum;   /* the reference's nats over the same tokens */
+    double  kl_sum;        /* sum over scored tokens of KL(ref || e), nats */
+    double  kl_max;        /* the largest of them */
+    int64_t top1_same;     /* scored tokens whose argmax agrees */
 } sx_ppl_result;
 
 /* How many tokens a run over n tokens scores and how many windows it takes,

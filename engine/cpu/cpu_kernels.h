@@ -13,7 +13,21 @@
  *   int8 panel (SX_Q8_VNNI, the AMX path): for each group of 4 k, the 32
  *     rows' 4 values as q + 128, k padded to 32.  These kernels quantise
  *     the activations too, per token and block of 32 k (x ~ sx[b] * xq,
- *     |error| <= sx[b] / 2), and multiply bytes.
+ *     |error| <= sx[b] / 2), and multiply bytes;
+ *   q4 panel (every path): for each group of SX_Q4_GROUP k, the 32 rows'
+ *     scales (f16, 64 bytes), then per 8 k the 32 rows' 4 bytes, byte i
+ *     holding k = 8s + i in its low nibble and k = 8s + 4 + i in its high
+ *     one, as q + 8 (w = (q4 - 8) * scale[r][group]): 128 bytes = two
+ *     512-bit vectors whose 32-bit lanes are rows, so one load, a mask and
+ *     a shift give two vectors of 4 k per row, what vpdpbusd (VNNI) and
+ *     vpmaddubsw (AVX2, AVX-512BW) multiply by 4 broadcast activation
+ *     bytes.  The scales sit in the stream beside their data, so decode
+ *     reads each panel as one sequential run of 4.5 bits per weight.
+ *     The q4 kernels quantise the activations per token and block of 32 k
+ *     to int8 (x ~ sx[b] * xq, sx[b] = max|x| / 127, round to nearest
+ *     even), every path the same way (sx_q4_quant_x), so every path
+ *     computes the same integer sums and differs from the scalar reference
+ *     only in the order of the f32 additions.
  * k is padded to even and rows to a multiple of SX_PANEL with zeros.
  *
  * Activations are packed too, in tiles of `tile` tokens (the path's tile
@@ -53,6 +67,9 @@ typedef struct sx_cpu_kernels {
                      float *y, long ldy, int r0, int r1, int accumulate);
     void  (*mm_q8)(const int8_t *wp, const float *scale, int k, const float *xp,
                    int n_tok, float *y, long ldy, int r0, int r1, int accumulate);
+    /* q4 panels (sx_pack_q4), activations quantised as sx_q4_quant_x does */
+    void  (*mm_q4)(const uint8_t *wp, int k, const float *xp, int n_tok,
+                   float *y, long ldy, int r0, int r1, int accumulate);
     /* Online-softmax attention of nq queries (q + i*ldq, hd floats each)
      * over keys/values [0, nj) of one cache block: kt holds the block's keys
      * transposed ([hd][bt]), v its values ([bt][hd]).  Per query i, with
@@ -116,6 +133,15 @@ void sx_avx512_att_qt_dp(const float *qt, const float *kt, const float *v, int b
 void sx_vnni_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
                    float *y, long ldy, int r0, int r1, int accumulate);
 
+/* q4 on AVX-512: through AVX512-VNNI vpdpbusd, and through AVX-512BW
+ * vpmaddubsw for CPUs without VNNI; the avx512 table's mm_q4 picks one at
+ * run time (sx_avx512_q4_vnni_usable), the amx table uses the VNNI one. */
+void sx_avx512_mm_q4_vnni(const uint8_t *wp, int k, const float *xp, int n_tok, float *y,
+                          long ldy, int r0, int r1, int accumulate);
+void sx_avx512_mm_q4_bw(const uint8_t *wp, int k, const float *xp, int n_tok, float *y,
+                        long ldy, int r0, int r1, int accumulate);
+int  sx_avx512_q4_vnni_usable(void);
+
 /* bf16-activation products through AVX512-BF16 dot products
  * (cpu_matmul_dpbf16.c), the engine's opt-in fast prefill: mm_bf16's
  * contract, except that from 12 tokens on the activations are rounded to
@@ -146,6 +172,37 @@ void   sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int layout
 /* Per-row symmetric int8 of a row-major matrix: scale[r] = max|w[r]| / 127,
  * q = round(w / scale) (unpacked; the reference the packed form follows). */
 void   sx_quant_q8_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q, float *scale);
+
+/* 4-bit weights (quant.c): symmetric, one scale per row and group of
+ * SX_Q4_GROUP k (a multiple of 32): the value of largest magnitude m sets
+ * scale = m / -8 (rounded to f16), so m itself is -8 exactly and the other
+ * side reaches +7: all 16 levels in use.  k is padded to the group with
+ * zeros.  32 k per scale: docs/BENCHMARKS.md has the perplexity and KL of
+ * 32, 64 and 128. */
+#ifndef SX_Q4_GROUP
+#define SX_Q4_GROUP 32
+#endif
+enum { SX_Q4_XBLOCK = 32 };   /* k per activation scale in the q4 kernels */
+static inline int sx_q4_kpad(int k) { return (k + SX_Q4_GROUP - 1) / SX_Q4_GROUP * SX_Q4_GROUP; }
+/* bytes of one group of one panel: 32 f16 scales, then 32 x GROUP nibbles */
+#define SX_Q4_GROUP_BYTES (2 * SX_PANEL + SX_PANEL * SX_Q4_GROUP / 2)
+size_t sx_pack_q4_size(int rows, int k);   /* bytes */
+/* Quantises rows [r0, r1) (r0 a multiple of SX_PANEL) into their panels;
+ * padding rows are zero (scale 0, q 8). */
+void   sx_pack_q4(const uint16_t *w, int rows, int k, int r0, int r1, uint8_t *wp);
+/* The same quantisation unpacked (the reference the packed form follows):
+ * q[r*cols + i] in [-8, 7], scale[r*ng + g] for ng = ceil(cols / GROUP)
+ * (the f16 value, widened), w ~ q * scale. */
+void   sx_quant_q4_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q, float *scale);
+/* Token t of packed activations (tile `tile`, k columns) as int8 blocks of
+ * 32: xq[0 .. kp) (kp = sx_q4_kpad(k), zeros past k), sx[b] = max|x| / 127
+ * over block b (0 for an all-zero or non-finite block, whose xq are 0) and
+ * s8[b] = 8 * sum of the block's xq (what the kernels take back out for the
+ * weights' +8).  The one definition every q4 path follows. */
+void   sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx,
+                     int32_t *s8);
+float    sx_f16_to_f32(uint16_t h);
+uint16_t sx_f32_to_f16(float f);   /* round to nearest even; overflow to +-inf */
 
 /* Elementwise ops of the forward pass (cpu_ops.c), all in f32. */
 /* y = x * rsqrt(mean(x^2) + eps) * w over n elements (y may be x). */

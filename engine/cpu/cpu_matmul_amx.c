@@ -244,6 +244,7 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
 const sx_cpu_kernels sx_cpu_amx_kernels = {
     .name = "amx", .path = SX_CPU_AMX, .tile = TT,
     .q8_layout = SX_Q8_VNNI, .mm_bf16 = mm_bf16, .mm_q8 = sx_vnni_mm_q8,
+    .mm_q4 = sx_avx512_mm_q4_vnni,
     .att_block = sx_avx512_att_block, .exp = sx_avx512_exp,
     .rmsnorm = sx_avx512_rmsnorm, .swiglu = sx_avx512_swiglu,
     .bf16_to_f32 = sx_avx512_bf16_to_f32,

@@ -4,10 +4,14 @@
 #include "engine/cpu/cpu_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <float.h>
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
-#define TGT __attribute__((target("avx2,fma")))
+#include "engine/cpu/cpu_q4.h"
+
+#define TGT __attribute__((target("avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline)) TGT
 
 enum { TT = 4, KSLICE = 128, X_BUDGET = 1 << 20 };
@@ -184,6 +188,147 @@ TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *
     }
 }
 
+/* q4: sx_q4_quant_x with AVX2's rounding (to nearest even, as nearbyintf) */
+TGT static void q4_xquant(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq,
+                          float *sx, int32_t *s8)
+{
+    const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    int k2 = (k + 1) / 2, nb = sx_q4_kpad(k) / SX_Q4_XBLOCK, j = t / tile, u = t % tile;
+    int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
+    const float *xt = xp + (size_t)j * tile * 2 * k2 + 2 * u;
+    for (int b = 0; b < nb; b++) {
+        float v[SX_Q4_XBLOCK], m[8];
+        int32_t q[SX_Q4_XBLOCK];
+        for (int i = 0; i < SX_Q4_XBLOCK; i++) {
+            int kk = b * SX_Q4_XBLOCK + i;
+            v[i] = kk < 2 * k2 ? xt[(size_t)(kk / 2) * 2 * tj + (kk & 1)] : 0.0f;
+        }
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < SX_Q4_XBLOCK; i += 8)
+            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(v + i), absm));
+        _mm256_storeu_ps(m, mx);
+        float amax = 0.0f;
+        for (int i = 0; i < 8; i++)
+            amax = m[i] > amax ? m[i] : amax;
+        int8_t *xb = xq + b * SX_Q4_XBLOCK;
+        if (!(amax > 0.0f) || !(amax <= FLT_MAX)) {
+            memset(xb, 0, SX_Q4_XBLOCK);
+            sx[b] = 0.0f;
+            s8[b] = 0;
+            continue;
+        }
+        __m256 inv = _mm256_set1_ps(127.0f / amax);
+        __m256i sum = _mm256_setzero_si256();
+        for (int i = 0; i < SX_Q4_XBLOCK; i += 8) {
+            __m256i qi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + i), inv));
+            qi = _mm256_max_epi32(_mm256_min_epi32(qi, lim), nlim);
+            sum = _mm256_add_epi32(sum, qi);
+            _mm256_storeu_si256((__m256i *)(q + i), qi);
+        }
+        for (int i = 0; i < SX_Q4_XBLOCK; i++)
+            xb[i] = (int8_t)q[i];
+        _mm256_storeu_si256((__m256i *)q, sum);
+        sx[b] = amax / 127.0f;
+        s8[b] = 8 * (q[0] + q[1] + q[2] + q[3] + q[4] + q[5] + q[6] + q[7]);
+    }
+}
+
+/* NQ quarters of a panel (8 rows each, from quarter q0) x T tokens, NQ * T
+ * <= 4 so the int16 block sums and the f32 sums fit in registers; one
+ * token takes the whole panel in one pass.  vpmaddubsw's int16 pair sums
+ * added over a block of 32 k stay within 8 * 2 * 15 * 127 = 30,480. */
+INL void tile_q4(const uint8_t *pan, int kp, const int8_t *xq, const float *sx,
+                 const int32_t *s8, float *y, long ldy, int nrows, int q0, const int NQ,
+                 const int T, int add)
+{
+    enum { SUB = SX_Q4_XBLOCK / 8, BPG = SX_Q4_GROUP / SX_Q4_XBLOCK };
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    int nb = kp / SX_Q4_XBLOCK, ng = kp / SX_Q4_GROUP;
+    __m256 f[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ * T; i++)
+        f[i] = _mm256_setzero_ps();
+    for (int g = 0; g < ng; g++) {
+        const uint8_t *gb = pan + (size_t)g * SX_Q4_GROUP_BYTES;
+        __m256 w[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < NQ; q++)
+            w[q] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gb + 16 * (q0 + q))));
+        for (int bb = 0; bb < BPG; bb++) {
+            int b = g * BPG + bb;
+            __m256i a[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < NQ * T; i++)
+                a[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int s = 0; s < SUB; s++) {
+                const uint8_t *pd = gb + 2 * SX_PANEL + (size_t)(bb * SUB + s) * 4 * SX_PANEL;
+                __m256i l[4], h[4];
+#pragma GCC unroll 4
+                for (int q = 0; q < NQ; q++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(pd + 32 * (q0 + q)));
+                    l[q] = _mm256_and_si256(v, m4);
+                    h[q] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                }
+#pragma GCC unroll 4
+                for (int t = 0; t < T; t++) {
+                    int32_t dl, dh;
+                    const int8_t *xb = xq + (size_t)t * kp + b * SX_Q4_XBLOCK + 8 * s;
+                    memcpy(&dl, xb, 4);
+                    memcpy(&dh, xb + 4, 4);
+                    __m256i xl = _mm256_set1_epi32(dl), xh = _mm256_set1_epi32(dh);
+#pragma GCC unroll 4
+                    for (int q = 0; q < NQ; q++)
+                        a[t * NQ + q] = _mm256_add_epi16(
+                            a[t * NQ + q], _mm256_add_epi16(_mm256_maddubs_epi16(l[q], xl),
+                                                            _mm256_maddubs_epi16(h[q], xh)));
+                }
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                __m256i c = _mm256_set1_epi32(-s8[(size_t)t * nb + b]);
+                __m256 xs = _mm256_set1_ps(sx[(size_t)t * nb + b]);
+#pragma GCC unroll 4
+                for (int q = 0; q < NQ; q++) {
+                    __m256i d = _mm256_add_epi32(_mm256_madd_epi16(a[t * NQ + q], ones), c);
+                    f[t * NQ + q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d),
+                                                    _mm256_mul_ps(w[q], xs), f[t * NQ + q]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+        for (int q = 0; q < NQ; q++)
+            store8(y + t * ldy + 8 * (q0 + q), f[t * NQ + q], nrows - 8 * (q0 + q), add);
+}
+
+TGT static void tile_q4_any(const uint8_t *pan, int kp, const int8_t *xq, const float *sx,
+                            const int32_t *s8, int T, float *y, long ldy, int nrows, int add)
+{
+    if (T == 1) {
+        tile_q4(pan, kp, xq, sx, s8, y, ldy, nrows, 0, 4, 1, add);
+    } else if (T == 2) {
+        for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0 += 2)
+            tile_q4(pan, kp, xq, sx, s8, y, ldy, nrows, q0, 2, 2, add);
+    } else {
+        for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0++) {
+            if (T == 3)
+                tile_q4(pan, kp, xq, sx, s8, y, ldy, nrows, q0, 1, 3, add);
+            else
+                tile_q4(pan, kp, xq, sx, s8, y, ldy, nrows, q0, 1, TT, add);
+        }
+    }
+}
+
+TGT static void mm_q4(const uint8_t *wp, int k, const float *xp, int n_tok, float *y, long ldy,
+                      int r0, int r1, int accumulate)
+{
+    sx_q4_drive(wp, k, xp, n_tok, TT, y, ldy, r0, r1, accumulate, TT, q4_xquant, tile_q4_any);
+}
+
 /* As the AVX-512 exp; 2^n is built in the exponent field, so x is clamped
  * to the range where n stays a normal exponent and below it the result is 0. */
 INL __m256 exp8(__m256 v)
@@ -305,7 +450,7 @@ static void swiglu(float *g, const float *u, int n)
 
 const sx_cpu_kernels sx_cpu_avx2_kernels = {
     .name = "avx2", .path = SX_CPU_AVX2, .tile = TT,
-    .mm_bf16 = mm_bf16, .mm_q8 = mm_q8,
+    .mm_bf16 = mm_bf16, .mm_q8 = mm_q8, .mm_q4 = mm_q4,
     .att_block = att_block, .exp = vexp,
     .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu, .bf16_to_f32 = bf16_to_f32,
 };

@@ -747,9 +747,19 @@ TGT void sx_avx512_bf16_to_f32(float *y, const uint16_t *x, size_t n)
         y[i] = sx_bf16_to_f32(x[i]);
 }
 
+/* q4 through VNNI where the CPU has it (cpu_matmul_q4.c) */
+static void mm_q4(const uint8_t *wp, int k, const float *xp, int n_tok, float *y, long ldy,
+                  int r0, int r1, int accumulate)
+{
+    if (sx_avx512_q4_vnni_usable())
+        sx_avx512_mm_q4_vnni(wp, k, xp, n_tok, y, ldy, r0, r1, accumulate);
+    else
+        sx_avx512_mm_q4_bw(wp, k, xp, n_tok, y, ldy, r0, r1, accumulate);
+}
+
 const sx_cpu_kernels sx_cpu_avx512_kernels = {
     .name = "avx512", .path = SX_CPU_AVX512, .tile = TT,
-    .mm_bf16 = sx_avx512_mm_bf16, .mm_q8 = sx_avx512_mm_q8,
+    .mm_bf16 = sx_avx512_mm_bf16, .mm_q8 = sx_avx512_mm_q8, .mm_q4 = mm_q4,
     .att_block = sx_avx512_att_block, .exp = sx_avx512_exp,
     .rmsnorm = sx_avx512_rmsnorm, .swiglu = sx_avx512_swiglu,
     .bf16_to_f32 = sx_avx512_bf16_to_f32,

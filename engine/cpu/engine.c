@@ -42,8 +42,8 @@ static sx_wmat wmat(const uint16_t *w, int rows, int cols)
     return m;
 }
 
-/* Every matrix is repacked into panels (int8 mode: quantised too), in
- * parallel over panels. */
+/* Every matrix is repacked into panels (int8 and q4 modes: quantised
+ * too), in parallel over panels. */
 typedef struct pack_ctx {
     sx_wmat **mats;
     int       n, mode;
@@ -64,7 +64,9 @@ static void pack_run(void *arg, int tid, int nth)
         if (a >= b)
             continue;
         int r0 = (int)(a * SX_PANEL), r1 = (int)(b * SX_PANEL);
-        if (pc->mode == SX_W_INT8)
+        if (pc->mode == SX_W_Q4)
+            sx_pack_q4(w->src, w->rows, w->cols, r0, r1, (uint8_t *)w->q4);
+        else if (pc->mode == SX_W_INT8)
             sx_pack_q8(w->src, w->rows, w->cols, r0, r1, pc->q8_layout, (int8_t *)w->q8,
                        (float *)w->scale);
         else
@@ -89,8 +91,9 @@ static int pack_weights(sx_engine *e, sx_error *err)
     long panels = 0;
     for (int i = 0; i < n; i++) {
         sx_wmat *w = mats[i];
-        bytes += e->mode == SX_W_INT8 ? sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout)
-                                      : sx_pack_bf16_size(w->rows, w->cols) * sizeof(uint16_t);
+        bytes += e->mode == SX_W_Q4     ? sx_pack_q4_size(w->rows, w->cols)
+                 : e->mode == SX_W_INT8 ? sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout)
+                                        : sx_pack_bf16_size(w->rows, w->cols) * sizeof(uint16_t);
         bytes = (bytes + 63) & ~(size_t)63;
         rows += (size_t)sx_pad_rows(w->rows);
         panels += sx_pad_rows(w->rows) / SX_PANEL;
@@ -113,7 +116,10 @@ static int pack_weights(sx_engine *e, sx_error *err)
     size_t off = 0, ro = 0;
     for (int i = 0; i < n; i++) {
         sx_wmat *w = mats[i];
-        if (e->mode == SX_W_INT8) {
+        if (e->mode == SX_W_Q4) {
+            w->q4 = (uint8_t *)e->wmem + off;
+            off += sx_pack_q4_size(w->rows, w->cols);
+        } else if (e->mode == SX_W_INT8) {
             w->q8 = (int8_t *)e->wmem + off;
             w->scale = e->wscale + ro;
             off += sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout);
@@ -146,7 +152,7 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
     if (opts)
         o = *opts;
     if (o.n_threads < 0 || o.max_seqs < 0 || o.kv_tokens < 0 || o.block_tokens < 0 ||
-        (o.weight_mode != SX_W_BF16 && o.weight_mode != SX_W_INT8) ||
+        (o.weight_mode != SX_W_BF16 && o.weight_mode != SX_W_INT8 && o.weight_mode != SX_W_Q4) ||
         (o.act_mode != SX_ACT_F32 && o.act_mode != SX_ACT_BF16) ||
         (o.kv_mode != SX_KV_F32 && o.kv_mode != SX_KV_BF16))
         return sx_err_set(err, SX_EINVAL, "engine: bad options (threads %d, seqs %d, "

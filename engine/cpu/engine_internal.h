@@ -16,13 +16,15 @@
 #define SX_ENGINE_ATT_ROWS 16
 
 /* One weight matrix in the engine's mode, packed into panels
- * (cpu_kernels.h): bf16, or int8 + per-row scale.  The packed copies live
- * in sx_engine.wmem / wscale (owned); src is the model's row-major matrix. */
+ * (cpu_kernels.h): bf16, int8 + per-row scale, or q4 (scales inside the
+ * panels).  The packed copies live in sx_engine.wmem / wscale (owned); src
+ * is the model's row-major matrix. */
 typedef struct sx_wmat {
     const uint16_t *src;
     const uint16_t *bf16;
     const int8_t   *q8;
     const float    *scale;
+    const uint8_t  *q4;
     int             rows, cols;
 } sx_wmat;
 

@@ -1,9 +1,10 @@
 /* int8 weight quantisation: symmetric, one f32 scale per output row, so a
  * row's dot product is scale * sum(q * x) and the kernels need no zero
  * point.  Packed into panels of SX_PANEL rows, k-major, k padded to even
- * (cpu_kernels.h). */
+ * (cpu_kernels.h).  Below them, the 4-bit group-wise format. */
 #include "engine/cpu/cpu_kernels.h"
 
+#include <float.h>
 #include <math.h>
 
 /* scale of a row; *inv multiplies a weight into [-127, 127].  An all-zero
@@ -66,5 +67,155 @@ void sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int layout, 
                     dst[(size_t)i * SX_PANEL + j] = (int8_t)q;
             }
         }
+    }
+}
+
+/* ---- 4-bit weights (cpu_kernels.h has the layout and the rounding) ---- */
+
+float sx_f16_to_f32(uint16_t h)
+{
+    uint32_t e = h >> 10 & 0x1fu, m = h & 0x3ffu;
+    float v;
+    if (e == 0) {
+        v = ldexpf((float)m, -24);   /* zero or subnormal: exact */
+    } else if (e == 31) {
+        v = m ? NAN : INFINITY;
+    } else {
+        union { uint32_t u; float f; } c = { (e + 112) << 23 | m << 13 };
+        v = c.f;
+    }
+    return h & 0x8000u ? -v : v;
+}
+
+uint16_t sx_f32_to_f16(float f)
+{
+    union { float f; uint32_t u; } c = { f };
+    uint32_t sign = c.u >> 16 & 0x8000u, a = c.u & 0x7fffffffu;
+    if (a >= 0x7f800000u)                         /* inf, NaN (kept quiet) */
+        return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));
+    if (a >= 0x477ff000u)                         /* rounds past 65504 */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x38800000u) {                       /* a normal f16 */
+        uint32_t m = a - 0x38000000u;             /* exponent bias 127 -> 15 */
+        m += 0x0fffu + (m >> 13 & 1u);            /* nearest even; a carry bumps the exponent */
+        return (uint16_t)(sign | m >> 13);
+    }
+    /* subnormal (units of 2^-24; 1024 rounds up into the smallest normal,
+     * whose encoding is the same number) */
+    return (uint16_t)(sign | (uint32_t)nearbyintf(fabsf(f) * 16777216.0f));
+}
+
+/* One group: n real values of w (the rest of the group is padding, 0)
+ * into q[0 .. SX_Q4_GROUP) in [-8, 7]; returns the f16 scale.  A group
+ * whose largest value is 0, not finite, or whose scale underflows f16 is
+ * all zeros with scale 0. */
+static uint16_t q4_group(const uint16_t *w, int n, int8_t *q)
+{
+    float m = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float v = sx_bf16_to_f32(w[i]);
+        if (fabsf(v) > fabsf(m))
+            m = v;
+    }
+    uint16_t h = 0;
+    float d = 0.0f;
+    if (m != 0.0f && isfinite(m)) {
+        h = sx_f32_to_f16(m / -8.0f);
+        if ((h & 0x7c00u) == 0x7c00u)   /* past f16: the largest scale, q clamps */
+            h = (uint16_t)((h & 0x8000u) | 0x7bffu);
+        d = sx_f16_to_f32(h);
+    }
+    if (d == 0.0f) {
+        for (int i = 0; i < SX_Q4_GROUP; i++)
+            q[i] = 0;
+        return 0;
+    }
+    float inv = 1.0f / d;
+    for (int i = 0; i < SX_Q4_GROUP; i++) {
+        float r = i < n ? nearbyintf(sx_bf16_to_f32(w[i]) * inv) : 0.0f;
+        q[i] = (int8_t)(r > 7.0f ? 7.0f : r >= -8.0f ? r : r < -8.0f ? -8.0f : 0.0f); /* NaN: 0 */
+    }
+    return h;
+}
+
+size_t sx_pack_q4_size(int rows, int k)
+{
+    return (size_t)(sx_pad_rows(rows) / SX_PANEL) * (size_t)(sx_q4_kpad(k) / SX_Q4_GROUP) *
+           SX_Q4_GROUP_BYTES;
+}
+
+void sx_pack_q4(const uint16_t *w, int rows, int k, int r0, int r1, uint8_t *wp)
+{
+    int ng = sx_q4_kpad(k) / SX_Q4_GROUP;
+    size_t pstride = (size_t)ng * SX_Q4_GROUP_BYTES;
+    int8_t q[SX_Q4_GROUP];
+    for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+        uint8_t *pan = wp + (size_t)(p0 / SX_PANEL) * pstride;
+        for (int j = 0; j < SX_PANEL; j++) {
+            int r = p0 + j;
+            for (int g = 0; g < ng; g++) {
+                int n = k - g * SX_Q4_GROUP < SX_Q4_GROUP ? k - g * SX_Q4_GROUP : SX_Q4_GROUP;
+                uint16_t h = r < rows ? q4_group(w + (size_t)r * k + (size_t)g * SX_Q4_GROUP, n, q)
+                                      : q4_group(w, 0, q);
+                uint8_t *gb = pan + (size_t)g * SX_Q4_GROUP_BYTES;
+                gb[2 * j] = (uint8_t)(h & 0xffu);
+                gb[2 * j + 1] = (uint8_t)(h >> 8);
+                for (int s = 0; s < SX_Q4_GROUP / 8; s++)
+                    for (int i = 0; i < 4; i++)
+                        gb[2 * SX_PANEL + s * 4 * SX_PANEL + 4 * j + i] =
+                            (uint8_t)((q[8 * s + i] + 8) | (q[8 * s + 4 + i] + 8) << 4);
+            }
+        }
+    }
+}
+
+void sx_quant_q4_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q, float *scale)
+{
+    int ng = sx_q4_kpad(cols) / SX_Q4_GROUP;
+    int8_t qg[SX_Q4_GROUP];
+    for (long r = r0; r < r1; r++)
+        for (int g = 0; g < ng; g++) {
+            int n = cols - g * SX_Q4_GROUP < SX_Q4_GROUP ? cols - g * SX_Q4_GROUP : SX_Q4_GROUP;
+            scale[r * ng + g] =
+                sx_f16_to_f32(q4_group(w + r * cols + (long)g * SX_Q4_GROUP, n, qg));
+            for (int i = 0; i < n; i++)
+                q[r * cols + (long)g * SX_Q4_GROUP + i] = qg[i];
+        }
+}
+
+void sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx,
+                   int32_t *s8)
+{
+    int k2 = (k + 1) / 2, kp = sx_q4_kpad(k), j = t / tile, u = t % tile;
+    int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
+    const float *xt = xp + (size_t)j * tile * 2 * k2 + 2 * u;
+    for (int b = 0; b < kp / SX_Q4_XBLOCK; b++) {
+        float v[SX_Q4_XBLOCK], amax = 0.0f;
+        for (int i = 0; i < SX_Q4_XBLOCK; i++) {
+            int kk = b * SX_Q4_XBLOCK + i;
+            v[i] = kk < k ? xt[(size_t)(kk / 2) * 2 * tj + (kk & 1)] : 0.0f;
+            float a = fabsf(v[i]);
+            amax = a > amax ? a : amax;
+        }
+        int8_t *xb = xq + b * SX_Q4_XBLOCK;
+        if (!(amax > 0.0f) || !(amax <= FLT_MAX)) {
+            /* all zero, or not finite: no scale represents it, and zero
+             * keeps every row's sum finite */
+            for (int i = 0; i < SX_Q4_XBLOCK; i++)
+                xb[i] = 0;
+            sx[b] = 0.0f;
+            s8[b] = 0;
+            continue;
+        }
+        float inv = 127.0f / amax;
+        int32_t sum = 0;
+        for (int i = 0; i < SX_Q4_XBLOCK; i++) {
+            float r = nearbyintf(v[i] * inv);
+            r = r > 127.0f ? 127.0f : r >= -127.0f ? r : r < -127.0f ? -127.0f : 0.0f;
+            xb[i] = (int8_t)r;
+            sum += xb[i];
+        }
+        sx[b] = amax / 127.0f;
+        s8[b] = 8 * sum;
     }
 }

@@ -63,7 +63,7 @@ M=(--model "$T/m")
 check "--help names every option" sh -c "for o in --model --prompt --prompt-file --system --schema \
     --choices --regex --json-object --max-tokens --temperature --top-p --top-k --min-p \
     --repetition-penalty --no-repeat-ngram --seed --stream --print-ids --top-logprobs --threads \
-    --int8 --bf16-act --kv-bf16 --dense-logits; do grep -q -- \"\$o\" '$T/help.out' || exit 1; done"
+    --int8 --q4 --bf16-act --kv-bf16 --dense-logits; do grep -q -- \"\$o\" '$T/help.out' || exit 1; done"
 
 # --- plain generation -------------------------------------------------------
 run g1 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids
@@ -71,6 +71,12 @@ run g2 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids
 check "greedy: exit 0, 12 ids, timings on stderr" sh -c "[ $(rc g1) = 0 ] && \
     [ \$(echo '$(ids g1)' | wc -w) = 12 ] && grep -q '^TTFT .* ms; prefill .* tokens/s; decode .* tokens/s; total [0-9.]* ms$' '$T/g1.err'"
 check "greedy twice: the same ids" test "$(ids g1)" = "$(ids g2)"
+check "bf16 weights are announced" grep -q "loaded .*(weights bf16, cpu path" "$T/g1.err"
+run gq "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids --q4
+check "--q4: exit 0, 12 ids, and says so" sh -c "[ $(rc gq) = 0 ] && \
+    [ \$(echo '$(ids gq)' | wc -w) = 12 ] && grep -q 'loaded .*(weights q4, cpu path' '$T/gq.err'"
+run gboth "${M[@]}" --prompt "Say hello." --int8 --q4
+check "--int8 with --q4: usage error" sh -c "[ $(rc gboth) = 2 ] && grep -q 'at most one of --int8, --q4' '$T/gboth.err'"
 check "random weights are announced" grep -q "RANDOM weights" "$T/g1.err"
 run s1 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids --temperature 1 --seed 11
 run s2 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids --temperature 1 --seed 11

@@ -140,4 +140,21 @@ check "--kv-bf16 runs, says so, within 1% of the f32 cache (and not identical)" 
      python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a / b - 1) > 0.01)' \
          '$(field kvb perplexity)' '$(field f32w perplexity)'"
 
+# --q4 --kl-to bf16: says so; the bf16 perplexity it prints over the same
+# windows is the bf16 run's; q4's perplexity within 5% of it (this random
+# fixture model moves by 0.16%); a positive KL
+run q4 perplexity --model "$T/m" --window 96 --stride 40 --q4 --kl-to bf16 "$TEXT"
+check "--q4 --kl-to bf16 runs and says so" sh -c \
+    "[ $(rc q4) = 0 ] && [ '$(field q4 weights)' = q4 ] && [ -n '$(field q4 kl_to_bf16)' ] &&
+     [ -n '$(field q4 top1_same)' ]"
+check "--kl-to bf16: the bf16 perplexity of the same windows" \
+    [ "$(field q4 bf16_perplexity)" = "$(field f32w perplexity)" ]
+check "--q4: perplexity within 5% of bf16's, KL above 0" sh -c \
+    "python3 -c 'import sys; a, b, k = map(float, sys.argv[1:]); sys.exit(abs(a / b - 1) > 0.05 or not k > 0)' \
+         '$(field q4 perplexity)' '$(field f32w perplexity)' '$(field q4 kl_to_bf16)'"
+run both perplexity --model "$T/m" --int8 --q4 "$TEXT"
+check "--int8 with --q4: exit 2" fails_well both "strux perplexity: give at most one of --int8, --q4" 2
+run klx perplexity --model "$T/m" --kl-to int8 "$TEXT"
+check "--kl-to other than bf16: exit 2" fails_well klx "strux perplexity: --kl-to takes bf16" 2
+
 [ $failed -eq 0 ]

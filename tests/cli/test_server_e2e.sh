@@ -344,11 +344,14 @@ parts = [ch.choices[0].delta.content or "" for ch in client.chat.completions.cre
 assert isinstance(json.loads("".join(parts)), dict)
 PY
 
-# ---- a full queue (this server keeps its KV cache in bf16) -----------------------------------
-start small --listen "ipc://$T/small.ipc" --max-batch 1 --max-queue 2 --default-max-tokens 64 --kv-bf16
+# ---- a full queue (this server keeps its KV cache in bf16 and its weights in 4 bits) --------
+start small --listen "ipc://$T/small.ipc" --max-batch 1 --max-queue 2 --default-max-tokens 64 --kv-bf16 \
+    --q4
 SMALL=$SPID
 check "--kv-bf16: the startup summary says the cache is bf16" \
     grep -q "^struxd: model .*KV cache [0-9]* tokens (bf16)" "$T/small.log"
+check "--q4: the startup summary says the weights are q4" \
+    grep -q "^struxd: model .*parameters, q4)" "$T/small.log"
 "$PY" - "$T/q.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:

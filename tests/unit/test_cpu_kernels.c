@@ -216,6 +216,100 @@ static void check_vec(const sx_cpu_kernels *kr)
         assert_true(fabs(ip[i] - exp(i / 4.0)) <= 4e-7 * exp(i / 4.0));
 }
 
+
+/* q4: y = W x for rows [r0, r1), against two double-precision references:
+ * the exact arithmetic every path follows (sx_quant_q4_rows' weights times
+ * sx_q4_quant_x's int8 activations), within f32 rounding of the sum; and
+ * W x itself with f32 activations, within the activations' rounding to
+ * int8 (sum over i of |w_i| * sx_b / 2).  Every other row keeps its
+ * sentinel.  Odd k, partial panels, rows split across calls, accumulate. */
+static void check_mm_q4(const sx_cpu_kernels *kr)
+{
+    static const int rows_set[] = { 1, 37, 64, 70 };
+    /* every tile remainder of the q4 kernels (4 tokens) and of the
+     * activation tiles (1, 4, 12), at half check_mm's cost */
+    static const int qtoks[] = { 1, 2, 3, 4, 5, 13, 37 };
+    for (size_t ri = 0; ri < sizeof rows_set / sizeof *rows_set; ri++)
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (size_t ti = 0; ti < sizeof qtoks / sizeof *qtoks; ti++)
+            for (int acc = 0; acc < 2; acc++) {
+                int R = rows_set[ri], K = ks[ki], T = qtoks[ti];
+                int r0 = R > SX_PANEL && (ki + ti) % 2 ? SX_PANEL : 0;
+                int r1 = (ki + ti) % 3 == 1 && R > 2 ? R - 1 : R;
+                if (r1 <= r0)
+                    r1 = R;
+                int kp = sx_q4_kpad(K), nb = kp / SX_Q4_XBLOCK, ng = kp / SX_Q4_GROUP;
+                long ldx = K + 5, ldy = R + 3;
+                uint16_t *w = malloc((size_t)R * K * sizeof *w);
+                uint8_t *wp = malloc(sx_pack_q4_size(R, K));
+                int8_t *wq = malloc((size_t)R * K), *xq = malloc((size_t)T * kp);
+                float *sc = malloc((size_t)R * ng * sizeof *sc);
+                float *sx = malloc((size_t)T * nb * sizeof *sx);
+                int32_t *s8 = malloc((size_t)T * nb * sizeof *s8);
+                float *x = malloc((size_t)T * ldx * sizeof *x);
+                float *xp = malloc(sx_xpack_size(T, K) * sizeof *xp);
+                float *y = malloc((size_t)T * ldy * sizeof *y);
+                float *y0 = malloc((size_t)T * ldy * sizeof *y0);
+                assert_non_null(w); assert_non_null(wp); assert_non_null(wq); assert_non_null(xq);
+                assert_non_null(sc); assert_non_null(sx); assert_non_null(s8); assert_non_null(x);
+                assert_non_null(xp); assert_non_null(y); assert_non_null(y0);
+                for (long i = 0; i < (long)R * K; i++)
+                    w[i] = sx_f32_to_bf16((float)(urand() * 0.5));
+                w[(long)R * K / 2] = sx_f32_to_bf16(-3.0f);   /* a negative extreme */
+                if (R > 2)
+                    for (int i = 0; i < K; i++)
+                        w[(long)K + i] = 0;                   /* an all-zero row */
+                fill(x, (size_t)T * ldx, 2.0);
+                if (T > 1)
+                    for (int i = 0; i < K && i < 40; i++)
+                        x[ldx + i] = 0.0f;                     /* an all-zero block */
+                for (int t = 0; t < T; t++)
+                    sx_pack_x_row(x + t * ldx, t, T, K, kr->tile, xp);
+                for (int t = 0; t < T; t++)
+                    sx_q4_quant_x(xp, T, kr->tile, t, K, xq + (size_t)t * kp, sx + (size_t)t * nb,
+                                  s8 + (size_t)t * nb);
+                fill(y0, (size_t)T * ldy, 1.0);
+                memcpy(y, y0, (size_t)T * ldy * sizeof *y);
+                sx_quant_q4_rows(w, 0, R, K, wq, sc);
+                /* packed in two row ranges, as threads would */
+                sx_pack_q4(w, R, K, 0, SX_PANEL < R ? SX_PANEL : R, wp);
+                if (R > SX_PANEL)
+                    sx_pack_q4(w, R, K, SX_PANEL, R, wp);
+                kr->mm_q4(wp, K, xp, T, y, ldy, r0, r1, acc);
+                for (int t = 0; t < T; t++)
+                    for (int r = 0; r < R + 3; r++) {
+                        float got = y[t * ldy + r];
+                        if (r < r0 || r >= r1) {
+                            if (got != y0[t * ldy + r])
+                                fail_msg("%s q4 R=%d K=%d T=%d rows %d..%d: row %d touched",
+                                         kr->name, R, K, T, r0, r1, r);
+                            continue;
+                        }
+                        double ref = 0, mag = 0, refx = 0, xerr = 0;
+                        for (int i = 0; i < K; i++) {
+                            int b = i / SX_Q4_XBLOCK;
+                            double wv = (double)wq[(long)r * K + i] * sc[(long)r * ng + i / SX_Q4_GROUP];
+                            double p = wv * sx[(size_t)t * nb + b] * xq[(size_t)t * kp + i];
+                            ref += p;
+                            mag += fabs(p);
+                            refx += wv * x[t * ldx + i];
+                            xerr += fabs(wv) * sx[(size_t)t * nb + b] * 0.5 * (1 + 1e-5);
+                        }
+                        if (fabs(ref - refx) > xerr + 1e-12)
+                            fail_msg("q4 activations R=%d K=%d T=%d row %d tok %d: %.9g vs %.9g "
+                                     "beyond %.3g", R, K, T, r, t, ref, refx, xerr);
+                        if (acc)
+                            ref += y0[t * ldy + r];
+                        double tol = 2e-6 * mag + 1e-6 * (acc ? 1 : 0) + 1e-30;
+                        if (fabs(got - ref) > tol)
+                            fail_msg("%s q4 R=%d K=%d T=%d acc=%d row %d tok %d: got %.9g want %.9g",
+                                     kr->name, R, K, T, acc, r, t, got, ref);
+                    }
+                free(w); free(wp); free(wq); free(xq); free(sc); free(sx); free(s8); free(x);
+                free(xp); free(y); free(y0);
+            }
+}
+
 static void run_path(int path)
 {
     const sx_cpu_kernels *kr = sx_cpu_kernels_for(path);
@@ -225,6 +319,7 @@ static void run_path(int path)
     }
     check_mm(kr, 0);
     check_mm(kr, 1);
+    check_mm_q4(kr);
     check_vec(kr);
 }
 
@@ -335,6 +430,75 @@ static void scalar_path(void **state) { (void)state; run_path(SX_CPU_SCALAR); }
 static void avx2_path(void **state) { (void)state; run_path(SX_CPU_AVX2); }
 static void avx512_path(void **state) { (void)state; run_path(SX_CPU_AVX512); }
 static void amx_path(void **state) { (void)state; run_path(SX_CPU_AMX); }
+
+/* The avx512 table's q4 runs VNNI where the CPU has it; the AVX-512BW
+ * kernel for CPUs without it is checked here, and VNNI's directly too. */
+static void q4_avx512_variants(void **state)
+{
+    (void)state;
+    const sx_cpu_kernels *kr = sx_cpu_kernels_for(SX_CPU_AVX512);
+    if (!kr) {
+        fprintf(stderr, "(AVX-512 not supported on this CPU: skipped)\n");
+        return;
+    }
+    sx_cpu_kernels k = *kr;
+    k.name = "avx512bw";
+    k.mm_q4 = sx_avx512_mm_q4_bw;
+    check_mm_q4(&k);
+    if (!sx_avx512_q4_vnni_usable()) {
+        fprintf(stderr, "(AVX512-VNNI not supported on this CPU: skipped)\n");
+        return;
+    }
+    k.name = "avx512vnni";
+    k.mm_q4 = sx_avx512_mm_q4_vnni;
+    check_mm_q4(&k);
+}
+
+/* f16 scales: exact round trips, nearest-even rounding, subnormals,
+ * overflow; and the q4 quantiser's promises on rows (the extreme is -8
+ * exactly, every value within half a step but the clamped +8s, an all-zero
+ * group scales 0). */
+static void quant_q4_rows(void **state)
+{
+    (void)state;
+    assert_true(sx_f32_to_f16(1.0f) == 0x3c00 && sx_f16_to_f32(0x3c00) == 1.0f);
+    assert_true(sx_f32_to_f16(-2.0f) == 0xc000);
+    assert_true(sx_f32_to_f16(65504.0f) == 0x7bff && sx_f32_to_f16(65520.0f) == 0x7c00);
+    assert_true(sx_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00);        /* tie: even */
+    assert_true(sx_f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);        /* tie: even, up */
+    assert_true(sx_f16_to_f32(0x0001) == ldexpf(1.0f, -24));
+    assert_true(sx_f32_to_f16(ldexpf(1.0f, -24)) == 0x0001);
+    assert_true(sx_f32_to_f16(ldexpf(1.0f, -26)) == 0x0000);
+    for (uint32_t h = 0; h < 0x7c00; h++)                           /* every finite f16 */
+        assert_true(sx_f32_to_f16(sx_f16_to_f32((uint16_t)h)) == h);
+    enum { R = 5, K = 77 };
+    int ng = sx_q4_kpad(K) / SX_Q4_GROUP;
+    uint16_t w[R * K];
+    int8_t q[R * K];
+    float sc[R * 8];
+    for (int i = 0; i < R * K; i++)
+        w[i] = sx_f32_to_bf16((float)urand());
+    for (int i = 0; i < K; i++)
+        w[2 * K + i] = 0;   /* an all-zero row */
+    sx_quant_q4_rows(w, 0, R, K, q, sc);
+    for (int g = 0; g < ng; g++)
+        assert_true(sc[2 * ng + g] == 0.0f);
+    for (int r = 0; r < R; r++)
+        for (int g = 0; g < ng; g++) {
+            double d = sc[r * ng + g];
+            int seen8 = 0;
+            for (int i = g * SX_Q4_GROUP; i < K && i < (g + 1) * SX_Q4_GROUP; i++) {
+                double wv = sx_bf16_to_f32(w[r * K + i]);
+                int qi = q[r * K + i];
+                assert_true(qi >= -8 && qi <= 7);
+                double step = fabs(d) * (qi == 7 ? 1.0001 : 0.5001);
+                assert_true(fabs(qi * d - wv) <= step + 1e-12);
+                seen8 |= qi == -8;
+            }
+            if (r != 2)
+                assert_true(seen8);
+        }
+}
 
 /* The opt-in bf16-activation kernel: exact products of the rounded
  * activations, summed in f32; and it really rounds (a value bf16 cannot
@@ -612,6 +776,8 @@ int main(void)
         cmocka_unit_test(avx2_path),
         cmocka_unit_test(avx512_path),
         cmocka_unit_test(amx_path),
+        cmocka_unit_test(q4_avx512_variants),
+        cmocka_unit_test(quant_q4_rows),
         cmocka_unit_test(bf16act_kernel),
         cmocka_unit_test(att_queries_in_lanes),
         cmocka_unit_test(paths_agree),

@@ -108,11 +108,25 @@ static void tm_free(tmodel *t)
 
 /* ---- reference: double precision, no cache ---------------------------- */
 
-/* A matrix as doubles: bf16 values, or (q8) what per-row int8 keeps. */
+/* A matrix as doubles: bf16 values, or what per-row int8 (q8 = 1) or
+ * group-wise 4-bit (q8 = SX_W_Q4) keeps. */
 static double *ref_mat(const uint16_t *w, int rows, int cols, int q8)
 {
     double *d = malloc((size_t)rows * cols * sizeof *d);
     assert_non_null(d);
+    if (q8 == SX_W_Q4) {
+        int ng = sx_q4_kpad(cols) / SX_Q4_GROUP;
+        int8_t *q = malloc((size_t)rows * cols);
+        float *s = malloc((size_t)rows * ng * sizeof *s);
+        assert_non_null(q);
+        assert_non_null(s);
+        sx_quant_q4_rows(w, 0, rows, cols, q, s);
+        for (long i = 0; i < (long)rows * cols; i++)
+            d[i] = (double)q[i] * s[i / cols * ng + i % cols / SX_Q4_GROUP];
+        free(q);
+        free(s);
+        return d;
+    }
     if (!q8) {
         for (long i = 0; i < (long)rows * cols; i++)
             d[i] = sx_bf16_to_f32(w[i]);
@@ -387,6 +401,104 @@ static void prefill_matches_reference(void **state)
     free(ref[0]);
     free(ref[1]);
     free(lg);
+    tm_free(t);
+}
+
+
+/* q4 weights.  The tolerances: against the double-precision reference
+ * with the same 4-bit weights, what is left is the activations' rounding
+ * to int8 per 32 k in each product (~2^-9 of a block's largest value per
+ * element); against bf16 weights, what 4 bits cost on this model. */
+#define Q4_TOL_REF  3e-2   /* of the row scale, vs the q4-weight reference (1.8e-2 seen) */
+#define Q4_TOL_BF16 0.3     /* of the row scale, vs the bf16 engine (0.21 seen) */
+#define Q4_TOL_PATHS 2e-5    /* a path vs the scalar path, same integer sums (3e-7 seen) */
+
+/* On every path: prefill logits against the reference with q4 weights and
+ * against the bf16 engine; decode gives prefill's logits; the paths agree
+ * with the scalar one; greedy decoding runs and picks the same tokens on
+ * every path. */
+static void q4_weights(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(13);
+    enum { N = 24, P = 8, GEN = 12 };
+    int32_t tok[N];
+    rand_tokens(tok, N);
+    double *ref = malloc((size_t)N * VOCAB * sizeof *ref);
+    ref_forward(&t->m, SX_W_Q4, tok, N, ref);
+    float *bf = malloc((size_t)N * VOCAB * sizeof *bf), *one = malloc(VOCAB * sizeof *one);
+    float *lg[SX_CPU_PATHS] = { 0 };
+    int32_t greedy[SX_CPU_PATHS][GEN];
+    {
+        sx_engine *e = engine_for(t, SX_CPU_SCALAR, SX_W_BF16, 2, 1024, 4);
+        int seq;
+        assert_int_equal(sx_engine_seq_new(e, &seq, NULL), SX_OK);
+        assert_int_equal(step1(e, seq, tok, N, 1, bf), SX_OK);
+        sx_engine_free(e);
+    }
+    double worst_ref = 0, worst_bf16 = 0, worst_paths = 0;
+    for (int path = 0; path < SX_CPU_PATHS; path++) {
+        if (!sx_cpu_kernels_for(path))
+            continue;
+        lg[path] = malloc((size_t)N * VOCAB * sizeof *lg[path]);
+        sx_engine *e = engine_for(t, path, SX_W_Q4, 2, 1024, 4);
+        int a, b, c;
+        assert_int_equal(sx_engine_seq_new(e, &a, NULL), SX_OK);
+        assert_int_equal(step1(e, a, tok, N, 1, lg[path]), SX_OK);
+        char what[96];
+        for (int r = 0; r < N; r++) {
+            const float *row = lg[path] + (long)r * VOCAB;
+            snprintf(what, sizeof what, "%s q4 row %d", path_names[path], r);
+            worst = 0;
+            expect_row(row, ref + (long)r * VOCAB, Q4_TOL_REF, what);
+            worst_ref = fmax(worst_ref, worst);
+            double sc = 1.0, d = 0;
+            for (int i = 0; i < VOCAB; i++)
+                sc = fmax(sc, fabs(bf[(long)r * VOCAB + i]));
+            for (int i = 0; i < VOCAB; i++)
+                d = fmax(d, fabs(row[i] - bf[(long)r * VOCAB + i]) / sc);
+            if (!(d <= Q4_TOL_BF16))
+                fail_msg("%s: %.3g of the row scale from the bf16 engine", what, d);
+            worst_bf16 = fmax(worst_bf16, d);
+            if (path != SX_CPU_SCALAR) {
+                expect_same(row, lg[SX_CPU_SCALAR] + (long)r * VOCAB, Q4_TOL_PATHS, what);
+                for (int i = 0; i < VOCAB; i++)
+                    worst_paths = fmax(worst_paths, fabs(row[i] - lg[SX_CPU_SCALAR][(long)r * VOCAB + i]) / sc);
+            }
+        }
+        /* decode, one token a step, as the prefill rows */
+        assert_int_equal(sx_engine_seq_new(e, &b, NULL), SX_OK);
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(step1(e, b, tok + i, 1, 0, one), SX_OK);
+            expect_same(one, lg[path] + (long)i * VOCAB, Q4_TOL_PATHS, "q4 decode vs prefill");
+        }
+        /* greedy decoding after a prompt of P tokens */
+        assert_int_equal(sx_engine_seq_new(e, &c, NULL), SX_OK);
+        assert_int_equal(step1(e, c, tok, P, 0, one), SX_OK);
+        for (int g = 0; g < GEN; g++) {
+            int32_t best = 0;
+            for (int i = 1; i < VOCAB; i++)
+                if (one[i] > one[best])
+                    best = i;
+            greedy[path][g] = best;
+            assert_int_equal(step1(e, c, &best, 1, 0, one), SX_OK);
+        }
+        assert_int_equal(sx_engine_seq_len(e, c), P + GEN);
+        if (path != SX_CPU_SCALAR)
+            for (int g = 0; g < GEN; g++)
+                if (greedy[path][g] != greedy[SX_CPU_SCALAR][g])
+                    fail_msg("%s q4 greedy token %d: %d, scalar %d", path_names[path], g,
+                             greedy[path][g], greedy[SX_CPU_SCALAR][g]);
+        sx_engine_free(e);
+    }
+    print_message("q4: worst %.3g of the row scale vs its reference, %.3g vs bf16, %.3g "
+                  "between paths\n", worst_ref, worst_bf16, worst_paths);
+    assert_true(worst_bf16 > 1e-3);   /* q4 is a different model from bf16 */
+    for (int p = 0; p < SX_CPU_PATHS; p++)
+        free(lg[p]);
+    free(ref);
+    free(bf);
+    free(one);
     tm_free(t);
 }
 
@@ -733,10 +845,10 @@ static void masked_logits_skip_panels(void **state)
     enum { S = 3, N = 40, STEPS = 6 };
     static const int plen[S] = { 5, 19, 33 };
     int32_t tok[S][N];
-    double *ref[2][S];
+    double *ref[3][S];   /* bf16, int8, q4 weights */
     for (int s = 0; s < S; s++)
         rand_tokens(tok[s], N);
-    for (int q8 = 0; q8 < 2; q8++)
+    for (int q8 = 0; q8 < 3; q8++)
         for (int s = 0; s < S; s++) {
             ref[q8][s] = malloc((size_t)N * VOCAB * sizeof(double));
             ref_forward(&t->m, q8, tok[s], N, ref[q8][s]);
@@ -746,7 +858,7 @@ static void masked_logits_skip_panels(void **state)
     for (int path = 0; path < SX_CPU_PATHS; path++) {
         if (!sx_cpu_kernels_for(path))
             continue;
-        for (int mode = 0; mode < 2; mode++) {
+        for (int mode = 0; mode < 3; mode++) {
             sx_engine *e = engine_for(t, path, mode, 2, 2048, 8);
             setenv("STRUX_CPU", path_names[path], 1);
             sx_engine_opts o = { .n_threads = 2, .max_seqs = 8, .kv_tokens = 2048,
@@ -754,7 +866,7 @@ static void masked_logits_skip_panels(void **state)
             sx_engine *d = NULL;
             assert_int_equal(sx_engine_new(&t->m, &o, &d, NULL), SX_OK);
             unsetenv("STRUX_CPU");
-            double tol = path == SX_CPU_AMX && mode ? 2.5e-4 : TOL;
+            double tol = mode == SX_W_Q4 ? Q4_TOL_REF : path == SX_CPU_AMX && mode ? 2.5e-4 : TOL;
             int se[S], sd[S], len[S];   /* tokens cached */
             sx_step_item ie[S], id[S];
             for (int s = 0; s < S; s++) {
@@ -782,7 +894,7 @@ static void masked_logits_skip_panels(void **state)
                 for (int s = 0; s < S; s++) {
                     char what[96];
                     snprintf(what, sizeof what, "%s %s step %d row %d", path_names[path],
-                             mode ? "int8" : "bf16", step, s);
+                             mode == SX_W_Q4 ? "q4" : mode ? "int8" : "bf16", step, s);
                     const float *g = lg + (long)s * VOCAB, *h = dl + (long)s * VOCAB;
                     const double *r = ref[mode][s] + (long)(len[s] - 1) * VOCAB;
                     if (ie[s].allow)
@@ -807,7 +919,7 @@ static void masked_logits_skip_panels(void **state)
             sx_engine_free(d);
         }
     }
-    for (int q8 = 0; q8 < 2; q8++)
+    for (int q8 = 0; q8 < 3; q8++)
         for (int s = 0; s < S; s++)
             free(ref[q8][s]);
     free(lg);
@@ -1119,6 +1231,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(prefill_matches_reference),
+        cmocka_unit_test(q4_weights),
         cmocka_unit_test(bf16_activation_mode),
         cmocka_unit_test(bf16_kv_cache),
         cmocka_unit_test(decode_matches_prefill),

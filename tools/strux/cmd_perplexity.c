@@ -2,6 +2,7 @@
  * file under a Qwen3 model (engine/perplexity.h has the definitions). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,10 @@ static void usage(FILE *f)
         "  --max-tokens N     score only the first N tokens of the file\n"
         "  --threads N        CPU threads (default: all)\n"
         "  --int8             quantise weights to int8 at start-up\n"
+        "  --q4               quantise weights to 4 bits (a scale per 32 values) at start-up\n"
+        "  --kl-to bf16       also run the bf16-weight model over the same windows and\n"
+        "                     print the mean KL divergence KL(bf16 || this) per scored\n"
+        "                     token, in nats, and how often both pick the same top token\n"
         "  --bf16-act         round activations to bf16 in the windows' matrix products\n"
         "                     (faster on AVX512-BF16 CPUs; measures what that costs)\n"
         "  --kv-bf16          keep the KV cache in bf16 (measures what that costs)\n"
@@ -80,7 +85,7 @@ int cmd_perplexity(int argc, char **argv)
 {
     const char *model_dir = NULL, *file = NULL, *tok_path = NULL;
     long window = 1024, stride = 512, max_tokens = 0, threads = 0;
-    int int8 = 0, bf16act = 0, kvbf16 = 0;
+    int int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0, kl = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -105,6 +110,14 @@ int cmd_perplexity(int argc, char **argv)
                 return 2;
         } else if (!strcmp(a, "--int8")) {
             int8 = 1;
+        } else if (!strcmp(a, "--q4")) {
+            q4 = 1;
+        } else if (!strcmp(a, "--kl-to") && more) {
+            if (strcmp(argv[++i], "bf16")) {
+                fprintf(stderr, "strux perplexity: --kl-to takes bf16 (got '%s')\n", argv[i]);
+                return 2;
+            }
+            kl = 1;
         } else if (!strcmp(a, "--bf16-act")) {
             bf16act = 1;
         } else if (!strcmp(a, "--kv-bf16")) {
@@ -122,6 +135,10 @@ int cmd_perplexity(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (int8 && q4) {
+        fprintf(stderr, "strux perplexity: give at most one of --int8, --q4\n");
+        return 2;
+    }
     if (stride > window) {
         fprintf(stderr,
                 "strux perplexity: --stride (%ld) must not exceed --window (%ld): the tokens "
@@ -137,7 +154,7 @@ int cmd_perplexity(int argc, char **argv)
     size_t len = 0;
     sx_tokenizer *tok = NULL;
     sx_model *model = NULL;
-    sx_engine *eng = NULL;
+    sx_engine *eng = NULL, *ref = NULL;
     sx_ids ids = {0};
 
     int frc = strcmp(file, "-") ? sx_file_read(file, &text, &len, &err)
@@ -167,7 +184,7 @@ int cmd_perplexity(int argc, char **argv)
     sx_engine_opts eo;
     memset(&eo, 0, sizeof eo);
     eo.n_threads = (int)threads;
-    eo.weight_mode = int8 ? SX_W_INT8 : SX_W_BF16;
+    eo.weight_mode = q4 ? SX_W_Q4 : int8 ? SX_W_INT8 : SX_W_BF16;
     eo.act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32;
     eo.kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32;
     eo.max_seqs = 1;
@@ -177,6 +194,15 @@ int cmd_perplexity(int argc, char **argv)
     if (sx_engine_new(model, &eo, &eng, &err)) {
         fprintf(stderr, "strux perplexity: %s\n", err.msg);
         goto done;
+    }
+    if (kl) {
+        /* the reference: the same model and options with bf16 weights */
+        sx_engine_opts ro = eo;
+        ro.weight_mode = SX_W_BF16;
+        if (sx_engine_new(model, &ro, &ref, &err)) {
+            fprintf(stderr, "strux perplexity: reference engine: %s\n", err.msg);
+            goto done;
+        }
     }
     if (tool_is_random_model(model_dir))
         fprintf(stderr, "strux perplexity: NOTE: %s holds RANDOM weights (`strux model random`); "
@@ -188,7 +214,7 @@ int cmd_perplexity(int argc, char **argv)
 
     progress_state ps = {.t0 = t1, .tty = isatty(2), .last = -1};
     sx_ppl_opts po = {.window = (int)window, .stride = (int)stride, .progress = on_progress,
-                      .ctx = &ps};
+                      .ctx = &ps, .ref = ref};
     sx_ppl_result r;
     if (sx_ppl_run(eng, ids.v, ids.n, tok, &po, &r, &err)) {
         fprintf(stderr, "strux perplexity: %s\n", err.msg);
@@ -202,13 +228,24 @@ int cmd_perplexity(int argc, char **argv)
     printf("window:         %ld\n", window);
     printf("stride:         %ld\n", stride);
     printf("windows:        %lld\n", (long long)r.n_windows);
-    printf("weights:        %s\n", int8 ? "int8" : "bf16");
-    printf("activations:    %s\n", bf16act && !int8 ? "bf16 in matrix products" : "f32");
+    if (kl) {
+        double n = (double)r.n_scored;
+        printf("bf16_perplexity: %.4f\n", exp(r.ref_nll_sum / n));
+        printf("bf16_bits_per_byte: %.5f\n",
+               r.n_bytes ? r.ref_nll_sum / log(2.0) / (double)r.n_bytes : 0.0);
+        printf("kl_to_bf16:     %.6g\n", r.kl_sum / n);
+        printf("kl_to_bf16_max: %.6g\n", r.kl_max);
+        printf("top1_same:      %.4f\n", (double)r.top1_same / n);
+    }
+    printf("weights:        %s\n", q4 ? "q4" : int8 ? "int8" : "bf16");
+    printf("activations:    %s\n", q4 ? "int8 per 32 in matrix products"
+                                    : bf16act && !int8 ? "bf16 in matrix products" : "f32");
     printf("kv_cache:       %s\n", kvbf16 ? "bf16" : "f32");
     printf("time_s:         %.2f\n", secs);
     rc = 0;
 done:
     sx_engine_free(eng);
+    sx_engine_free(ref);
     sx_model_free(model);
     sx_tok_free(tok);
     sx_ids_free(&ids);

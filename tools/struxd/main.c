@@ -39,6 +39,9 @@ static void usage(FILE *f)
         "  --model-name NAME        name shown by /v1/models and in responses (default:\n"
         "                           the directory's last component)\n"
         "  --int8                   quantise weight matrices to int8 at start-up\n"
+        "  --q4                     quantise weight matrices to 4 bits (a scale per 32\n"
+        "                           values) at start-up: the fastest decode, the largest\n"
+        "                           quality cost (docs/BENCHMARKS.md)\n"
         "  --bf16-act               round activations to bf16 in prefill-sized matrix\n"
         "                           products: faster prompts on AVX512-BF16 CPUs without\n"
         "                           AMX; logits change slightly (docs/BENCHMARKS.md)\n"
@@ -115,7 +118,7 @@ int main(int argc, char **argv)
     atexit(nng_fini);
     const char *model_dir = NULL, *tok_path = NULL, *model_name = NULL, *http = NULL;
     const char *listen[MAX_LISTEN];
-    int n_listen = 0, quiet = 0, int8 = 0, bf16act = 0, kvbf16 = 0;
+    int n_listen = 0, quiet = 0, int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0;
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
@@ -180,6 +183,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--int8")) {
             int8 = 1;
             takes = 0;
+        } else if (!strcmp(a, "--q4")) {
+            q4 = 1;
+            takes = 0;
         } else if (!strcmp(a, "--bf16-act")) {
             bf16act = 1;
             takes = 0;
@@ -202,6 +208,10 @@ int main(int argc, char **argv)
     }
     if (!model_dir) {
         fprintf(stderr, "struxd: --model DIR is required (see --help)\n");
+        return 2;
+    }
+    if (int8 && q4) {
+        fprintf(stderr, "struxd: give at most one of --int8, --q4\n");
         return 2;
     }
     if (def_tokens > max_tokens)
@@ -248,7 +258,7 @@ int main(int argc, char **argv)
                          .max_seqs = (int)max_batch + 17 + 16,
                          .kv_tokens = kv_tokens,
                          .block_tokens = 16,
-                         .weight_mode = int8 ? SX_W_INT8 : SX_W_BF16,
+                         .weight_mode = q4 ? SX_W_Q4 : int8 ? SX_W_INT8 : SX_W_BF16,
                          .act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32,
                          .kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32};
     if (sx_engine_new(model, &eo, &engine, &err)) {
@@ -299,7 +309,7 @@ int main(int argc, char **argv)
             "struxd: model %s (Qwen3: %d layers, hidden %d, %.2fB parameters%s) | KV cache "
             "%lld tokens (%s) | CPU kernels %s | max batch %ld, queue %ld, max_tokens %ld\n",
             model_dir, c->n_layers, c->hidden, (double)sx_qwen3_n_params(c) / 1e9,
-            int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), kvbf16 ? "bf16" : "f32",
+            q4 ? ", q4" : int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), kvbf16 ? "bf16" : "f32",
             sx_engine_cpu_path(engine), max_batch, max_queue, max_tokens);
     if (is_random_model(model_dir))
         fprintf(stderr, "struxd: WARNING: %s holds RANDOM weights (a stand-in written by "
