@@ -129,7 +129,7 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
     if (!rc)
         rc = put(out,
                  "# HELP strux_tokens_total Tokens of answered requests: prompt (once per "
-                 "request), completion and forced (every choice's), prefilled (prompt tokens "
+                 "request), completion and forced (of every choice), prefilled (prompt tokens "
                  "the model ran: less those from the prefix cache or forked between choices).\n"
                  "# TYPE strux_tokens_total counter\n"
                  "strux_tokens_total{kind=\"prompt\"} %llu\n"
