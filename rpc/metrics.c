@@ -137,7 +137,7 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "strux_tokens_total{kind=\"forced\"} %llu\n"
                  "strux_tokens_total{kind=\"prefilled\"} %llu\n"
                  "# HELP strux_model_tokens_total Tokens the model ran, prompt and output "
-                 "(the engine's count).\n"
+                 "(the count of the engine).\n"
                  "# TYPE strux_model_tokens_total counter\n"
                  "strux_model_tokens_total %lld\n"
                  "# HELP strux_recheck_failures_total Outputs the validator's re-check refused, "

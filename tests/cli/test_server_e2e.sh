@@ -377,14 +377,19 @@ check "vanished clients' requests were cancelled (${cancelled:-0} of 8)" [ "${ca
 # ---- HTTP: curl ----------------------------------------------------------------------
 check "GET /health" sh -c "curl -sSf '$URL/health' | grep -q '\"status\":\"ok\"'"
 check "GET /v1/models lists the model" sh -c "curl -sSf '$URL/v1/models' | grep -q '\"id\":\"model\"'"
+# /metrics from a file: its help texts hold quotes and parentheses that must
+# not meet a shell
+echo "$M" >"$T/metrics.txt"
 check "GET /metrics counts requests, tokens, latency, cache hits" sh -c "
-    echo '$M' | grep -q '^strux_requests_total{via=\"nng\",code=\"ok\"} [1-9]' &&
-    echo '$M' | grep -q '^strux_tokens_total{kind=\"completion\"} [1-9]' &&
-    echo '$M' | grep -q '^strux_ttft_ms_bucket{le=\"+Inf\"} [1-9]' &&
-    echo '$M' | grep -q '^strux_batch_size_count [1-9]' &&
-    echo '$M' | grep -q '^strux_schema_cache_hits_total [1-9]'"
-check "GET /metrics: zero re-check failures after the sampled batch" sh -c "
-    echo '$M' | grep -q '^strux_recheck_failures_total 0$'"
+    grep -q '^strux_requests_total{via=\"nng\",code=\"ok\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_tokens_total{kind=\"completion\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_tokens_total{kind=\"prefilled\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_model_tokens_total [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_ttft_ms_bucket{le=\"+Inf\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_batch_size_count [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_schema_cache_hits_total [1-9]' '$T/metrics.txt'"
+check "GET /metrics: zero re-check failures after the sampled batch" \
+    grep -q '^strux_recheck_failures_total 0$' "$T/metrics.txt"
 # schema requests ran masked steps: the sparse LM head read fewer panels than
 # a dense head would have
 LMD=$(echo "$M" | sed -n 's/^strux_lm_head_panels_total{kind="dense"} //p')
