@@ -20,10 +20,9 @@ int gen_feed_push(gen_seq *s, int32_t tok)
 
 static void seq_free(sx_gen *g, gen_seq *s)
 {
-    if (s->kv >= 0) {
+    if (s->kv >= 0)
         sx_engine_seq_free(g->e, s->kv);
-        g->kv_reserved -= s->reserve;
-    }
+    g->kv_reserved -= s->held;
     sx_matcher_free(s->m);
     sx_sampler_free(s->s);
     free(s->prompt);
@@ -118,10 +117,20 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
         if (prompt[i] < 0 || prompt[i] >= g->vocab_rows)
             return sx_err_set(err, SX_EINVAL, "prompt token %d at %d is outside the vocabulary",
                               prompt[i], i);
+    gen_seq *leader = NULL;
+    for (gen_seq *l = g->head; p->fork_of > 0 && l; l = l->next)
+        if (l->handle == p->fork_of && l->state != GS_DONE)
+            leader = l->leader ? l->leader : l;
+    if (leader && (leader->n_prompt != n_prompt ||
+                   memcmp(leader->prompt, prompt, (size_t)n_prompt * sizeof *prompt)))
+        return sx_err_set(err, SX_EINVAL, "fork_of %d names a request over another prompt",
+                          p->fork_of);
     s = calloc(1, sizeof *s);
     if (!s)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
     s->kv = -1;
+    /* a one-token prompt has nothing to share */
+    s->leader = n_prompt > 1 ? leader : NULL;
     s->p = *p;
     s->reserve = reserve;
     s->prompt = malloc((size_t)n_prompt * sizeof *s->prompt);
@@ -194,6 +203,8 @@ void gen_finish(sx_gen *g, gen_seq *s, int finish, const sx_error *error)
     ev.piece = g->piece.v ? g->piece.v : "";
     ev.piece_len = g->piece.n;
     ev.token = -1;
+    gen_fork_release(g, s);
+    s->leader = NULL;
     s->state = GS_DONE;
     g->cb(&ev, g->cb_ctx);
 }

@@ -5,7 +5,9 @@
 #include <pthread.h>
 #include "engine/generate.h"
 
-enum { GS_QUEUED, GS_PREFILL, GS_DECODE, GS_DONE };
+/* GS_FORKWAIT: admitted (KV reserved, a batch slot) but waiting for its
+ * leader's prefill to reach the fork point; no engine sequence yet. */
+enum { GS_QUEUED, GS_FORKWAIT, GS_PREFILL, GS_DECODE, GS_DONE };
 
 typedef struct gen_seq {
     int          handle;
@@ -21,6 +23,11 @@ typedef struct gen_seq {
     int          n_cached;            /* prompt tokens forked from the prefix cache */
     int          cache_at;            /* > 0: store the prefix once prefilled this far */
     int64_t      reserve;             /* KV tokens reserved for this request */
+    int64_t      held;                /* ... of which counted in g->kv_reserved now */
+    /* fork_of: the request whose KV this one will fork at n_prompt - 1;
+     * NULL once forked, detached, or without one.  Never dangles: a
+     * leader's gen_finish lets go of its followers. */
+    struct gen_seq *leader;
     /* tokens chosen but not yet run through the model (sampled + forced) */
     int32_t     *feed;
     int          n_feed, cap_feed;
@@ -93,6 +100,12 @@ int    gen_prefix_admit(sx_gen *g, gen_seq *s);
 void   gen_prefix_store(sx_gen *g, gen_seq *s);
 int    gen_prefix_evict(sx_gen *g);
 void   gen_prefix_free_all(sx_gen *g);
+/* n choices (gen_fork.c).  forks: every admitted follower whose leader's
+ * prefill has reached the fork point gets its engine sequence.  release:
+ * the leader is finishing -- its followers fork now if they can, else
+ * prefill on their own; called from gen_finish while its KV is still live. */
+void   gen_forks(sx_gen *g);
+void   gen_fork_release(sx_gen *g, gen_seq *leader);
 
 /* Bytes of completion text looked at; a document whose shortest completion
  * is longer is steered only once it fits. */

@@ -252,16 +252,27 @@ static void admit(sx_gen *g, int *n_running)
     for (gen_seq *s = g->head; s && *n_running < g->o.max_batch; s = s->next) {
         if (s->state != GS_QUEUED || s->cancelled)
             continue;
+        if (s->leader && s->leader->state == GS_QUEUED)
+            continue; /* its leader was cancelled before it ran: let go next step */
         /* cached prefixes give way to requests */
         while (g->kv_reserved + s->reserve > g->kv_capacity && gen_prefix_evict(g))
             ;
         if (g->kv_reserved + s->reserve > g->kv_capacity)
             break; /* keep arrival order: wait for room */
+        if (s->leader) {
+            /* its engine sequence comes from the leader's (gen_forks) */
+            s->held = s->reserve;
+            g->kv_reserved += s->held;
+            s->state = GS_FORKWAIT;
+            (*n_running)++;
+            continue;
+        }
         while (gen_prefix_admit(g, s) && gen_prefix_evict(g))
             ; /* no free engine sequence: a cached prefix holds one */
         if (s->kv < 0)
             break;
-        g->kv_reserved += s->reserve;
+        s->held = s->reserve;
+        g->kv_reserved += s->held;
         s->state = GS_PREFILL;
         (*n_running)++;
     }
@@ -281,11 +292,12 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
     for (gen_seq *s = g->head; s; s = s->next) {
         if (s->cancelled && s->state != GS_DONE)
             gen_finish(g, s, SX_FINISH_CANCELLED, NULL);
-        else if (s->state == GS_PREFILL || s->state == GS_DECODE)
+        else if (s->state == GS_FORKWAIT || s->state == GS_PREFILL || s->state == GS_DECODE)
             n_running++;
     }
     gen_reap(g);
     admit(g, &n_running);
+    gen_forks(g);
     if ((rc = grow(g, n_running)))
         return sx_err_set(err, rc, "out of memory");
     for (gen_seq *s = g->head; s; s = s->next) {

@@ -54,6 +54,13 @@ typedef struct sx_gen_params {
      * then prefill only the rest.  0 = none.  Outputs are the same either
      * way. */
     int               prefix_len;
+    /* n choices of one request: the handle of an earlier request over the
+     * same prompt (0 = none).  This one then prefills nothing but the last
+     * prompt token: it forks that request's KV cache once it holds the rest
+     * (so one prefill serves them all) and samples its own stream from
+     * there.  When that request is gone, or ends before its prefill got
+     * that far, this one prefills as usual; the output is the same. */
+    int               fork_of;
 } sx_gen_params;
 
 typedef enum sx_finish {
@@ -79,7 +86,8 @@ typedef struct sx_gen_event {
     int         finish;        /* sx_finish */
     sx_error    error;         /* when finish == SX_FINISH_ERROR */
     int         n_prompt, n_completion, n_forced;
-    int         n_cached;      /* prompt tokens taken from the prefix cache */
+    int         n_cached;      /* prompt tokens not prefilled: taken from the prefix
+                                  cache or forked from the fork_of request */
     double      ttft_ms;       /* add -> first completion token */
 } sx_gen_event;
 
@@ -91,7 +99,8 @@ void sx_gen_free(sx_gen *g);   /* cancels what is live, without events */
 
 /* Queues a request; it joins the running batch at the next step.  The prompt
  * is copied.  SX_ELIMIT when the prompt plus max_tokens can never fit the
- * KV cache. */
+ * KV cache; SX_EINVAL when fork_of names a live request over another
+ * prompt. */
 int  sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt,
                 const sx_gen_params *p, void *user, int *handle, sx_error *err);
 /* Cancels a request; its final event (SX_FINISH_CANCELLED) fires at the next

@@ -40,8 +40,8 @@ void rpc_hist_add(rpc_hist *h, double x)
 }
 
 void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_completion,
-                         int n_forced, double queue_ms, double ttft_ms, double tpot_ms,
-                         double total_ms)
+                         int n_forced, int n_prefilled, double queue_ms, double ttft_ms,
+                         double tpot_ms, double total_ms)
 {
     if (code < 0 || code >= SX_RPC_CODE_COUNT)
         code = SX_RPC_INTERNAL;
@@ -50,6 +50,7 @@ void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_
     m->tok_prompt += (uint64_t)(n_prompt > 0 ? n_prompt : 0);
     m->tok_completion += (uint64_t)(n_completion > 0 ? n_completion : 0);
     m->tok_forced += (uint64_t)(n_forced > 0 ? n_forced : 0);
+    m->tok_prefilled += (uint64_t)(n_prefilled > 0 ? n_prefilled : 0);
     if (code == SX_RPC_OK) {
         rpc_hist_add(&m->queue, queue_ms);
         rpc_hist_add(&m->total, total_ms);
@@ -127,11 +128,18 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                      sx_rpc_code_name(c), (unsigned long long)m->requests[v][c]);
     if (!rc)
         rc = put(out,
-                 "# HELP strux_tokens_total Tokens processed.\n"
+                 "# HELP strux_tokens_total Tokens of answered requests: prompt (once per "
+                 "request), completion and forced (of every choice), prefilled (prompt tokens "
+                 "the model ran: less those from the prefix cache or forked between choices).\n"
                  "# TYPE strux_tokens_total counter\n"
                  "strux_tokens_total{kind=\"prompt\"} %llu\n"
                  "strux_tokens_total{kind=\"completion\"} %llu\n"
                  "strux_tokens_total{kind=\"forced\"} %llu\n"
+                 "strux_tokens_total{kind=\"prefilled\"} %llu\n"
+                 "# HELP strux_model_tokens_total Tokens the model ran, prompt and output "
+                 "(the count of the engine).\n"
+                 "# TYPE strux_model_tokens_total counter\n"
+                 "strux_model_tokens_total %lld\n"
                  "# HELP strux_recheck_failures_total Outputs the validator's re-check refused, "
                  "answered with code internal.  Each one is a grammar bug, never noise: the log "
                  "names the request and the schema's hash.\n"
@@ -147,7 +155,8 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "strux_lm_head_panels_total{kind=\"dense\"} %lld\n"
                  "strux_lm_head_panels_total{kind=\"read\"} %lld\n",
                  (unsigned long long)m->tok_prompt, (unsigned long long)m->tok_completion,
-                 (unsigned long long)m->tok_forced, (unsigned long long)m->recheck_failures,
+                 (unsigned long long)m->tok_forced, (unsigned long long)m->tok_prefilled,
+                 (long long)m->lm.tokens, (unsigned long long)m->recheck_failures,
                  (unsigned long long)m->steps,
                  (long long)m->lm.panels_dense, (long long)m->lm.panels_computed);
     if (!rc)

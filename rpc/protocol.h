@@ -67,6 +67,10 @@ typedef enum sx_rpc_mode {
 /* "text", "schema", "choices", "regex", "json_object". */
 const char *sx_rpc_mode_name(int mode);
 
+/* `n`: choices per request, 1..SX_RPC_MAX_N.  Choice i samples with
+ * seed + i; all share one prefill of the prompt (sx_gen_params.fork_of). */
+#define SX_RPC_MAX_N 16
+
 typedef struct sx_rpc_limits {
     size_t max_request_bytes;  /* whole request body (default 4 MiB) */
     size_t max_schema_bytes;   /* schema as canonical JSON (default 256 KiB) */
@@ -99,6 +103,7 @@ typedef struct sx_rpc_req {
     const char   *system;        /* optional full system message (replaces the default) */
     sx_sampling   sampling;
     int           max_tokens;
+    int           n;             /* choices to generate, 1..SX_RPC_MAX_N (1 for CHOICES) */
     int           logprobs;      /* 1: report per-token log-probs */
     int           top_logprobs;  /* 0..SX_SAMPLER_MAX_TOPN alternatives per token */
     int           scores;        /* CHOICES: compute label probabilities (default 1) */
@@ -147,7 +152,21 @@ int  sx_rpc_build_messages(const sx_rpc_req *r, sx_chat_msg **msgs, size_t *n, c
 /* The default instruction of document requests, by mode. */
 const char *sx_rpc_default_instruction(int mode);
 
-/* The outcome of a finished generation, for sx_rpc_response_dump. */
+/* One choice of a request with n > 1, for the response builders. */
+typedef struct sx_rpc_choice {
+    const char   *text;          /* exact text, NUL-terminated */
+    size_t        text_len;
+    const json_t *output;        /* parsed value (borrowed), NULL = JSON null */
+    const char   *finish_reason;
+    int           n_completion, n_forced;
+    const json_t *logprobs;      /* borrowed, or NULL */
+} sx_rpc_choice;
+
+/* The outcome of a finished generation, for sx_rpc_response_dump.  With
+ * n > 1, `choices` holds every choice (choices[i] has index i), text /
+ * output / finish_reason / logprobs are choice 0's and the token counts
+ * are the request's: the prompt once, completion and forced tokens summed
+ * over the choices. */
 typedef struct sx_rpc_result {
     const char   *text;          /* generated text (exact), NUL-terminated */
     size_t        text_len;
@@ -158,6 +177,8 @@ typedef struct sx_rpc_result {
     const double *scores;        /* CHOICES with scores: per label, NULL otherwise */
     const json_t *logprobs;      /* array built by the server (borrowed) or NULL */
     int           cache_hit;     /* the constraint came from the compiled-schema cache */
+    const sx_rpc_choice *choices; /* n > 1: n_choices entries; else NULL */
+    int           n_choices;
 } sx_rpc_result;
 
 /* Turns finished text into the response's `output`: parses it as JSON for
@@ -177,7 +198,9 @@ int  sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
  * numbers included. */
 #define SX_RPC_JSON_PRECISION JSON_REAL_PRECISION(15)
 
-/* Serialises a success response; *out is malloc'd, NUL-terminated. */
+/* Serialises a success response; *out is malloc'd, NUL-terminated.  With
+ * res->n_choices > 1 it adds "choices": [{index, output, text,
+ * finish_reason, usage: {completion_tokens, forced_tokens}, logprobs}]. */
 int  sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **out, size_t *len);
 /* Serialises {ok:false, id, error:{code, message, pointer}}; id may be NULL
  * (JSON null) and pointer NULL or "" (omitted).  `extra` (may be NULL) is an
@@ -190,7 +213,7 @@ int  sx_rpc_error_dump(const json_t *id, int code, const char *message, const ch
  * {"type":"text"|"json_object"} or {"type":"json_schema","json_schema":
  * {"name","schema","strict","description"}}, max_tokens or
  * max_completion_tokens, temperature (default 1), top_p, seed, stream,
- * stream_options.include_usage, logprobs, top_logprobs, n (1 only), stop
+ * stream_options.include_usage, logprobs, top_logprobs, n (1..16), stop
  * (null only); extensions top_k, min_p, repetition_penalty, timeout.  Other
  * members are ignored, as OpenAI-compatible servers do.  Errors as in
  * sx_rpc_req_parse; schema errors point into response_format. */
@@ -199,14 +222,16 @@ int  sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, 
 /* Where a compile error's pointer is rooted in an OpenAI request. */
 #define SX_RPC_OPENAI_SCHEMA_AT "/response_format/json_schema/schema"
 
-/* chat.completion object.  cid: "chatcmpl-..."; model: echoed name. */
+/* chat.completion object.  cid: "chatcmpl-..."; model: echoed name.  One
+ * entry in `choices` per choice (res->choices when n_choices > 1). */
 int  sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long created,
                                  const char *model, const sx_rpc_result *res, char **out,
                                  size_t *len);
-/* One chat.completion.chunk as an SSE event ("data: {...}\n\n").
- * role_first adds the assistant role to the delta; finish_reason NULL for
- * content chunks; usage (may be NULL) makes the usage-only last chunk. */
-int  sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model,
+/* One chat.completion.chunk as an SSE event ("data: {...}\n\n") for the
+ * choice `index`.  role_first adds the assistant role to the delta;
+ * finish_reason NULL for content chunks; usage (may be NULL) makes the
+ * usage-only last chunk. */
+int  sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model, int index,
                               const char *content, size_t content_len, int role_first,
                               const char *finish_reason, const sx_rpc_result *usage, char **out,
                               size_t *len);

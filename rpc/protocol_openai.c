@@ -159,8 +159,11 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
     if (r->top_logprobs && !r->logprobs)
         return bad(err, "/top_logprobs", "top_logprobs needs logprobs: true");
     s->top_n = r->logprobs ? r->top_logprobs : 0;
-    if ((rc = integer(root, "n", 1, 1, &set, &i, err)))
+    r->n = 1;
+    if ((rc = integer(root, "n", 1, SX_RPC_MAX_N, &set, &i, err)))
         return rc;
+    if (set)
+        r->n = (int)i;
     if ((rc = num(root, "timeout", 0, 1, lim->max_timeout_s, &set, &d, err)))
         return rc;
     if (set)
@@ -275,35 +278,46 @@ static int finish(json_t *o, char **out, size_t *len)
     return SX_OK;
 }
 
+/* choices[i] of a chat.completion */
+static json_t *choice_json(const sx_rpc_choice *c, int i)
+{
+    json_t *content = json_stringn(c->text ? c->text : "", c->text_len);
+    if (!content) /* free text cut mid-character by max_tokens */
+        content = json_stringn_nocheck(c->text ? c->text : "", c->text_len);
+    json_t *msg = json_pack("{s:s, s:o, s:n}", "role", "assistant", "content", content, "refusal");
+    json_t *choice = json_pack("{s:i, s:o, s:s}", "index", i, "message", msg, "finish_reason",
+                               c->finish_reason ? c->finish_reason : "stop");
+    if (choice && set(choice, "logprobs", c->logprobs ? json_pack("{s:O}", "content", c->logprobs)
+                                                      : json_null())) {
+        json_decref(choice);
+        return NULL;
+    }
+    return choice;
+}
+
 int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long created,
                                 const char *model, const sx_rpc_result *res, char **out,
                                 size_t *len)
 {
     *out = NULL;
-    json_t *o = json_object(), *choice = NULL, *msg = NULL, *strux = NULL;
+    json_t *o = json_object(), *strux = NULL;
     if (!o)
         return SX_ENOMEM;
-    json_t *content = json_stringn(res->text ? res->text : "", res->text_len);
-    if (!content) /* free text cut mid-character by max_tokens */
-        content = json_stringn_nocheck(res->text ? res->text : "", res->text_len);
-    msg = json_pack("{s:s, s:o, s:n}", "role", "assistant", "content", content, "refusal");
-    choice = json_pack("{s:i, s:o, s:s}", "index", 0, "message", msg, "finish_reason",
-                       res->finish_reason ? res->finish_reason : "stop");
-    msg = NULL;
-    if (!choice)
-        goto fail;
-    if (set(choice, "logprobs",
-            res->logprobs ? json_pack("{s:O}", "content", res->logprobs) : json_null()))
+    /* n = 1: the result itself is the one choice */
+    sx_rpc_choice one = {res->text, res->text_len, res->output, res->finish_reason,
+                         res->n_completion, res->n_forced, res->logprobs};
+    const sx_rpc_choice *cs = res->n_choices > 1 ? res->choices : &one;
+    int n = res->n_choices > 1 ? res->n_choices : 1;
+    if (set(o, "id", json_string(cid)) || set(o, "object", json_string("chat.completion")) ||
+        set(o, "created", json_integer(created)) || set(o, "model", json_string(model)))
         goto fail;
     json_t *choices = json_array();
-    if (!choices || json_array_append_new(choices, choice)) {
-        json_decref(choices);
+    if (!choices || set(o, "choices", choices))
         goto fail;
-    }
-    choice = NULL;
-    if (set(o, "id", json_string(cid)) || set(o, "object", json_string("chat.completion")) ||
-        set(o, "created", json_integer(created)) || set(o, "model", json_string(model)) ||
-        set(o, "choices", choices) || set(o, "usage", usage_json(res)))
+    for (int i = 0; i < n; i++)
+        if (json_array_append_new(choices, choice_json(&cs[i], i)))
+            goto fail;
+    if (set(o, "usage", usage_json(res)))
         goto fail;
     /* strux's own figures, ignored by OpenAI clients */
     strux = json_pack("{s:o, s:o, s:o, s:o, s:o, s:b}", "queue_ms", ms(res->queue_ms),
@@ -312,6 +326,15 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
                       res->cache_hit);
     if (!strux || set(strux, "output", res->output ? json_deep_copy(res->output) : json_null()))
         goto fail;
+    if (n > 1) {
+        json_t *outs = json_array();
+        if (!outs || set(strux, "outputs", outs))
+            goto fail;
+        for (int i = 0; i < n; i++)
+            if (json_array_append_new(outs, cs[i].output ? json_deep_copy(cs[i].output)
+                                                         : json_null()))
+                goto fail;
+    }
     if (res->scores && r->mode == SX_RPC_CHOICES) {
         json_t *sc = json_object();
         if (!sc || set(strux, "scores", sc))
@@ -326,14 +349,12 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
     }
     return finish(o, out, len);
 fail:
-    json_decref(msg);
-    json_decref(choice);
     json_decref(strux);
     json_decref(o);
     return SX_ENOMEM;
 }
 
-int sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model,
+int sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model, int index,
                              const char *content, size_t content_len, int role_first,
                              const char *finish_reason, const sx_rpc_result *usage, char **out,
                              size_t *len)
@@ -361,7 +382,7 @@ int sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model,
             json_decref(delta);
             goto fail;
         }
-        c = json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "delta", delta, "finish_reason",
+        c = json_pack("{s:i, s:o, s:o, s:n}", "index", index, "delta", delta, "finish_reason",
                       finish_reason ? json_string(finish_reason) : json_null(), "logprobs");
         if (!c || json_array_append_new(choices, c))
             goto fail;

@@ -317,7 +317,7 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
 static const char *const known_fields[] = {
     "id", "schema", "choices", "regex", "json_object", "messages", "document", "instruction",
     "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
-    "seed", "max_tokens", "logprobs", "top_logprobs", "scores", "timeout", NULL,
+    "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", NULL,
 };
 
 static int check_fields(const json_t *root, sx_error *err)
@@ -466,6 +466,18 @@ static int parse_sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits
                                "max_tokens %lld is over this server's limit of %d", i,
                                lim->max_tokens);
         r->max_tokens = (int)i;
+    }
+    r->n = 1;
+    if ((v = json_object_get(root, "n"))) {
+        if ((rc = get_int(v, "n", 1, SX_RPC_MAX_N, &i, err)))
+            return rc;
+        /* the label scores already are the whole distribution, exactly;
+         * n sampled labels would only estimate it */
+        if (i > 1 && r->mode == SX_RPC_CHOICES)
+            return sx_err_setp(err, SX_EINVAL, "/n", -1,
+                               "n > 1 does not apply to choices: the response's scores give "
+                               "every label's probability");
+        r->n = (int)i;
     }
     if ((v = json_object_get(root, "logprobs"))) {
         if (json_is_boolean(v)) {

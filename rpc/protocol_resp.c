@@ -211,6 +211,21 @@ out:
     return rc;
 }
 
+/* {index, output, text, finish_reason, usage, logprobs?} of choice i */
+static json_t *choice_json(const sx_rpc_choice *c, int i)
+{
+    json_t *o = json_pack("{s:i, s:O?, s:o, s:s, s:{s:i, s:i}}", "index", i, "output",
+                          c->output, "text",
+                          json_stringn_nocheck(c->text ? c->text : "", c->text_len),
+                          "finish_reason", c->finish_reason ? c->finish_reason : "stop", "usage",
+                          "completion_tokens", c->n_completion, "forced_tokens", c->n_forced);
+    if (o && c->logprobs && set(o, "logprobs", json_deep_copy(c->logprobs))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **out, size_t *len)
 {
     /* unique per call: the address of this frame and the text's */
@@ -256,6 +271,24 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
     }
     if (res->logprobs && set(o, "logprobs", json_deep_copy(res->logprobs)))
         goto fail;
+    if (res->n_choices > 1) {
+        json_t *a = json_array();
+        if (!a || set(o, "choices", a))
+            goto fail;
+        for (int i = 0; i < res->n_choices; i++)
+            if (json_array_append_new(a, choice_json(&res->choices[i], i)))
+                goto fail;
+    }
+    if (res->n_choices > 1) {
+        /* every choice's output round-trips: the whole body at full precision */
+        *out = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+        json_decref(o);
+        if (!*out)
+            return SX_ENOMEM;
+        if (len)
+            *len = strlen(*out);
+        return SX_OK;
+    }
     return res->output ? dump_with_value(o, mark, res->output, out, len) : dump(o, out, len);
 fail:
     json_decref(usage);

@@ -161,7 +161,6 @@ rpc_job *rpc_job_new(sx_rpc_server *s, int via, int api, char *body, size_t len)
     j->api = api;
     j->body = body;
     j->body_len = len;
-    j->handle = -1;
     j->t_recv = rpc_now_ms();
     j->deadline = j->t_recv + s->o.default_timeout_s * 1e3;
     j->created = (long)time(NULL);
@@ -179,8 +178,12 @@ static void job_free(rpc_job *j)
     }
     sx_rpc_req_free(&j->req);
     sx_ids_free(&j->prompt);
-    sx_bytes_free(&j->text);
-    json_decref(j->logprobs);
+    for (int i = 0; i < j->n_seq; i++) {
+        sx_bytes_free(&j->seqs[i].text);
+        json_decref(j->seqs[i].logprobs);
+        json_decref(j->seqs[i].output);
+    }
+    free(j->seqs);
     free(j->scores);
     sx_gr_free(j->best_only);
     free(j->body);
@@ -241,11 +244,14 @@ static void log_line(rpc_job *j, int code)
             snprintf(id, sizeof id, "%.70s", t);
         free(t);
     }
+    char n[16] = "";
+    if (j->req.n > 1)
+        snprintf(n, sizeof n, " n=%d", j->req.n);
     fprintf(f,
-            "struxd: req=%llu id=%s via=%s%s mode=%s status=%s finish=%s prompt=%d "
+            "struxd: req=%llu id=%s via=%s%s mode=%s%s status=%s finish=%s prompt=%d "
             "completion=%d forced=%d cached=%d queue_ms=%.1f ttft_ms=%.1f total_ms=%.1f\n",
             (unsigned long long)j->no, id, j->via == VIA_NNG ? "nng" : "http",
-            j->api == API_OPENAI ? "/openai" : "", sx_rpc_mode_name(j->req.mode),
+            j->api == API_OPENAI ? "/openai" : "", sx_rpc_mode_name(j->req.mode), n,
             sx_rpc_code_name(code), j->finish ? j->finish : "-", j->n_prompt, j->n_completion,
             j->n_forced, j->n_cached, j->queue_ms, j->ttft_ms, j->total_ms);
     fflush(f);
@@ -263,7 +269,8 @@ void rpc_answer(rpc_job *j, int code, const char *body, size_t len, const char *
     int cancelled = j->cancel == CANCEL_CLIENT;
     log_line(j, cancelled && code != SX_RPC_OK ? SX_RPC_CANCELLED : code);
     rpc_metrics_request(&s->metrics, j->via, cancelled && code != SX_RPC_OK ? SX_RPC_CANCELLED : code,
-                        j->n_prompt, j->n_completion, j->n_forced, j->queue_ms, j->ttft_ms,
+                        j->n_prompt, j->n_completion, j->n_forced, j->n_prefilled,
+                        j->queue_ms, j->ttft_ms,
                         j->tpot_ms, j->total_ms);
     if (j->via == VIA_NNG) {
         rpc_nng_reply(j->nw, body, len);

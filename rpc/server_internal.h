@@ -35,6 +35,7 @@ typedef struct rpc_metrics {
     pthread_mutex_t mu;
     uint64_t requests[2][SX_RPC_CODE_COUNT]; /* [via][code] */
     uint64_t tok_prompt, tok_completion, tok_forced;
+    uint64_t tok_prefilled;                  /* prompt tokens run, less the cached and forked */
     uint64_t steps;
     uint64_t recheck_failures;               /* outputs the validator refused: grammar bugs */
     sx_engine_lm_stats lm;                   /* the engine's, after the last step */
@@ -52,7 +53,7 @@ void rpc_metrics_init(rpc_metrics *m);
 void rpc_metrics_destroy(rpc_metrics *m);
 void rpc_hist_add(rpc_hist *h, double x);
 void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_completion,
-                         int n_forced, double queue_ms, double ttft_ms, double tpot_ms,
+                         int n_forced, int n_prefilled, double queue_ms, double ttft_ms, double tpot_ms,
                          double total_ms);
 /* An output the validator's re-check refused (answered `internal`). */
 void rpc_metrics_recheck_failure(rpc_metrics *m);
@@ -68,6 +69,28 @@ typedef struct rpc_stream rpc_stream;
 /* ---- requests --------------------------------------------------------------- */
 
 typedef struct nng_worker nng_worker;
+
+/* One generated sequence of a job.  A request with n choices runs n of
+ * them over one prefill (greedy n > 1 runs one: the choices would all be
+ * equal), each the generator's `user`.  Touched by the scheduler thread
+ * only. */
+typedef struct rpc_seq {
+    struct rpc_job *job;
+    int             index;         /* the choice it answers (0 .. n_seq-1) */
+    int             handle;        /* in the generator */
+    int             added;         /* in the generator (it ran a prefill) */
+    int             live;          /* added; its final event has not come */
+    int             finish;        /* sx_finish, once done */
+    sx_bytes        text;
+    json_t         *logprobs;
+    json_t         *output;        /* re-checked output (NULL = null or not yet) */
+    int             bad;           /* 0, or the code its re-check gave (internal, incomplete) */
+    char            why[256];      /* ... and why */
+    char            why_at[128];
+    int             n_events;
+    double          t_first, t_last;
+    int             n_completion, n_forced, n_cached;
+} rpc_seq;
 
 typedef struct rpc_job {
     struct sx_rpc_server *s;
@@ -93,20 +116,23 @@ typedef struct rpc_job {
     double         *scores;
     sx_grammar     *best_only;     /* greedy CHOICES: the top-scored label alone */
     /* running */
-    int             handle, running, cancel_sent;
+    int             running, cancel_sent;
     int             cancel;        /* CANCEL_*, under s->mu */
-    double          t_recv, t_prep0, t_prep1, t_admit, t_first, t_last, deadline;
+    double          t_recv, t_prep0, t_prep1, t_admit, t_first, deadline;
     double          compile_ms;
-    sx_bytes        text;
-    json_t         *logprobs;
-    int             n_events;
+    rpc_seq        *seqs;          /* n_seq of them, from admission */
+    int             n_seq, n_done;
+    int             fail_code;     /* a sequence failed (generator error, cancel, add): */
+    char            fail_msg[256]; /* the request's answer, once every sequence is done */
     int             stage;         /* STAGE_*, under s->mu */
+    /* for the log and metrics: the prompt once, output summed over choices */
     int             n_prompt, n_completion, n_forced;
     int             prefix_len;    /* tokens of the system turn (shared prefix), 0 = none */
-    int             n_cached;      /* prompt tokens served from the prefix cache */
+    int             n_cached;      /* prompt tokens not run: prefix cache, or forked */
+    int             n_prefilled;   /* prompt tokens the generator ran, over all sequences */
     double          queue_ms, ttft_ms, tpot_ms, total_ms;
     const char     *finish;        /* finish_reason, for the log */
-    int             sent_role;     /* streaming: the first chunk went out */
+    uint32_t        sent_role;     /* streaming: bit i, choice i's first chunk went out */
     char            cid[48];       /* OpenAI completion id */
     long            created;
     /* list links */

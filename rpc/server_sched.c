@@ -54,9 +54,10 @@ static json_t *token_entry(const rpc_job *j, int32_t id, double logprob)
                      logprob);
 }
 
-static void add_logprob(rpc_job *j, const sx_gen_event *ev)
+static void add_logprob(rpc_seq *q, const sx_gen_event *ev)
 {
-    if (!j->logprobs && !(j->logprobs = json_array()))
+    rpc_job *j = q->job;
+    if (!q->logprobs && !(q->logprobs = json_array()))
         return;
     json_t *e = token_entry(j, ev->token, ev->logprob);
     if (!e)
@@ -69,32 +70,64 @@ static void add_logprob(rpc_job *j, const sx_gen_event *ev)
             json_array_append_new(top, token_entry(j, ev->sample->top_ids[i],
                                                    ev->sample->top_logprobs[i]));
     json_object_set_new(e, "top_logprobs", top ? top : json_array());
-    json_array_append_new(j->logprobs, e);
+    json_array_append_new(q->logprobs, e);
 }
 
-static void stream_piece(rpc_job *j, const char *piece, size_t len)
+static void stream_piece(rpc_job *j, int index, const char *piece, size_t len)
 {
-    if (!j->stream || j->http_plain || (!len && j->sent_role))
+    uint32_t bit = 1u << index;
+    if (!j->stream || j->http_plain || (!len && (j->sent_role & bit)))
         return;
     char *chunk;
     size_t n;
-    if (sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, piece, len,
-                                 !j->sent_role, NULL, NULL, &chunk, &n))
+    if (sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, index, piece, len,
+                                 !(j->sent_role & bit), NULL, NULL, &chunk, &n))
         return;
-    j->sent_role = 1;
+    j->sent_role |= bit;
     rpc_stream_write(j->stream, chunk, n);
     free(chunk);
 }
 
+/* A sequence's piece goes to every choice it answers: one, or all of them
+ * when a greedy request runs one sequence for n equal choices. */
+static void stream_seq(rpc_seq *q, const char *piece, size_t len)
+{
+    rpc_job *j = q->job;
+    if (j->n_seq == j->req.n)
+        stream_piece(j, q->index, piece, len);
+    else
+        for (int i = 0; i < j->req.n; i++)
+            stream_piece(j, i, piece, len);
+}
+
 /* ---- completion --------------------------------------------------------------- */
 
-static void fill_result(rpc_job *j, sx_rpc_result *res, const json_t *output, const char *finish)
+/* The sequence that answers choice i. */
+static rpc_seq *seq_of(rpc_job *j, int i)
+{
+    return &j->seqs[j->n_seq == j->req.n ? i : 0];
+}
+
+static const char *finish_name(int finish)
+{
+    return finish == SX_FINISH_LENGTH ? "length" : "stop";
+}
+
+/* cs: room for req.n choices */
+static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
 {
     memset(res, 0, sizeof *res);
-    res->text = j->text.v ? j->text.v : "";
-    res->text_len = j->text.n;
-    res->output = output;
-    res->finish_reason = finish;
+    for (int i = 0; i < j->req.n; i++) {
+        rpc_seq *q = seq_of(j, i);
+        cs[i] = (sx_rpc_choice){q->text.v ? q->text.v : "", q->text.n, q->output,
+                                finish_name(q->finish), q->n_completion, q->n_forced,
+                                q->logprobs};
+    }
+    res->text = cs[0].text;
+    res->text_len = cs[0].text_len;
+    res->output = cs[0].output;
+    res->finish_reason = cs[0].finish_reason;
+    res->logprobs = cs[0].logprobs;
     res->n_prompt = j->n_prompt;
     res->n_completion = j->n_completion;
     res->n_forced = j->n_forced;
@@ -104,29 +137,38 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, const json_t *output, co
     res->tpot_ms = j->tpot_ms;
     res->total_ms = j->total_ms;
     res->scores = j->scores;
-    res->logprobs = j->logprobs;
     res->cache_hit = j->cache_hit;
+    if (j->req.n > 1) {
+        res->choices = cs;
+        res->n_choices = j->req.n;
+    }
 }
 
 /* The body of a successful answer, in the job's dialect. */
-static int success_body(rpc_job *j, const sx_rpc_result *res, char **body, size_t *len)
+static int success_body(rpc_job *j, const sx_rpc_result *res, const sx_rpc_choice *cs,
+                        char **body, size_t *len)
 {
     if (j->api == API_NATIVE)
         return sx_rpc_response_dump(&j->req, res, body, len);
     if (!j->stream || j->http_plain)
         return sx_rpc_openai_response_dump(&j->req, j->cid, j->created, j->s->o.model_name, res,
                                            body, len);
-    /* the stream's tail: the finishing chunk, usage if asked, [DONE] */
+    /* the stream's tail: each choice's finishing chunk (once every choice
+     * passed its re-check), usage if asked, [DONE] */
     sx_bytes b = {0};
     char *c = NULL;
     size_t n = 0;
-    int rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, NULL, 0,
-                                      !j->sent_role, res->finish_reason, NULL, &c, &n);
-    if (!rc)
-        rc = sx_bytes_append(&b, c, n);
-    free(c);
+    int rc = SX_OK;
+    for (int i = 0; i < j->req.n && !rc; i++) {
+        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, i, NULL, 0,
+                                      !(j->sent_role & (1u << i)), cs[i].finish_reason, NULL, &c,
+                                      &n);
+        if (!rc)
+            rc = sx_bytes_append(&b, c, n);
+        free(c);
+    }
     if (!rc && j->req.stream_usage) {
-        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, NULL, 0, 0, NULL,
+        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, 0, NULL, 0, 0, NULL,
                                       res, &c, &n);
         if (!rc)
             rc = sx_bytes_append(&b, c, n);
@@ -143,22 +185,126 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, char **body, size_
     return SX_OK;
 }
 
-static void finish_job(rpc_job *j, const sx_gen_event *ev)
+static void cancel_seqs(rpc_job *j)
 {
-    sx_rpc_server *s = j->s;
-    double now = rpc_now_ms();
-    j->n_prompt = ev->n_prompt;
-    j->n_completion = ev->n_completion;
-    j->n_forced = ev->n_forced;
-    j->n_cached = ev->n_cached;
+    for (int i = 0; i < j->n_seq; i++)
+        if (j->seqs[i].live)
+            j->s->be->ops->cancel(j->s->be->b, j->seqs[i].handle);
+}
+
+/* The request's figures from its sequences: output tokens of every choice
+ * (a greedy sequence counts once per choice it answers), the first token
+ * of any, the mean time per token within a sequence. */
+static void totals(rpc_job *j)
+{
+    double span = 0;
+    int steps = 0;
+    j->n_completion = j->n_forced = j->n_cached = j->n_prefilled = 0;
+    j->t_first = 0;
+    for (int i = 0; i < j->req.n; i++) {
+        j->n_completion += seq_of(j, i)->n_completion;
+        j->n_forced += seq_of(j, i)->n_forced;
+    }
+    for (int k = 0; k < j->n_seq; k++) {
+        rpc_seq *q = &j->seqs[k];
+        j->n_cached += q->n_cached;
+        if (q->added)
+            j->n_prefilled += (int)j->prompt.n - q->n_cached;
+        if (q->t_first > 0 && (j->t_first == 0 || q->t_first < j->t_first))
+            j->t_first = q->t_first;
+        if (q->n_completion > 1) {
+            span += q->t_last - q->t_first;
+            steps += q->n_completion - 1;
+        }
+    }
     j->ttft_ms = j->t_first > 0 ? j->t_first - j->t_recv : 0;
-    j->tpot_ms = j->n_completion > 1 ? (j->t_last - j->t_first) / (j->n_completion - 1) : 0;
-    j->total_ms = now - j->t_recv;
+    j->tpot_ms = steps ? span / steps : 0;
+    j->total_ms = rpc_now_ms() - j->t_recv;
+}
+
+/* A finished sequence's text becomes its output, re-checked.  A failure
+ * is kept in q->bad: the request fails once every choice is done, and the
+ * error lists them all. */
+static void check_seq(rpc_seq *q)
+{
+    rpc_job *j = q->job;
+    sx_rpc_server *s = j->s;
+    json_t *output = NULL;
+    sx_error err;
+    sx_err_clear(&err);
+    int rc = sx_rpc_check_output(&j->req, q->text.v ? q->text.v : "", q->text.n,
+                                 j->comp ? j->comp->validator : NULL, &output, &err);
+    if (!rc) {
+        q->output = output;
+        return;
+    }
+    /* OpenAI semantics: finish_reason "length" with whatever was made */
+    if (q->finish == SX_FINISH_LENGTH && j->api == API_OPENAI)
+        return;
+    if (q->finish == SX_FINISH_LENGTH) {
+        /* the budget ran out before a valid document could close */
+        q->bad = SX_RPC_INCOMPLETE;
+        snprintf(q->why, sizeof q->why,
+                 "max_tokens (%d) ran out before the output could be closed validly",
+                 j->req.max_tokens);
+        snprintf(q->why_at, sizeof q->why_at, "/max_tokens");
+        return;
+    }
+    /* the grammar's guarantee failed: never pass it off as success */
+    q->bad = SX_RPC_INTERNAL;
+    snprintf(q->why, sizeof q->why, "generated output failed the re-check: %s", err.msg);
+    snprintf(q->why_at, sizeof q->why_at, "%s", err.pointer);
+    rpc_metrics_recheck_failure(&s->metrics);
+    if (s->o.log)
+        fprintf(s->o.log, "struxd: BUG: req=%llu mode=%s schema=%016llx choice=%d %s\n",
+                (unsigned long long)j->no, sx_rpc_mode_name(j->req.mode),
+                (unsigned long long)sx_rpc_key_hash(&j->req), q->index, q->why);
+}
+
+/* What an error answer carries about the output made: n = 1, incomplete:
+ * its text, finish_reason and usage (as before n existed); n > 1: the
+ * usage and every choice -- its output when it passed the re-check, else
+ * the error it met -- so that one bad choice does not hide the others. */
+static json_t *error_extra(rpc_job *j, int code, const sx_rpc_choice *cs)
+{
+    if (j->req.n == 1)
+        return code != SX_RPC_INCOMPLETE ? NULL
+               : json_pack("{s:s%, s:s, s:{s:i, s:i, s:i}}", "text", cs[0].text,
+                           cs[0].text_len, "finish_reason", cs[0].finish_reason, "usage",
+                           "prompt_tokens", j->n_prompt, "completion_tokens", j->n_completion,
+                           "forced_tokens", j->n_forced);
+    json_t *a = json_array();
+    json_t *o = json_pack("{s:{s:i, s:i, s:i}, s:o}", "usage", "prompt_tokens", j->n_prompt,
+                          "completion_tokens", j->n_completion, "forced_tokens", j->n_forced,
+                          "choices", a);
+    for (int i = 0; o && i < j->req.n; i++) {
+        rpc_seq *q = seq_of(j, i);
+        json_t *c = json_pack("{s:i, s:s%, s:s, s:{s:i, s:i}}", "index", i, "text", cs[i].text,
+                              cs[i].text_len, "finish_reason", cs[i].finish_reason, "usage",
+                              "completion_tokens", cs[i].n_completion, "forced_tokens",
+                              cs[i].n_forced);
+        if (!c)
+            continue; /* text cut mid-character: the choice's error still says why */
+        if (q->bad)
+            json_object_set_new(c, "error", json_pack("{s:s, s:s}", "code",
+                                                      sx_rpc_code_name(q->bad), "message",
+                                                      q->why));
+        else
+            json_object_set_new(c, "output", q->output ? json_deep_copy(q->output) : json_null());
+        json_array_append_new(a, c);
+    }
+    return o;
+}
+
+/* Every sequence of j is done: answer. */
+static void job_done(rpc_job *j)
+{
     char msg[512];
-    if (ev->finish == SX_FINISH_CANCELLED) {
-        pthread_mutex_lock(&s->mu);
+    totals(j);
+    if (j->fail_code == SX_RPC_CANCELLED) {
+        pthread_mutex_lock(&j->s->mu);
         int why = j->cancel;
-        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&j->s->mu);
         j->finish = "cancelled";
         if (why == CANCEL_DEADLINE) {
             snprintf(msg, sizeof msg, "the deadline of %.3g s passed after %d output tokens",
@@ -169,79 +315,87 @@ static void finish_job(rpc_job *j, const sx_gen_event *ev)
         }
         return;
     }
-    if (ev->finish != SX_FINISH_STOP && ev->finish != SX_FINISH_LENGTH) {
+    if (j->fail_code) {
         j->finish = "error";
-        rpc_fail(j, SX_RPC_INTERNAL, ev->error.msg[0] ? ev->error.msg : "generation failed",
-                 NULL, NULL);
+        rpc_fail(j, j->fail_code, j->fail_msg, NULL, NULL);
         return;
     }
-    const char *finish = ev->finish == SX_FINISH_STOP ? "stop" : "length";
-    j->finish = finish;
-    json_t *output = NULL;
-    sx_error err;
-    sx_err_clear(&err);
-    int rc = sx_rpc_check_output(&j->req, j->text.v ? j->text.v : "", j->text.n,
-                                 j->comp ? j->comp->validator : NULL, &output, &err);
+    sx_rpc_choice cs[SX_RPC_MAX_N];
     sx_rpc_result res;
-    if (rc && (ev->finish != SX_FINISH_LENGTH || j->api == API_NATIVE)) {
-        if (ev->finish == SX_FINISH_LENGTH) {
-            /* the budget ran out before a valid document could close */
-            fill_result(j, &res, NULL, finish);
-            json_t *extra = json_pack("{s:s%, s:s, s:{s:i, s:i, s:i}}", "text", res.text,
-                                      res.text_len, "finish_reason", finish, "usage",
-                                      "prompt_tokens", j->n_prompt, "completion_tokens",
-                                      j->n_completion, "forced_tokens", j->n_forced);
-            snprintf(msg, sizeof msg,
-                     "max_tokens (%d) ran out before the output could be closed validly",
-                     j->req.max_tokens);
-            rpc_fail(j, SX_RPC_INCOMPLETE, msg, "/max_tokens", extra);
-            json_decref(extra);
-        } else {
-            /* the grammar's guarantee failed: never pass it off as success */
-            snprintf(msg, sizeof msg, "generated output failed the re-check: %s", err.msg);
-            rpc_metrics_recheck_failure(&s->metrics);
-            if (s->o.log)
-                fprintf(s->o.log, "struxd: BUG: req=%llu mode=%s schema=%016llx %s\n",
-                        (unsigned long long)j->no, sx_rpc_mode_name(j->req.mode),
-                        (unsigned long long)sx_rpc_key_hash(&j->req), msg);
-            rpc_fail(j, SX_RPC_INTERNAL, msg, err.pointer, NULL);
-        }
+    fill_result(j, &res, cs);
+    j->finish = cs[0].finish_reason;
+    /* an output the re-check refused outranks a budget that ran out */
+    rpc_seq *bad = NULL;
+    for (int k = 0; k < j->n_seq; k++) {
+        rpc_seq *q = &j->seqs[k];
+        if (q->bad && (!bad || (q->bad == SX_RPC_INTERNAL && bad->bad != SX_RPC_INTERNAL)))
+            bad = q;
+    }
+    if (bad) {
+        if (j->n_seq > 1)
+            snprintf(msg, sizeof msg, "choice %d: %s", bad->index, bad->why);
+        else
+            snprintf(msg, sizeof msg, "%s", bad->why);
+        json_t *extra = error_extra(j, bad->bad, cs);
+        rpc_fail(j, bad->bad, msg, bad->why_at, extra);
+        json_decref(extra);
         return;
     }
-    /* OpenAI semantics: finish_reason "length" with whatever was made */
-    fill_result(j, &res, output, finish);
     char *body = NULL;
     size_t len = 0;
-    rc = success_body(j, &res, &body, &len);
-    json_decref(output);
-    if (rc) {
+    if (success_body(j, &res, cs, &body, &len)) {
         rpc_fail(j, SX_RPC_INTERNAL, "out of memory", NULL, NULL);
         return;
     }
-    rpc_answer(j, SX_RPC_OK, body, len, finish);
+    rpc_answer(j, SX_RPC_OK, body, len, j->finish);
     free(body);
+}
+
+static void seq_done(rpc_seq *q, const sx_gen_event *ev)
+{
+    rpc_job *j = q->job;
+    q->live = 0;
+    q->finish = ev->finish;
+    q->n_completion = ev->n_completion;
+    q->n_forced = ev->n_forced;
+    q->n_cached = ev->n_cached;
+    j->n_prompt = ev->n_prompt;
+    if (ev->finish == SX_FINISH_STOP || ev->finish == SX_FINISH_LENGTH) {
+        check_seq(q);
+    } else if (ev->finish == SX_FINISH_CANCELLED) {
+        if (!j->fail_code)
+            j->fail_code = SX_RPC_CANCELLED;
+    } else {
+        /* the request fails: its other choices need not run on */
+        j->fail_code = SX_RPC_INTERNAL;
+        snprintf(j->fail_msg, sizeof j->fail_msg, "%s",
+                 ev->error.msg[0] ? ev->error.msg : "generation failed");
+        cancel_seqs(j);
+    }
+    if (++j->n_done == j->n_seq)
+        job_done(j);
 }
 
 static void on_event(const sx_gen_event *ev, void *ctx)
 {
     (void)ctx;
-    rpc_job *j = ev->user;
-    if (ev->piece_len && sx_bytes_append(&j->text, ev->piece, ev->piece_len)) {
+    rpc_seq *q = ev->user;
+    if (ev->piece_len && sx_bytes_append(&q->text, ev->piece, ev->piece_len)) {
         /* out of memory: the text is incomplete; the re-check will say so */
     }
     if (!ev->done) {
         double now = rpc_now_ms();
-        if (!j->n_events++)
-            j->t_first = now;
-        j->t_last = now;
-        if (j->req.logprobs)
-            add_logprob(j, ev);
-        stream_piece(j, ev->piece, ev->piece_len);
+        if (!q->n_events++)
+            q->t_first = now;
+        q->t_last = now;
+        if (q->job->req.logprobs)
+            add_logprob(q, ev);
+        stream_seq(q, ev->piece, ev->piece_len);
         return;
     }
     if (ev->piece_len)
-        stream_piece(j, ev->piece, ev->piece_len);
-    finish_job(j, ev);
+        stream_seq(q, ev->piece, ev->piece_len);
+    seq_done(q, ev);
 }
 
 /* ---- admission ------------------------------------------------------------- */
@@ -275,24 +429,25 @@ static int score(rpc_job *j, sx_error *err)
  * as the generator would have written it (its tokens were scored). */
 static void answer_label(rpc_job *j, size_t best)
 {
+    rpc_seq *q = &j->seqs[0];
     json_t *str = json_string(j->req.choices[best]);
     char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
     json_decref(str);
-    j->text.n = 0;
-    if (!text || sx_bytes_append(&j->text, text, strlen(text))) {
+    q->text.n = 0;
+    if (!text || sx_bytes_append(&q->text, text, strlen(text))) {
         free(text);
         rpc_fail(j, SX_RPC_INTERNAL, "out of memory", NULL, NULL);
         return;
     }
     free(text);
-    j->t_first = j->t_last = rpc_now_ms();
+    q->t_first = q->t_last = rpc_now_ms();
     sx_gen_event ev;
     memset(&ev, 0, sizeof ev);
     ev.done = 1;
     ev.finish = SX_FINISH_STOP;
     ev.n_prompt = (int)j->prompt.n;
     ev.n_completion = (int)j->labels[best].n - 1; /* without the end of turn */
-    finish_job(j, &ev);
+    seq_done(q, &ev);
 }
 
 static void admit(sx_rpc_server *s, rpc_job *j)
@@ -303,6 +458,15 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     j->queue_ms = (j->t_prep0 - j->t_recv) + (j->t_admit - j->t_prep1);
     if (j->api == API_OPENAI)
         snprintf(j->cid, sizeof j->cid, "chatcmpl-strux-%llu", (unsigned long long)j->no);
+    /* greedy choices would all be the same document: it is made once */
+    int n_seq = j->req.sampling.temperature == 0 ? 1 : j->req.n;
+    if (!(j->seqs = calloc((size_t)n_seq, sizeof *j->seqs))) {
+        rpc_fail(j, SX_RPC_INTERNAL, "out of memory", NULL, NULL);
+        return;
+    }
+    j->n_seq = n_seq;
+    for (int k = 0; k < n_seq; k++)
+        j->seqs[k] = (rpc_seq){.job = j, .index = k, .handle = -1};
     int rc;
     if (j->labels && (rc = score(j, &err))) {
         rpc_fail(j, rc == SX_ELIMIT ? SX_RPC_OVERLOADED : SX_RPC_INTERNAL, err.msg, NULL, NULL);
@@ -332,15 +496,31 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     p.sampling = j->req.sampling;
     p.max_tokens = j->req.max_tokens;
     p.prefix_len = j->prefix_len;
-    rc = s->be->ops->add(s->be->b, j->prompt.v, (int)j->prompt.n, &p, j, &j->handle, &err);
-    if (rc) {
-        /* the KV fit was checked at prep, so a limit here is the budget:
-         * max_tokens below the shortest valid document */
-        int code = rc == SX_ELIMIT   ? SX_RPC_INCOMPLETE
-                   : rc == SX_EINVAL ? SX_RPC_BAD_REQUEST
-                                     : SX_RPC_INTERNAL;
-        rpc_fail(j, code, err.msg, rc == SX_ELIMIT ? "/max_tokens" : NULL, NULL);
-        return;
+    for (int k = 0; k < n_seq; k++) {
+        /* choice k's own stream; the others fork choice 0's prefill */
+        p.sampling.seed = j->req.sampling.seed + (uint64_t)k;
+        p.fork_of = k ? j->seqs[0].handle : 0;
+        rc = s->be->ops->add(s->be->b, j->prompt.v, (int)j->prompt.n, &p, &j->seqs[k],
+                             &j->seqs[k].handle, &err);
+        if (rc && k == 0) {
+            /* the KV fit was checked at prep, so a limit here is the
+             * budget: max_tokens below the shortest valid document */
+            int code = rc == SX_ELIMIT   ? SX_RPC_INCOMPLETE
+                       : rc == SX_EINVAL ? SX_RPC_BAD_REQUEST
+                                         : SX_RPC_INTERNAL;
+            rpc_fail(j, code, err.msg, rc == SX_ELIMIT ? "/max_tokens" : NULL, NULL);
+            return;
+        }
+        if (rc) {
+            /* what choice 0 passed cannot fail but for memory: the ones
+             * added are called off and answer for the request */
+            j->fail_code = SX_RPC_INTERNAL;
+            snprintf(j->fail_msg, sizeof j->fail_msg, "%s", err.msg);
+            j->n_seq = k;
+            cancel_seqs(j);
+            break;
+        }
+        j->seqs[k].live = j->seqs[k].added = 1;
     }
     j->running = 1;
 }
@@ -369,7 +549,7 @@ void *rpc_sched_main(void *arg)
     sx_rpc_server *s = arg;
     int cap = s->o.max_running + 1, n_fail = 0;
     rpc_job **adm = calloc((size_t)cap, sizeof *adm);
-    int *cancel = calloc((size_t)cap, sizeof *cancel);
+    rpc_job **cancel = calloc((size_t)cap, sizeof *cancel);
     if (!adm || !cancel) {
         free(adm);
         free(cancel);
@@ -403,7 +583,7 @@ void *rpc_sched_main(void *arg)
                 j->cancel_sent = 1;
                 if (!j->cancel)
                     j->cancel = CANCEL_DEADLINE;
-                cancel[n_cancel++] = j->handle;
+                cancel[n_cancel++] = j;
             }
         /* admission */
         int n_adm = 0;
@@ -444,7 +624,7 @@ void *rpc_sched_main(void *arg)
                          NULL, NULL);
         }
         for (int i = 0; i < n_cancel; i++)
-            s->be->ops->cancel(s->be->b, cancel[i]);
+            cancel_seqs(cancel[i]);
         for (int i = 0; i < n_adm; i++)
             admit(s, adm[i]);
         pthread_mutex_lock(&s->mu);

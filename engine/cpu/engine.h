@@ -124,10 +124,13 @@ int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items,
 
 const sx_model *sx_engine_model(const sx_engine *e);
 
-/* Since the engine was made: LM-head runs with masked rows (one per pass
- * that had any), the 32-row panels a dense head would have read in them,
- * and the panels read (the sparse head skipped the rest). */
+/* Since the engine was made: tokens run through the model (prompt and
+ * output: what prefix sharing saves shows here), LM-head runs with masked
+ * rows (one per pass that had any), the 32-row panels a dense head would
+ * have read in them, and the panels read (the sparse head skipped the
+ * rest). */
 typedef struct sx_engine_lm_stats {
+    int64_t tokens;
     int64_t heads;
     int64_t panels_dense, panels_computed;
 } sx_engine_lm_stats;

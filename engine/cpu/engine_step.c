@@ -675,5 +675,6 @@ int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items, 
     e->ready = NULL;
     for (int i = 0; i < n_items; i++)
         e->kv.seqs[items[i].seq].len += items[i].n;
+    e->lm_stats.tokens += total;
     return SX_OK;
 }

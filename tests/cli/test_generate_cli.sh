@@ -62,7 +62,7 @@ M=(--model "$T/m")
 "$S" generate --help >"$T/help.out" 2>&1
 check "--help names every option" sh -c "for o in --model --prompt --prompt-file --system --schema \
     --choices --regex --json-object --max-tokens --temperature --top-p --top-k --min-p \
-    --repetition-penalty --no-repeat-ngram --seed --stream --print-ids --top-logprobs --threads \
+    --repetition-penalty --no-repeat-ngram --seed --n --stream --print-ids --top-logprobs --threads \
     --int8 --q4 --bf16-act --kv-bf16 --dense-logits; do grep -q -- \"\$o\" '$T/help.out' || exit 1; done"
 
 # --- plain generation -------------------------------------------------------
@@ -83,6 +83,20 @@ run s2 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids --temperature
 run s3 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids --temperature 1 --seed 12
 check "same seed, same ids" test "$(ids s1)" = "$(ids s2)"
 check "another seed, other ids" test "$(ids s1)" != "$(ids s3)"
+# --n: replies from one prefill; reply i is the reply of --seed (seed + i)
+run n3 "${M[@]}" --prompt "Say hello." --max-tokens 12 --print-ids --temperature 1 --seed 11 --n 3
+reply_ids() { # reply_ids NAME K: the ids line of reply K
+    "$PY" -c 'import sys
+blocks = open(sys.argv[1], errors="replace").read().split("--- reply ")[1:]
+print(blocks[int(sys.argv[2])].rstrip("\n").split("\n")[-1])' "$T/$1.out" "$2"
+}
+check "--n 3: reply 0 is --seed 11's, reply 1 is --seed 12's" sh -c "[ $(rc n3) = 0 ] &&
+    [ '$(reply_ids n3 0)' = '$(ids s1)' ] && [ '$(reply_ids n3 1)' = '$(ids s3)' ] &&
+    [ \$(grep -c '^--- reply [0-2] (seed 1[1-3])$' '$T/n3.out') = 3 ]"
+check "--n 3: the model ran the prompt once" sh -c "grep -q '^3 replies: the model ran [0-9]* tokens' '$T/n3.err' &&
+    p=\$(sed -n 's/^reply 0: .*prompt \([0-9]*\) tokens.*/\1/p' '$T/n3.err') &&
+    r=\$(sed -n 's/^3 replies: the model ran \([0-9]*\) tokens.*/\1/p' '$T/n3.err') &&
+    [ \$r -le \$((p + 2 + 36)) ]"
 run sys "${M[@]}" --system "You are terse." --prompt "Say hello." --max-tokens 2
 check "--system adds a turn to the prompt" sh -c "[ \$(sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p' '$T/sys.err') -gt \
     \$(sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p' '$T/g1.err') ]"
@@ -187,6 +201,10 @@ run u10 "${M[@]}" "${P[@]}" --bogus 1
 check "unknown option: exit 2" fails_well u10 "strux generate: unexpected argument '--bogus'" 2
 run u11 "${M[@]}" "${P[@]}" --top-logprobs 21
 check "--top-logprobs 21: exit 2" fails_well u11 "strux generate: --top-logprobs wants an integer from 0 to 20" 2
+run u12 "${M[@]}" "${P[@]}" --n 17
+check "--n 17: exit 2" fails_well u12 "strux generate: --n wants an integer from 1 to 16" 2
+run u13 "${M[@]}" "${P[@]}" --n 2 --stream
+check "--n 2 --stream: exit 2" fails_well u13 "strux generate: --stream prints one reply" 2
 run f1 "${M[@]}" --prompt-file "$T"
 check "--prompt-file DIR: exit 1, not a regular file" fails_well f1 "strux generate: --prompt-file: .* is not a regular file" 1
 run f2 "${M[@]}" "${P[@]}" --schema "$T/no-such.json"

@@ -12,6 +12,7 @@
 #   - a full queue answers `overloaded` at once (a second server, queue of 2);
 #   - HTTP with curl (/health, /v1/models, /metrics, /v1/chat/completions plain
 #     and streamed) and with the official `openai` client;
+#   - n choices: per-choice seeded streams, one prefill, native and OpenAI;
 #   - SIGTERM with requests in flight: all of them answered, exit status 0
 #     (under ASan that also means no leak).
 # Needs $STRUX_BUILD, $STRUX_SHARED and the repo venv (.venv) with jsonschema,
@@ -219,6 +220,107 @@ check "most requests with a compiling schema succeed ($(jget ok) of $NREQ, $(jge
 check "tight budgets force documents to close at the limit ($(jget closed_at_budget))" \
     [ "$(jget closed_at_budget)" -ge 5 ]
 
+# ---- n choices ------------------------------------------------------------------------
+# n=4 at temperature 1: four schema-valid choices, choice i equal to an n=1
+# request with seed + i (each choice has its own sampler stream), the prompt
+# prefilled once (the prefilled-token metric and the engine's own count);
+# greedy n=2 gives equal choices; the openai client with n=3, plain and
+# streamed; bad n values.  Nothing else runs meanwhile, so metric deltas
+# belong to these requests.
+cat >"$T/n.py" <<'PY'
+import json, sys, urllib.request
+import jsonschema, pynng
+from openai import OpenAI, BadRequestError
+addr, url = sys.argv[1], sys.argv[2]
+def call(body):
+    with pynng.Req0(dial=addr, resend_time=-1, recv_timeout=300000) as s:
+        s.send(json.dumps(body).encode())
+        return json.loads(s.recv())
+def metric(name):
+    for l in urllib.request.urlopen(url + "/metrics").read().decode().splitlines():
+        if l.startswith(name + " "):
+            return int(float(l.split()[-1]))
+    raise KeyError(name)
+schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+          "age": {"type": "integer", "minimum": 0, "maximum": 150}},
+          "required": ["name", "age"], "additionalProperties": False}
+base = {"schema": schema, "document": "Ada Lovelace, 36, London", "temperature": 1.0,
+        "max_tokens": 40}
+r = call(dict(base, id="n4", n=4, seed=500))
+assert r["ok"], r
+cs = r["choices"]
+assert [c["index"] for c in cs] == [0, 1, 2, 3], cs
+for c in cs:
+    jsonschema.validate(c["output"], schema)
+    assert json.loads(c["text"]) == c["output"]
+assert r["output"] == cs[0]["output"] and r["text"] == cs[0]["text"]
+assert len({c["text"] for c in cs}) >= 2, "seeds 500..503 gave one document"
+singles = [call(dict(base, id=f"n1-{i}", seed=500 + i)) for i in range(4)]
+for i, s1 in enumerate(singles):
+    assert s1["ok"] and "choices" not in s1, s1
+    assert s1["text"] == cs[i]["text"], (i, s1["text"], cs[i]["text"])
+    assert s1["usage"]["completion_tokens"] == cs[i]["usage"]["completion_tokens"]
+assert r["usage"]["prompt_tokens"] == singles[0]["usage"]["prompt_tokens"]
+assert r["usage"]["completion_tokens"] == sum(c["usage"]["completion_tokens"] for c in cs)
+g = call(dict(base, id="greedy", n=2, temperature=0))
+assert g["ok"] and len(g["choices"]) == 2 and g["choices"][0]["text"] == g["choices"][1]["text"], g
+
+# one prefill: a long prompt with no system turn (nothing from the prefix cache)
+doc = "".join(open(f"schemas/samples/{f}.txt").read() for f in ("cv", "invoice", "receipt"))
+long = {"messages": [{"role": "user", "content": doc}], "json_object": True,
+        "temperature": 1.0, "max_tokens": 32, "seed": 7}
+p0, m0 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
+a = call(dict(long, id="long1"))
+p1, m1 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
+b = call(dict(long, id="long4", n=4))
+p2, m2 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
+N = a["usage"]["prompt_tokens"] if a["ok"] else a["usage"]["prompt_tokens"]
+c4 = b["usage"]["completion_tokens"]
+assert N > 300, N
+assert p1 - p0 == N, (p1 - p0, N)
+assert p2 - p1 == N + 3, ("n=4 prefilled", p2 - p1, "prompt", N)
+# the engine's count: the prompt once, one token per other choice, decode
+assert m2 - m1 <= N + 3 + c4, ("n=4 model tokens", m2 - m1, N, c4)
+print(f"prompt {N} tokens: n=1 prefilled {p1 - p0}, n=4 prefilled {p2 - p1} "
+      f"(model ran {m2 - m1} tokens for {c4} output tokens; 4 separate prompts: {4 * N})")
+
+for bad in (0, 17, "2", 1.5):
+    e = call({"document": "x", "json_object": True, "n": bad})
+    assert not e["ok"] and e["error"]["code"] == "bad_request" and e["error"]["pointer"] == "/n", e
+e = call({"document": "x", "choices": ["a", "b"], "n": 2, "temperature": 1})
+assert e["error"]["pointer"] == "/n", e
+
+client = OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+rf = {"type": "json_schema", "json_schema": {"name": "p", "schema": schema, "strict": True}}
+msgs = [{"role": "user", "content": "Ada Lovelace, 36, London"}]
+o = client.chat.completions.create(model="m", n=3, seed=9, max_tokens=40, messages=msgs,
+                                   response_format=rf)
+assert [c.index for c in o.choices] == [0, 1, 2]
+for c in o.choices:
+    jsonschema.validate(json.loads(c.message.content), schema)
+o1 = client.chat.completions.create(model="m", seed=9, max_tokens=40, messages=msgs,
+                                    response_format=rf)
+assert o.usage.prompt_tokens == o1.usage.prompt_tokens
+assert o.choices[0].message.content == o1.choices[0].message.content
+texts, finish = ["", "", ""], [None] * 3
+for ch in client.chat.completions.create(model="m", n=3, seed=9, max_tokens=40, messages=msgs,
+                                         response_format=rf, stream=True):
+    for c in ch.choices:
+        texts[c.index] += c.delta.content or ""
+        finish[c.index] = c.finish_reason or finish[c.index]
+assert texts == [c.message.content for c in o.choices], (texts, o.choices)
+assert finish == [c.finish_reason for c in o.choices], finish
+try:
+    client.chat.completions.create(model="m", n=17, messages=msgs)
+    raise AssertionError("n=17 accepted")
+except BadRequestError as err:
+    assert err.status_code == 400
+PY
+NOUT=$("$PY" "$T/n.py" "$ADDR" "$URL" 2>"$T/n.log")
+check "n choices: valid, per-choice seeds, prompt once, greedy equal, openai plain and streamed" \
+    [ $? -eq 0 ]
+echo "# n choices: ${NOUT:-$(tail -3 "$T/n.log")}"
+
 # ---- bad input ----------------------------------------------------------------------
 cat >"$T/bad.py" <<'PY'
 import json, sys, time
@@ -277,14 +379,19 @@ check "vanished clients' requests were cancelled (${cancelled:-0} of 8)" [ "${ca
 # ---- HTTP: curl ----------------------------------------------------------------------
 check "GET /health" sh -c "curl -sSf '$URL/health' | grep -q '\"status\":\"ok\"'"
 check "GET /v1/models lists the model" sh -c "curl -sSf '$URL/v1/models' | grep -q '\"id\":\"model\"'"
+# /metrics from a file: its help texts hold quotes and parentheses that must
+# not meet a shell
+echo "$M" >"$T/metrics.txt"
 check "GET /metrics counts requests, tokens, latency, cache hits" sh -c "
-    echo '$M' | grep -q '^strux_requests_total{via=\"nng\",code=\"ok\"} [1-9]' &&
-    echo '$M' | grep -q '^strux_tokens_total{kind=\"completion\"} [1-9]' &&
-    echo '$M' | grep -q '^strux_ttft_ms_bucket{le=\"+Inf\"} [1-9]' &&
-    echo '$M' | grep -q '^strux_batch_size_count [1-9]' &&
-    echo '$M' | grep -q '^strux_schema_cache_hits_total [1-9]'"
-check "GET /metrics: zero re-check failures after the sampled batch" sh -c "
-    echo '$M' | grep -q '^strux_recheck_failures_total 0$'"
+    grep -q '^strux_requests_total{via=\"nng\",code=\"ok\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_tokens_total{kind=\"completion\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_tokens_total{kind=\"prefilled\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_model_tokens_total [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_ttft_ms_bucket{le=\"+Inf\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_batch_size_count [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_schema_cache_hits_total [1-9]' '$T/metrics.txt'"
+check "GET /metrics: zero re-check failures after the sampled batch" \
+    grep -q '^strux_recheck_failures_total 0$' "$T/metrics.txt"
 # schema requests ran masked steps: the sparse LM head read fewer panels than
 # a dense head would have
 LMD=$(echo "$M" | sed -n 's/^strux_lm_head_panels_total{kind="dense"} //p')

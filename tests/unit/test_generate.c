@@ -1,8 +1,9 @@
 /* sx_gen end to end on a small random-weight Qwen3 (the real tokenizer and
  * the full 151,936-row vocabulary): constrained outputs always validate,
  * also with budgets tight enough to force early closing; batching does not
- * change greedy outputs; cancellation, too-small budgets and the
- * unconstrained path behave. */
+ * change greedy outputs; n choices share one prefill and each equals its
+ * request run alone; cancellation, too-small budgets and the unconstrained
+ * path behave. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -457,6 +458,151 @@ static void prefix_cache_is_invisible(void **state)
         sx_ids_free(&p[i]);
 }
 
+/* Runs `n` choices of one request on a fresh sx_gen: choice i samples with
+ * seed + i; choices 1.. fork choice 0's KV (fork_of).  Returns the tokens
+ * the engine ran. */
+static int64_t run_choices(const sx_gen_opts *go, const sx_ids *p, sx_gen_params gp, int n,
+                           result *r, int cancel_leader)
+{
+    sx_engine_lm_stats a, b;
+    sx_engine_lm_stats_get(ENG, &a);
+    sx_gen *g;
+    sx_error err;
+    assert_int_equal(sx_gen_new(ENG, TOK, go, on_event, NULL, &g, NULL), 0);
+    uint64_t seed = gp.sampling.seed;
+    int h0 = 0;
+    for (int i = 0; i < n; i++) {
+        gp.sampling.seed = seed + (uint64_t)i;
+        gp.fork_of = h0;
+        int h;
+        if (sx_gen_add(g, p->v, (int)p->n, &gp, &r[i], &h, &err))
+            fail_msg("add: %s", err.msg);
+        if (i == 0)
+            h0 = h;
+    }
+    if (cancel_leader) {
+        /* the leader goes mid-prefill: its followers wait for a fork point
+         * it never reaches, and must prefill on their own */
+        int live;
+        assert_int_equal(sx_gen_step(g, &live, NULL), 0);
+        sx_gen_cancel(g, h0);
+    }
+    run_all(g);
+    sx_gen_free(g);
+    sx_engine_lm_stats_get(ENG, &b);
+    return b.tokens - a.tokens;
+}
+
+static void assert_same_ids(const result *x, const result *y)
+{
+    assert_int_equal(x->ids.n, y->ids.n);
+    assert_memory_equal(x->ids.v, y->ids.v, x->ids.n * sizeof *x->ids.v);
+}
+
+/* n choices share one prefill: the followers fork the leader's KV and run
+ * only the last prompt token, yet each choice is token for token the
+ * request run alone with its seed -- whether the leader's prefill takes
+ * several steps, the batch has no room for every choice at once, or the
+ * leader is cancelled before the fork point (then they prefill alone). */
+static void forked_choices(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    const char *schema = INLINE[0];
+    sx_grammar *gr;
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    assert_int_equal(sx_gr_compile_schema(VOC, schema, strlen(schema), &o, &gr, NULL), 0);
+    json_t *js = json_loads(schema, 0, NULL);
+    sx_ids p = {0};
+    encode_prompt("Make up a person: a name and an age.", &p);
+    int np = (int)p.n;
+    sx_gen_params gp;
+    memset(&gp, 0, sizeof gp);
+    sx_sampling_default(&gp.sampling);
+    gp.sampling.temperature = 1.0f;
+    gp.sampling.seed = 40;
+    gp.grammar = gr;
+    gp.max_tokens = 24;
+
+    result ref[N], got[N];
+    memset(ref, 0, sizeof ref);
+    int64_t alone = 0;
+    for (int i = 0; i < N; i++) { /* each choice as its own request */
+        sx_gen_params one = gp;
+        one.sampling.seed = gp.sampling.seed + (uint64_t)i;
+        alone += run_choices(NULL, &p, one, 1, &ref[i], 0);
+        assert_int_equal(ref[i].finish, SX_FINISH_STOP);
+        assert_true(validates(js, &ref[i].text));
+    }
+    int distinct = 0;
+    for (int i = 1; i < N; i++)
+        distinct += ref[i].ids.n != ref[0].ids.n ||
+                    memcmp(ref[i].ids.v, ref[0].ids.v, ref[0].ids.n * sizeof *ref[0].ids.v);
+    assert_true(distinct > 0); /* the seeds make different choices */
+
+    const sx_gen_opts cases[3] = {
+        {.prefill_chunk = 256, .max_batch = 8, .mask_threads = 1},
+        {.prefill_chunk = 7, .max_batch = 8, .mask_threads = 2}, /* followers wait for the fork */
+        {.prefill_chunk = 7, .max_batch = 2, .mask_threads = 1}, /* ... or for room */
+    };
+    for (int c = 0; c < 3; c++) {
+        memset(got, 0, sizeof got);
+        int64_t ran = run_choices(&cases[c], &p, gp, N, got, 0);
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(got[i].done, 1);
+            assert_same_ids(&got[i], &ref[i]);
+            if (c < 2) /* every follower forked: it prefilled one token */
+                assert_int_equal(got[i].n_cached, i ? np - 1 : 0);
+            result_free(&got[i]);
+        }
+        /* the engine's own count: the prompt ran once, plus one token per
+         * follower, instead of N times (outputs are equal, so is decode) */
+        if (c < 2) {
+            print_message("n=%d, prompt %d tokens: the engine ran %lld tokens alone, %lld forked\n",
+                          N, np, (long long)alone, (long long)ran);
+            assert_int_equal(alone - ran, (int64_t)(N - 1) * (np - 1));
+        } else {
+            assert_true(ran <= alone);
+        }
+    }
+    memset(got, 0, sizeof got);
+    run_choices(&cases[1], &p, gp, N, got, 1);
+    assert_int_equal(got[0].finish, SX_FINISH_CANCELLED);
+    for (int i = 1; i < N; i++) {
+        assert_int_equal(got[i].n_cached, 0);
+        assert_same_ids(&got[i], &ref[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        result_free(&got[i]);
+        result_free(&ref[i]);
+    }
+    /* greedy: every fork writes the same document as the leader */
+    gp.sampling.temperature = 0;
+    memset(got, 0, sizeof got);
+    run_choices(&cases[1], &p, gp, 3, got, 0);
+    for (int i = 1; i < 3; i++)
+        assert_same_ids(&got[i], &got[0]);
+    for (int i = 0; i < 3; i++)
+        result_free(&got[i]);
+    /* fork_of must name a request over the same prompt */
+    sx_gen *g;
+    sx_ids q = {0};
+    encode_prompt("Another prompt.", &q);
+    assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+    int h;
+    gp.fork_of = 0;
+    assert_int_equal(sx_gen_add(g, p.v, np, &gp, &got[0], &h, NULL), 0);
+    gp.fork_of = h;
+    assert_int_equal(sx_gen_add(g, q.v, (int)q.n, &gp, &got[1], NULL, NULL), SX_EINVAL);
+    sx_gen_free(g);
+    result_free(&got[0]);
+    sx_ids_free(&q);
+    sx_ids_free(&p);
+    json_decref(js);
+    sx_gr_free(gr);
+}
+
 static void budget_and_cancel(void **state)
 {
     (void)state;
@@ -564,6 +710,7 @@ int main(void)
         cmocka_unit_test(tight_budget_inside_characters),
         cmocka_unit_test(batching_is_invisible),
         cmocka_unit_test(prefix_cache_is_invisible),
+        cmocka_unit_test(forked_choices),
         cmocka_unit_test(budget_and_cancel),
         cmocka_unit_test(choices_and_unconstrained),
     };

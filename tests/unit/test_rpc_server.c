@@ -45,7 +45,14 @@ typedef struct fake {
     int step_us;       /* sleep per step: makes requests slow */
     int max_live_seen;
     int n_scores;
+    /* what the server asked for, add by add: seeds and fork_of */
+    uint64_t seeds[64];
+    int forks[64], handles[64], n_adds;
 } fake;
+
+/* A seed that makes the stand-in write a broken document and claim it is
+ * complete: a grammar bug, as the validator's re-check must catch it. */
+#define POISON_SEED 777
 
 static int f_bind(void *b, sx_gen_cb cb, void *cb_ctx, sx_error *err)
 {
@@ -64,7 +71,9 @@ static int f_add(void *b, const int32_t *prompt, int n_prompt, const sx_gen_para
         return sx_err_set(err, SX_ENOMEM, "oom");
     char buf[4096];
     size_t n;
-    if (p->grammar) {
+    if (p->grammar && p->sampling.seed == POISON_SEED) {
+        n = (size_t)snprintf(buf, sizeof buf, "{\"broken\"");
+    } else if (p->grammar) {
         sx_matcher *m;
         if (sx_matcher_new(p->grammar, &m, err)) {
             free(r);
@@ -87,6 +96,11 @@ static int f_add(void *b, const int32_t *prompt, int n_prompt, const sx_gen_para
     r->user = user;
     r->n_prompt = n_prompt;
     r->handle = ++f->next_handle;
+    if (f->n_adds < 64) {
+        f->seeds[f->n_adds] = p->sampling.seed;
+        f->forks[f->n_adds] = p->fork_of;
+        f->handles[f->n_adds++] = r->handle;
+    }
     r->next = f->live;
     f->live = r;
     *handle = r->handle;
@@ -754,6 +768,194 @@ static void http_routes(void **state)
     srv_stop(&t);
 }
 
+static json_int_t usage_of(const json_t *v, const char *k)
+{
+    return json_integer_value(json_object_get(json_object_get(v, "usage"), k));
+}
+
+/* n choices: one generator sequence per choice, seeded seed + index, the
+ * others forking choice 0's prefill; the native answer keeps choice 0 at
+ * the top and lists every choice; usage counts the prompt once; greedy
+ * makes one sequence for all; a choice the re-check refuses fails the
+ * request without hiding the others; the OpenAI route, plain and
+ * streamed, gives one choice per index. */
+static void n_choices(void **state)
+{
+    srv t;
+    srv_start(&t, 64, 8, 0, 0);
+    char req[4096];
+    snprintf(req, sizeof req, "{\"id\":1,\"schema\":%s,\"document\":\"Invoice 5\"}", INVOICE);
+    json_t *one = call(t.ipc, req, 10000);
+    assert_true(json_is_true(json_object_get(one, "ok")));
+    assert_null(json_object_get(one, "choices")); /* n = 1 answers as before */
+    int adds = t.f.n_adds;
+
+    snprintf(req, sizeof req,
+             "{\"id\":2,\"schema\":%s,\"document\":\"Invoice 5\",\"n\":3,\"temperature\":1,"
+             "\"seed\":10,\"logprobs\":true}", INVOICE);
+    json_t *v = call(t.ipc, req, 10000);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    assert_int_equal(t.f.n_adds, adds + 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(t.f.seeds[adds + i], 10 + i);
+        assert_int_equal(t.f.forks[adds + i], i ? t.f.handles[adds] : 0);
+    }
+    json_t *cs = json_object_get(v, "choices");
+    assert_int_equal(json_array_size(cs), 3);
+    json_int_t sum = 0;
+    for (size_t i = 0; i < 3; i++) {
+        json_t *c = json_array_get(cs, i);
+        assert_int_equal(json_integer_value(json_object_get(c, "index")), (json_int_t)i);
+        valid_against(json_object_get(c, "output"), INVOICE);
+        assert_string_equal(json_string_value(json_object_get(c, "finish_reason")), "stop");
+        json_int_t ct = usage_of(c, "completion_tokens");
+        assert_true(ct > 0);
+        assert_int_equal(json_array_size(json_object_get(c, "logprobs")), ct);
+        sum += ct;
+    }
+    assert_true(json_equal(json_object_get(v, "output"),
+                           json_object_get(json_array_get(cs, 0), "output")));
+    assert_int_equal(usage_of(v, "prompt_tokens"), usage_of(one, "prompt_tokens"));
+    assert_int_equal(usage_of(v, "completion_tokens"), sum);
+    json_decref(v);
+
+    /* greedy: the choices would be equal, so one sequence makes them */
+    adds = t.f.n_adds;
+    snprintf(req, sizeof req, "{\"schema\":%s,\"document\":\"Invoice 5\",\"n\":2}", INVOICE);
+    v = call(t.ipc, req, 10000);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    assert_int_equal(t.f.n_adds, adds + 1);
+    cs = json_object_get(v, "choices");
+    assert_int_equal(json_array_size(cs), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cs, 0), "text")),
+                        json_string_value(json_object_get(json_array_get(cs, 1), "text")));
+    assert_int_equal(usage_of(v, "completion_tokens"), 2 * usage_of(one, "completion_tokens"));
+    json_decref(v);
+    json_decref(one);
+
+    /* choice 2 (seed 775 + 2) fails its re-check: the request is internal,
+     * and the error still carries choices 0 and 1 */
+    snprintf(req, sizeof req,
+             "{\"id\":3,\"schema\":%s,\"document\":\"Invoice 5\",\"n\":3,\"temperature\":1,"
+             "\"seed\":%d}", INVOICE, POISON_SEED - 2);
+    v = call(t.ipc, req, 10000);
+    assert_true(json_is_false(json_object_get(v, "ok")));
+    assert_string_equal(err_code(v), "internal");
+    assert_true(strncmp(err_field(v, "message"), "choice 2: ", 10) == 0);
+    cs = json_object_get(v, "choices");
+    assert_int_equal(json_array_size(cs), 3);
+    for (size_t i = 0; i < 2; i++)
+        valid_against(json_object_get(json_array_get(cs, i), "output"), INVOICE);
+    json_t *e2 = json_object_get(json_array_get(cs, 2), "error");
+    assert_string_equal(json_string_value(json_object_get(e2, "code")), "internal");
+    assert_null(json_object_get(json_array_get(cs, 2), "output"));
+    json_decref(v);
+
+    /* bad n */
+    const char *bad[] = {"0", "17", "\"2\"", "2.5", "-1"};
+    for (int k = 0; k < 5; k++) {
+        snprintf(req, sizeof req, "{\"document\":\"x\",\"json_object\":true,\"n\":%s}", bad[k]);
+        v = call(t.ipc, req, 10000);
+        assert_string_equal(err_code(v), "bad_request");
+        assert_string_equal(err_pointer(v), "/n");
+        json_decref(v);
+    }
+    v = call(t.ipc, "{\"document\":\"x\",\"choices\":[\"a\",\"b\"],\"n\":2,\"temperature\":1}",
+             10000);
+    assert_string_equal(err_code(v), "bad_request");
+    assert_string_equal(err_pointer(v), "/n");
+    json_decref(v);
+
+    /* OpenAI: n entries, the prompt counted once */
+    int status;
+    char body[4096];
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Invoice 7\"}],\"n\":3,\"seed\":4,"
+             "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"inv\","
+             "\"schema\":%s}}}", INVOICE);
+    v = http_json(t.port, "POST", "/v1/chat/completions", body, &status);
+    assert_int_equal(status, 200);
+    cs = json_object_get(v, "choices");
+    assert_int_equal(json_array_size(cs), 3);
+    sum = 0;
+    for (size_t i = 0; i < 3; i++) {
+        json_t *c = json_array_get(cs, i);
+        assert_int_equal(json_integer_value(json_object_get(c, "index")), (json_int_t)i);
+        json_t *content = json_loads(
+            json_string_value(json_object_get(json_object_get(c, "message"), "content")), 0, NULL);
+        valid_against(content, INVOICE);
+        sum += (json_int_t)strlen(json_string_value(
+            json_object_get(json_object_get(c, "message"), "content")));
+        json_decref(content);
+    }
+    assert_int_equal(json_array_size(json_object_get(json_object_get(v, "strux"), "outputs")), 3);
+    json_int_t pt = usage_of(v, "prompt_tokens"), ct = usage_of(v, "completion_tokens");
+    assert_true(pt > 0 && ct >= 3);
+    assert_int_equal(usage_of(v, "total_tokens"), pt + ct);
+    json_decref(v);
+    /* a one-choice request's prompt is the same size: counted once above */
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Invoice 7\"}],\"seed\":4,"
+             "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"inv\","
+             "\"schema\":%s}}}", INVOICE);
+    v = http_json(t.port, "POST", "/v1/chat/completions", body, &status);
+    assert_int_equal(usage_of(v, "prompt_tokens"), pt);
+    assert_int_equal(3 * usage_of(v, "completion_tokens"), ct);
+    json_decref(v);
+    v = http_json(t.port, "POST", "/v1/chat/completions",
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":17}", &status);
+    assert_int_equal(status, 400);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "error"), "param")),
+                        "/n");
+    json_decref(v);
+
+    /* streamed: every chunk names its choice; each index's pieces join
+     * into its document; one finishing chunk per index; usage once */
+    char *r = http(t.port, "POST", "/v1/chat/completions",
+                   "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,\"n\":2,"
+                   "\"stream_options\":{\"include_usage\":true},"
+                   "\"response_format\":{\"type\":\"json_object\"}}");
+    sx_bytes joined[2] = {{0}};
+    int roles[2] = {0}, finishes[2] = {0}, usages = 0, last_index = -1, switches = 0;
+    for (const char *p = strstr(r, "data: {"); p; p = strstr(p + 1, "data: {")) {
+        const char *end = strstr(p, "\n\n");
+        json_t *c = json_loadb(p + 6, (size_t)(end - p - 6), 0, NULL);
+        assert_non_null(c);
+        usages += json_object_get(c, "usage") != NULL;
+        json_t *ch = json_array_get(json_object_get(c, "choices"), 0);
+        if (ch) {
+            int i = (int)json_integer_value(json_object_get(ch, "index"));
+            assert_true(i == 0 || i == 1);
+            switches += last_index >= 0 && i != last_index;
+            last_index = i;
+            const json_t *d = json_object_get(ch, "delta");
+            roles[i] += json_object_get(d, "role") != NULL;
+            finishes[i] += json_is_string(json_object_get(ch, "finish_reason"));
+            const char *piece = json_string_value(json_object_get(d, "content"));
+            if (piece)
+                sx_bytes_append(&joined[i], piece, strlen(piece));
+        }
+        json_decref(c);
+    }
+    assert_non_null(strstr(r, "data: [DONE]\n\n"));
+    assert_int_equal(usages, 1);
+    assert_true(switches >= 2); /* interleaved, not one choice after the other */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(roles[i], 1);
+        assert_int_equal(finishes[i], 1);
+        json_t *obj = json_loadb(joined[i].v, joined[i].n, 0, NULL);
+        assert_true(json_is_object(obj));
+        json_decref(obj);
+        sx_bytes_free(&joined[i]);
+    }
+    free(r);
+    r = http(t.port, "GET", "/metrics", NULL);
+    assert_non_null(strstr(r, "strux_recheck_failures_total 1\n"));
+    assert_non_null(strstr(r, "strux_tokens_total{kind=\"prefilled\"}"));
+    free(r);
+    srv_stop(&t);
+}
+
 typedef struct drain_arg {
     sx_rpc_server *s;
 } drain_arg;
@@ -858,6 +1060,7 @@ int main(void)
         cmocka_unit_test(queue_full_is_overloaded_at_once),
         cmocka_unit_test(deadlines_and_vanishing_clients),
         cmocka_unit_test(http_routes),
+        cmocka_unit_test(n_choices),
         cmocka_unit_test(drain_finishes_in_flight),
     };
     /* STRUX_TEST_ONLY=name runs one test (cmocka 1.1.5 has no filter) */

@@ -44,6 +44,8 @@ static void usage(FILE *f)
         "                       > 1 makes tokens already in the context less likely\n"
         "  --no-repeat-ngram N  never repeat an N-gram of the reply (0 = off)\n"
         "  --seed N             sampling seed (default 0): same seed, same reply\n"
+        "  --n N                N replies (1..16) from one prefill of the prompt: reply i\n"
+        "                       samples with seed + i, so it equals --seed (seed + i) alone\n"
         "output:\n"
         "  --stream             print tokens as they are generated (default: at the end)\n"
         "  --print-ids          also print the generated token ids on one line\n"
@@ -113,7 +115,7 @@ static void log_token(run_state *st, const sx_gen_event *ev)
 
 static void on_event(const sx_gen_event *ev, void *ctx)
 {
-    run_state *st = ctx;
+    run_state *st = ev->user;
     if (ev->piece_len) {
         sx_bytes_append(&st->text, ev->piece, ev->piece_len);
         if (st->stream) {
@@ -136,6 +138,9 @@ static void on_event(const sx_gen_event *ev, void *ctx)
     st->ttft_ms = ev->ttft_ms;
     st->t_end = tool_now_us() / 1e3;
 }
+
+/* replies per run with --n */
+#define GEN_MAX_N 16
 
 static const char *finish_name(int f)
 {
@@ -198,6 +203,58 @@ static int make_grammar(const sx_vocab *v, const char *schema_path, const char *
     return 0;
 }
 
+/* Prints reply k (with a header when there are several) and its figures;
+ * 1 when it failed or, under a schema, does not validate. */
+static int report(run_state *st, int k, int n, uint64_t seed, int stream, int print_ids,
+                  int top_logprobs, const json_t *schema, double t_start)
+{
+    if (n > 1)
+        printf("--- reply %d (seed %llu)\n", k, (unsigned long long)seed);
+    if (!stream)
+        fwrite(st->text.v ? st->text.v : "", 1, st->text.n, stdout);
+    printf("\n");
+    if (print_ids) {
+        for (size_t i = 0; i < st->ids.n; i++)
+            printf(i ? " %d" : "%d", st->ids.v[i]);
+        printf("\n");
+    }
+    if (top_logprobs && st->logprobs.n)
+        fwrite(st->logprobs.v, 1, st->logprobs.n, stdout);
+    fflush(stdout);
+    double total = st->t_end - t_start;
+    double decode_ms = total - st->ttft_ms;
+    if (n > 1)
+        fprintf(stderr, "reply %d: ", k);
+    fprintf(stderr, "finish: %s; prompt %d tokens, completion %d tokens (%d forced by the grammar)\n",
+            finish_name(st->finish), st->n_prompt, st->n_completion, st->n_forced);
+    fprintf(stderr, "TTFT %.1f ms; prefill %.1f tokens/s; decode %.1f tokens/s; total %.1f ms\n",
+            st->ttft_ms, st->ttft_ms > 0 ? st->n_prompt / (st->ttft_ms / 1e3) : 0.0,
+            decode_ms > 0 && st->n_completion > 1 ? (st->n_completion - 1) / (decode_ms / 1e3)
+                                                  : 0.0,
+            total);
+    if (st->finish == SX_FINISH_ERROR) {
+        fprintf(stderr, "strux generate: %s\n", st->error.msg);
+        return 1;
+    }
+    if (!schema)
+        return 0;
+    json_error_t je;
+    sx_error err;
+    sx_err_clear(&err);
+    json_t *inst = json_loadb(st->text.v ? st->text.v : "", st->text.n, JSON_DECODE_ANY, &je);
+    sx_validator *val = NULL;
+    int valid = 0;
+    if (!inst)
+        fprintf(stderr, "validator: the reply is not complete JSON (%s)\n", je.text);
+    else if (sx_val_compile(schema, NULL, &val, &err) || sx_val_validate(val, inst, &valid, &err))
+        fprintf(stderr, "validator: could not check: %s\n", err.msg);
+    else
+        fprintf(stderr, "validator: %s%s\n", valid ? "valid" : "INVALID: ", valid ? "" : err.msg);
+    json_decref(inst);
+    sx_val_free(val);
+    return !valid;
+}
+
 int cmd_generate(int argc, char **argv)
 {
     const char *model_dir = NULL, *prompt = NULL, *prompt_file = NULL, *system = NULL;
@@ -209,7 +266,7 @@ int cmd_generate(int argc, char **argv)
     sx_sampling_default(&gp.sampling);
     gp.sampling.temperature = 0;
     gp.max_tokens = 256;
-    int top_logprobs = 0;
+    int top_logprobs = 0, n_replies = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -263,6 +320,8 @@ int cmd_generate(int argc, char **argv)
             bad = tool_parse_long("generate", a, val, 0, 64, &n) || (gp.sampling.no_repeat_ngram = (int)n, 0);
         else if (!strcmp(a, "--top-logprobs"))
             bad = tool_parse_long("generate", a, val, 0, SX_SAMPLER_MAX_TOPN, &n) || (top_logprobs = (int)n, 0);
+        else if (!strcmp(a, "--n"))
+            bad = tool_parse_long("generate", a, val, 1, GEN_MAX_N, &n) || (n_replies = (int)n, 0);
         else if (!strcmp(a, "--threads"))
             bad = tool_parse_long("generate", a, val, 0, 1024, &n) || (threads = (int)n, 0);
         else if (!strcmp(a, "--seed"))
@@ -296,6 +355,10 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "strux generate: give at most one of --int8, --q4\n");
         return 2;
     }
+    if (n_replies > 1 && stream) {
+        fprintf(stderr, "strux generate: --stream prints one reply; drop it with --n\n");
+        return 2;
+    }
     gp.sampling.top_n = top_logprobs;
     {
         /* before the model loads: a typo should not cost the load */
@@ -319,10 +382,12 @@ int cmd_generate(int argc, char **argv)
     json_t *schema = NULL;
     char *prompt_buf = NULL;
     sx_ids pids = {0};
-    run_state st;
-    memset(&st, 0, sizeof st);
-    st.stream = stream;
-    st.top_logprobs = top_logprobs;
+    run_state sts[GEN_MAX_N];
+    memset(sts, 0, sizeof sts);
+    for (int k = 0; k < n_replies; k++) {
+        sts[k].stream = stream;
+        sts[k].top_logprobs = top_logprobs;
+    }
 
     if (prompt_file) {
         size_t plen;
@@ -353,12 +418,14 @@ int cmd_generate(int argc, char **argv)
     eo.act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32;
     eo.kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32;
     eo.dense_logits = dense;
-    eo.max_seqs = 1;
-    if (sx_engine_new(model, &eo, &eng, &err) || sx_gen_new(eng, tok, NULL, on_event, &st, &gen, &err)) {
+    eo.max_seqs = n_replies;
+    if (sx_engine_new(model, &eo, &eng, &err) ||
+        sx_gen_new(eng, tok, NULL, on_event, NULL, &gen, &err)) {
         fprintf(stderr, "strux generate: %s\n", err.msg);
         goto done;
     }
-    st.tok = tok;
+    for (int k = 0; k < n_replies; k++)
+        sts[k].tok = tok;
     if (tool_is_random_model(model_dir))
         fprintf(stderr, "strux generate: NOTE: %s holds RANDOM weights (a stand-in generated by "
                         "`strux model random`), so the text is noise; the grammar still holds.\n",
@@ -376,62 +443,38 @@ int cmd_generate(int argc, char **argv)
         goto done;
     }
     double t_start = tool_now_us() / 1e3;
-    if (sx_gen_add(gen, pids.v, (int)pids.n, &gp, NULL, NULL, &err)) {
-        fprintf(stderr, "strux generate: %s\n", err.msg);
-        goto done;
+    uint64_t seed = gp.sampling.seed;
+    int h0 = 0;
+    for (int k = 0; k < n_replies; k++) {
+        /* reply k: its own sampler stream, the prompt's prefill shared */
+        gp.sampling.seed = seed + (uint64_t)k;
+        gp.fork_of = h0;
+        if (sx_gen_add(gen, pids.v, (int)pids.n, &gp, &sts[k], k ? NULL : &h0, &err)) {
+            fprintf(stderr, "strux generate: %s\n", err.msg);
+            goto done;
+        }
     }
     int live = 1;
-    while (live > 0 && !st.done)
+    while (live > 0)
         if (sx_gen_step(gen, &live, &err)) {
             fprintf(stderr, "strux generate: %s\n", err.msg);
             goto done;
         }
-    if (!stream)
-        fwrite(st.text.v ? st.text.v : "", 1, st.text.n, stdout);
-    printf("\n");
-    if (print_ids) {
-        for (size_t i = 0; i < st.ids.n; i++)
-            printf(i ? " %d" : "%d", st.ids.v[i]);
-        printf("\n");
-    }
-    if (top_logprobs && st.logprobs.n)
-        fwrite(st.logprobs.v, 1, st.logprobs.n, stdout);
-    fflush(stdout);
-    double total = st.t_end - t_start;
-    double decode_ms = total - st.ttft_ms;
-    fprintf(stderr, "finish: %s; prompt %d tokens, completion %d tokens (%d forced by the grammar)\n",
-            finish_name(st.finish), st.n_prompt, st.n_completion, st.n_forced);
-    fprintf(stderr, "TTFT %.1f ms; prefill %.1f tokens/s; decode %.1f tokens/s; total %.1f ms\n",
-            st.ttft_ms, st.ttft_ms > 0 ? st.n_prompt / (st.ttft_ms / 1e3) : 0.0,
-            decode_ms > 0 && st.n_completion > 1 ? (st.n_completion - 1) / (decode_ms / 1e3) : 0.0,
-            total);
+    rc = 0;
+    for (int k = 0; k < n_replies; k++)
+        if (report(&sts[k], k, n_replies, seed + (uint64_t)k, stream, print_ids, top_logprobs,
+                   schema, t_start))
+            rc = 1;
     sx_engine_lm_stats ls;
     sx_engine_lm_stats_get(eng, &ls);
+    if (n_replies > 1)
+        fprintf(stderr, "%d replies: the model ran %lld tokens for a prompt of %zu\n", n_replies,
+                (long long)ls.tokens, pids.n);
     if (ls.heads > 0)
         fprintf(stderr, "LM head under grammar masks: %lld of %lld panels read (%.1f%%) in %lld "
                 "steps%s\n", (long long)ls.panels_computed, (long long)ls.panels_dense,
                 100.0 * (double)ls.panels_computed / (double)ls.panels_dense, (long long)ls.heads,
                 dense ? " (--dense-logits)" : "");
-    if (st.finish == SX_FINISH_ERROR) {
-        fprintf(stderr, "strux generate: %s\n", st.error.msg);
-        goto done;
-    }
-    rc = 0;
-    if (schema) {
-        json_error_t je;
-        json_t *inst = json_loadb(st.text.v ? st.text.v : "", st.text.n, JSON_DECODE_ANY, &je);
-        sx_validator *val = NULL;
-        int valid = 0;
-        if (!inst)
-            fprintf(stderr, "validator: the reply is not complete JSON (%s)\n", je.text);
-        else if (sx_val_compile(schema, NULL, &val, &err) || sx_val_validate(val, inst, &valid, &err))
-            fprintf(stderr, "validator: could not check: %s\n", err.msg);
-        else
-            fprintf(stderr, "validator: %s%s\n", valid ? "valid" : "INVALID: ", valid ? "" : err.msg);
-        rc = valid ? 0 : 1;
-        json_decref(inst);
-        sx_val_free(val);
-    }
 done:
     sx_gen_free(gen);
     sx_engine_free(eng);
@@ -441,9 +484,11 @@ done:
     sx_tok_free(tok);
     json_decref(schema);
     sx_ids_free(&pids);
-    sx_ids_free(&st.ids);
-    sx_bytes_free(&st.text);
-    sx_bytes_free(&st.logprobs);
+    for (int k = 0; k < n_replies; k++) {
+        sx_ids_free(&sts[k].ids);
+        sx_bytes_free(&sts[k].text);
+        sx_bytes_free(&sts[k].logprobs);
+    }
     free(prompt_buf);
     return rc;
 }
