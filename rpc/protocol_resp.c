@@ -281,6 +281,10 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
     }
     if (res->n_choices > 1) {
         /* every choice's output round-trips: the whole body at full precision */
+        if (set(o, "output", res->output ? json_deep_copy(res->output) : json_null())) {
+            json_decref(o);
+            return SX_ENOMEM;
+        }
         *out = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
         json_decref(o);
         if (!*out)
