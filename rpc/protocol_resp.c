@@ -171,17 +171,16 @@ static json_t *id_value(const json_t *id)
     return id ? json_deep_copy(id) : json_null();
 }
 
-/* o with the string placeholder `mark` replaced by v written with every
- * digit a double needs to round-trip: a generated number must reach the
- * client as the value the validator checked (15 digits turned 2^53 into
- * 9.00719925474099e15, which a `const` then refused), while timings and
- * scores elsewhere keep their short form. */
-static int dump_with_value(json_t *o, const char *mark, const json_t *v, char **out, size_t *len)
+/* body with the JSON string `mark` (present exactly once) replaced by v
+ * written with every digit a double needs to round-trip: a generated number
+ * must reach the client as the value the validator checked (15 digits
+ * turned 2^53 into 9.00719925474099e15, which a `const` then refused),
+ * while timings and scores elsewhere keep their short form.  Frees body
+ * and returns the new text in *out. */
+static int put_value(char *body, const char *mark, const json_t *v, char **out)
 {
-    char *body = NULL, *val = NULL, *q = NULL, *res = NULL;
-    int rc = dump(o, &body, NULL);
-    if (rc)
-        return rc;
+    char *val = NULL, *q = NULL, *res = NULL;
+    int rc = SX_ENOMEM;
     val = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
     json_t *m = json_string(mark);
     q = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
@@ -194,16 +193,13 @@ static int dump_with_value(json_t *o, const char *mark, const json_t *v, char **
     }
     size_t nb = strlen(body), nq = strlen(q), nv = strlen(val), pre = (size_t)(at - body);
     res = malloc(nb - nq + nv + 1);
-    if (!res) {
-        rc = SX_ENOMEM;
+    if (!res)
         goto out;
-    }
     memcpy(res, body, pre);
     memcpy(res + pre, val, nv);
     memcpy(res + pre + nv, at + nq, nb - pre - nq + 1);
     *out = res;
-    if (len)
-        *len = nb - nq + nv;
+    rc = SX_OK;
 out:
     free(body);
     free(val);
@@ -211,11 +207,35 @@ out:
     return rc;
 }
 
-/* {index, output, text, finish_reason, usage, logprobs?} of choice i */
-static json_t *choice_json(const sx_rpc_choice *c, int i)
+/* o dumped, then each marks[i] replaced by vals[i] at full precision (a
+ * NULL vals[i] leaves nothing to replace).  Takes o. */
+static int dump_with_values(json_t *o, char (*marks)[80], const json_t *const *vals, int n,
+                            char **out, size_t *len)
 {
-    json_t *o = json_pack("{s:i, s:O?, s:o, s:s, s:{s:i, s:i}}", "index", i, "output",
-                          c->output, "text",
+    char *body = NULL;
+    int rc = dump(o, &body, NULL);
+    for (int i = 0; !rc && i < n; i++) {
+        char *next = NULL;
+        if (!vals[i])
+            continue;
+        rc = put_value(body, marks[i], vals[i], &next);
+        body = next;
+    }
+    if (rc) {
+        free(body);
+        return rc;
+    }
+    *out = body;
+    if (len)
+        *len = strlen(body);
+    return SX_OK;
+}
+
+/* {index, output, text, finish_reason, usage, logprobs?} of choice i */
+static json_t *choice_json(const sx_rpc_choice *c, int i, const char *mark)
+{
+    json_t *o = json_pack("{s:i, s:o, s:o, s:s, s:{s:i, s:i}}", "index", i, "output",
+                          c->output ? json_string(mark) : json_null(), "text",
                           json_stringn_nocheck(c->text ? c->text : "", c->text_len),
                           "finish_reason", c->finish_reason ? c->finish_reason : "stop", "usage",
                           "completion_tokens", c->n_completion, "forced_tokens", c->n_forced);
@@ -228,16 +248,22 @@ static json_t *choice_json(const sx_rpc_choice *c, int i)
 
 int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **out, size_t *len)
 {
-    /* unique per call: the address of this frame and the text's */
-    char mark[64];
-    snprintf(mark, sizeof mark, "\x01strux-output-%p-%p\x01", (void *)&mark, (const void *)res->text);
+    /* placeholders unique per call (the address of this frame and the
+     * text's): [0] the top-level output, [1 + i] choice i's */
+    char marks[1 + SX_RPC_MAX_N][80];
+    const json_t *vals[1 + SX_RPC_MAX_N] = {0};
+    int n_marks = 1;
+    for (int i = 0; i < 1 + SX_RPC_MAX_N; i++)
+        snprintf(marks[i], sizeof marks[i], "\x01strux-output-%d-%p-%p\x01", i, (void *)marks,
+                 (const void *)res->text);
+    vals[0] = res->output;
     *out = NULL;
     json_t *o = json_object(), *usage = json_object(), *timing = json_object();
     int rc = SX_ENOMEM;
     if (!o || !usage || !timing)
         goto fail;
     if (set(o, "ok", json_true()) || set(o, "id", id_value(r->id)) ||
-        set(o, "output", res->output ? json_string(mark) : json_null()) ||
+        set(o, "output", res->output ? json_string(marks[0]) : json_null()) ||
         set(o, "text", json_stringn_nocheck(res->text ? res->text : "", res->text_len)) ||
         set(o, "finish_reason", json_string(res->finish_reason ? res->finish_reason : "stop")))
         goto fail;
@@ -275,25 +301,14 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
         json_t *a = json_array();
         if (!a || set(o, "choices", a))
             goto fail;
-        for (int i = 0; i < res->n_choices; i++)
-            if (json_array_append_new(a, choice_json(&res->choices[i], i)))
+        for (int i = 0; i < res->n_choices && i < SX_RPC_MAX_N; i++) {
+            vals[1 + i] = res->choices[i].output;
+            if (json_array_append_new(a, choice_json(&res->choices[i], i, marks[1 + i])))
                 goto fail;
-    }
-    if (res->n_choices > 1) {
-        /* every choice's output round-trips: the whole body at full precision */
-        if (set(o, "output", res->output ? json_deep_copy(res->output) : json_null())) {
-            json_decref(o);
-            return SX_ENOMEM;
         }
-        *out = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
-        json_decref(o);
-        if (!*out)
-            return SX_ENOMEM;
-        if (len)
-            *len = strlen(*out);
-        return SX_OK;
+        n_marks = 1 + (res->n_choices < SX_RPC_MAX_N ? res->n_choices : SX_RPC_MAX_N);
     }
-    return res->output ? dump_with_value(o, mark, res->output, out, len) : dump(o, out, len);
+    return dump_with_values(o, marks, vals, n_marks, out, len);
 fail:
     json_decref(usage);
     json_decref(timing);

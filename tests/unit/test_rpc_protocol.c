@@ -484,6 +484,42 @@ static void responses_round_trip(void **state)
     free(text);
 }
 
+/* With n > 1 every choice's output round-trips (2^53 + 2 is not written as
+ * 9.00719925474099e15) while timings keep their short form. */
+static void choices_keep_full_precision(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(parse("{\"schema\":{\"type\":\"number\"},\"document\":\"d\",\"n\":2}", &r, &e), 0);
+    json_t *a = json_real(9007199254740994.0), *b = json_real(0.1);
+    sx_rpc_choice cs[2] = {
+        {.text = "9007199254740994.0", .text_len = 18, .output = a, .finish_reason = "stop"},
+        {.text = "0.1", .text_len = 3, .output = b, .finish_reason = "stop"},
+    };
+    sx_rpc_result res = {.text = cs[0].text, .text_len = cs[0].text_len, .output = a,
+                         .finish_reason = "stop", .queue_ms = 0.059, .choices = cs, .n_choices = 2};
+    char *text;
+    size_t len;
+    assert_int_equal(sx_rpc_response_dump(&r, &res, &text, &len), 0);
+    assert_int_equal(len, strlen(text));
+    assert_null(strstr(text, "e15"));
+    assert_non_null(strstr(text, "\"queue_ms\":0.059,"));
+    json_t *v = json_loads(text, 0, NULL);
+    assert_non_null(v);
+    assert_true(json_real_value(json_object_get(v, "output")) == 9007199254740994.0);
+    json_t *c = json_object_get(v, "choices");
+    assert_int_equal(json_array_size(c), 2);
+    assert_true(json_real_value(json_object_get(json_array_get(c, 0), "output")) ==
+                9007199254740994.0);
+    assert_true(json_real_value(json_object_get(json_array_get(c, 1), "output")) == 0.1);
+    json_decref(v);
+    free(text);
+    json_decref(a);
+    json_decref(b);
+    sx_rpc_req_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -498,6 +534,7 @@ int main(void)
         cmocka_unit_test(openai_messages_are_lenient),
         cmocka_unit_test(outputs_are_rechecked),
         cmocka_unit_test(responses_round_trip),
+        cmocka_unit_test(choices_keep_full_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
