@@ -14,14 +14,19 @@
 #            tokens, decode after 16 tokens, batched decode B = 1/4/16
 #   ppl      perplexity, bits per byte, KL to bf16 on one text, window 512,
 #            stride 256, the first 2,048 tokens, both engines
-#   grammar  JSON Schema acceptance over schemas/ and the MaskBench sample;
-#            greedy schema-constrained generation on schemas/ and every 15th
-#            MaskBench sample schema, both engines, bf16, validated by jsonschema
+#   grammar  accept, then gen:
+#   accept   JSON Schema acceptance over schemas/ and the MaskBench sample,
+#            both engines (llama.cpp: GBNF built and parsed on the vocabulary;
+#            strux: strux compile)
+#   gen      greedy schema-constrained generation on schemas/ and every
+#            MB_EVERY-th (15) MaskBench sample schema, both engines, bf16,
+#            at most MAXT tokens, replies validated by Python jsonschema
 #   summary  the markdown tables (bench/peers/llamacpp/summarize.py)
 # Environment: THREADS (default 1: fairest on a shared box -- neither engine
-# gets a core the other's helper threads compete for), ROUNDS, MAXT (96),
+# gets a core the other's helper threads compete for), ROUNDS, MAXT (96), MB_EVERY,
 # WORK (default bench/peers/llamacpp/work; results in $WORK/results).
 set -euo pipefail
+SELF=$(realpath "$0")
 cd "$(dirname "$0")/../../.."
 HERE=bench/peers/llamacpp
 WORK=${WORK:-$HERE/work}
@@ -29,6 +34,7 @@ RES=$WORK/results
 THREADS=${THREADS:-1}
 ROUNDS=${ROUNDS:-3}
 MAXT=${MAXT:-96}
+MB_EVERY=${MB_EVERY:-15}
 VER=0.3.36
 PYL=$HERE/.venv/bin/python
 PYR=${STRUX_PYTHON:-.venv/bin/python}
@@ -126,7 +132,7 @@ ppl() {
         --gguf "$G-q4_k_m.gguf" >"$RES/ppl-llamacpp.jsonl"
 }
 
-grammar() {
+grammar_lists() { # ALL: schemas/ and the MaskBench sample; GEN: schemas/ and every MB_EVERY-th of the sample
     mkdir -p "$RES" "$WORK/schemas"
     # MaskBench files hold {"schema", "tests"}: the schema alone for both engines
     "$PYR" -c '
@@ -136,26 +142,34 @@ for name in open("bench/maskbench_sample.txt").read().split():
     d = json.load(open(os.path.join(src, name), encoding="utf-8"))
     json.dump(d["schema"], open(os.path.join(dst, "mb_" + name), "w", encoding="utf-8"))
 ' "$SHARED/maskbench" "$WORK/schemas"
-    local all=() gen=()
-    for f in schemas/*.json; do all+=("$f"); gen+=("$f"); done
+    ALL=() GEN=()
+    for f in schemas/*.json; do ALL+=("$f"); GEN+=("$f"); done
     local i=0
     for n in $(cat bench/maskbench_sample.txt); do
-        all+=("$WORK/schemas/mb_$n")
-        [ $((i % 15)) -eq 0 ] && gen+=("$WORK/schemas/mb_$n")
+        ALL+=("$WORK/schemas/mb_$n")
+        [ $((i % MB_EVERY)) -eq 0 ] && GEN+=("$WORK/schemas/mb_$n")
         i=$((i + 1))
     done
-    stamp "grammar: acceptance, ${#all[@]} schemas"
-    "$PYL" "$HERE/llamacpp_peer.py" accept --gguf "$G-bf16.gguf" "${all[@]}" >"$RES/accept-llamacpp.jsonl"
+}
+
+accept() {
+    grammar_lists
+    stamp "grammar: acceptance, ${#ALL[@]} schemas"
+    "$PYL" "$HERE/llamacpp_peer.py" accept --gguf "$G-bf16.gguf" "${ALL[@]}" >"$RES/accept-llamacpp.jsonl"
     : >"$RES/accept-strux.jsonl"
-    for f in "${all[@]}"; do
+    for f in "${ALL[@]}"; do
         if build/strux compile --schema "$f" >/dev/null 2>"$WORK/compile.err"; then ok=true; else ok=false; fi
         "$PYR" -c 'import json,sys; print(json.dumps({"schema": sys.argv[1], "accepted": sys.argv[2] == "true", "error": open(sys.argv[3]).read().strip()[-200:] if sys.argv[2] != "true" else ""}))' \
             "$f" "$ok" "$WORK/compile.err" >>"$RES/accept-strux.jsonl"
     done
-    stamp "grammar: generation, ${#gen[@]} schemas"
+}
+
+gen() {
+    grammar_lists
+    stamp "grammar: generation, ${#GEN[@]} schemas"
     : >"$RES/gen-llamacpp.jsonl"
     : >"$RES/gen-strux.jsonl"
-    for f in "${gen[@]}"; do
+    for f in "${GEN[@]}"; do
         p=$PROMPT; case "$f" in */mb_*) p=$MB_PROMPT ;; esac
         timeout 600 "$PYL" "$HERE/llamacpp_peer.py" generate --gguf "$G-bf16.gguf" --schema "$f" \
             --prompt "$p" --max-tokens "$MAXT" --threads "$THREADS" >>"$RES/gen-llamacpp.jsonl" 2>"$WORK/gen.err" ||
@@ -173,8 +187,10 @@ case "${1:-}" in
 setup) setup ;;
 speed) speed ;;
 ppl) ppl ;;
-grammar) grammar ;;
+accept) accept ;;
+gen) gen ;;
+grammar) accept; gen ;;
 summary) summary ;;
-all) setup; speed; ppl; grammar; summary ;;
-*) sed -n 2,24p "$0"; exit 2 ;;
+all) setup; speed; ppl; accept; gen; summary ;;
+*) sed -n 2,28p "$SELF"; exit 2 ;;
 esac
