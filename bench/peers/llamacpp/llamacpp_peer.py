@@ -125,27 +125,33 @@ def cmd_speed(a):
         vocab = llm.n_vocab()
         name = os.path.basename(path)
         toks = rand_tokens(a.prompt, vocab, 1)
-        pre = []
+        pre, pre_cpu = [], []
         for r in range(a.reps + 1):  # first is a warm-up (page-in, repack)
             llm.reset()
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             llm.eval(toks)
-            dt = time.perf_counter() - t
+            dt, dc = time.perf_counter() - t, time.process_time() - c
             if r:
                 pre.append(dt)
+                pre_cpu.append(dc / dt / a.threads)
         ctx = rand_tokens(a.decode_context + a.decode, vocab, 2)
         llm.reset()
         llm.eval(ctx[:a.decode_context])
         steps = []
+        c0, w0 = time.process_time(), time.perf_counter()
         for t_id in ctx[a.decode_context:]:
             t = time.perf_counter()
             llm.eval([t_id])
             steps.append(time.perf_counter() - t)
+        dec_cpu = (time.process_time() - c0) / (time.perf_counter() - w0) / a.threads
         row = {"engine": "llama.cpp", "model": name, "threads": a.threads,
                "bytes": os.path.getsize(path),
                "prefill_tokens": a.prompt, "prefill_tok_s": a.prompt / statistics.median(pre),
                "decode_tok_s": 1.0 / statistics.median(steps),
-               "tpot_ms_median": 1e3 * statistics.median(steps)}
+               "tpot_ms_median": 1e3 * statistics.median(steps),
+               # CPU time / wall time / threads: how much of its threads' time the
+               # process got on a shared machine (bench_decode's "cpu share")
+               "prefill_cpu_share": statistics.median(pre_cpu), "decode_cpu_share": dec_cpu}
         for B in a.batch:
             try:
                 row[f"batched_B{B}_tok_s"] = batched(llm, a.threads, B, a.decode_context,

@@ -156,12 +156,17 @@ accept() {
     grammar_lists
     stamp "grammar: acceptance, ${#ALL[@]} schemas"
     "$PYL" "$HERE/llamacpp_peer.py" accept --gguf "$G-bf16.gguf" "${ALL[@]}" >"$RES/accept-llamacpp.jsonl"
+    # strux: strux compile for schemas/ (one process each), strux maskbench for the sample
+    # (one process, compile_error per schema; it also runs every test instance)
     : >"$RES/accept-strux.jsonl"
-    for f in "${ALL[@]}"; do
+    for f in schemas/*.json; do
         if build/strux compile --schema "$f" >/dev/null 2>"$WORK/compile.err"; then ok=true; else ok=false; fi
         "$PYR" -c 'import json,sys; print(json.dumps({"schema": sys.argv[1], "accepted": sys.argv[2] == "true", "error": open(sys.argv[3]).read().strip()[-200:] if sys.argv[2] != "true" else ""}))' \
             "$f" "$ok" "$WORK/compile.err" >>"$RES/accept-strux.jsonl"
     done
+    # shellcheck disable=SC2046
+    build/strux maskbench --quiet --out "$RES/maskbench-strux.jsonl" \
+        $(sed "s|^|$SHARED/maskbench/|" bench/maskbench_sample.txt) >"$RES/maskbench-strux.summary"
 }
 
 gen() {

@@ -60,7 +60,13 @@ def fmt(x, d=1):
 def read_jsonl(path):
     if not os.path.exists(path):
         return []
-    return [json.loads(line) for line in open(path) if line.strip().startswith("{")]
+    rows = []
+    for line in open(path, encoding="utf-8"):
+        try:
+            rows.append(json.loads(line))
+        except ValueError:  # a line cut by a run still writing, or not JSON
+            pass
+    return rows
 
 
 def strux_speed(path):
@@ -98,11 +104,23 @@ def tables(res):
     ll = {}
     for row in read_jsonl(os.path.join(res, "speed-llamacpp.jsonl")):
         ll.setdefault(row.get("round", 1), {})[llama_key(row["model"])] = row
+    for r in sx.values():  # per CPU-second figures: tok/s / the share of its thread it got
+        for d in r.values():
+            for k in ("prefill_tok_s", "decode_tok_s"):
+                if d.get(k) and d.get(k + "_cpu"):
+                    d[k + "_per_cpu"] = d[k] / (d[k + "_cpu"] / 100)
+    for r in ll.values():
+        for d in r.values():
+            for k, c in (("prefill_tok_s", "prefill_cpu_share"), ("decode_tok_s", "decode_cpu_share")):
+                if d.get(k) and d.get(c):
+                    d[k + "_per_cpu"] = d[k] / d[c]
     if sx or ll:
         figs = [("prefill 512 tokens, tok/s", "prefill_tok_s", "prefill_tok_s"),
                 ("decode tok/s, one sequence", "decode_tok_s", "decode_tok_s"),
                 ("batched decode B = 4, total tok/s", "batched_decode_B4_tok_s", "batched_B4_tok_s"),
-                ("batched decode B = 16, total tok/s", "batched_decode_B16_tok_s", "batched_B16_tok_s")]
+                ("batched decode B = 16, total tok/s", "batched_decode_B16_tok_s", "batched_B16_tok_s"),
+                ("prefill tok/s per CPU-second", "prefill_tok_s_per_cpu", "prefill_tok_s_per_cpu"),
+                ("decode tok/s per CPU-second", "decode_tok_s_per_cpu", "decode_tok_s_per_cpu")]
         out.append(f"Speed, medians of {len(set(sx) | set(ll))} rounds "
                    "(strux and llama.cpp alternate within each round):\n")
         hdr = "| figure | " + " | ".join(f"strux {m}" for m in STRUX_MODES) + " | " + \
@@ -116,8 +134,9 @@ def tables(res):
         out.append("")
         out.append("strux / llama.cpp at matching precision (median of the per-round ratios; "
                    "the rounds' ratios in brackets):\n")
-        out.append("| pair | prefill | decode | batched B = 4 | batched B = 16 |")
-        out.append("|---|---:|---:|---:|---:|")
+        out.append("| pair | prefill | decode | batched B = 4 | batched B = 16 | prefill per CPU-s | "
+                   "decode per CPU-s |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|")
         for sm, lm in PAIRS:
             cells = []
             for _, sk, lk in figs:
@@ -159,6 +178,12 @@ def tables(res):
         out.append("")
     # grammar
     acc = {e: read_jsonl(os.path.join(res, f"accept-{e}.jsonl")) for e in ("strux", "llamacpp")}
+    # strux on the MaskBench sample: `strux maskbench --out` (a schema is accepted unless its
+    # grammar did not compile, or the child crashed or timed out)
+    for r in read_jsonl(os.path.join(res, "maskbench-strux.jsonl")):
+        acc["strux"].append({"schema": "/mb_" + os.path.basename(r["file"]),
+                             "accepted": r["status"] not in ("compile_error", "crash", "timeout"),
+                             "status": r["status"]})
     gen = {e: read_jsonl(os.path.join(res, f"gen-{e}.jsonl")) for e in ("strux", "llamacpp")}
     if any(acc.values()) or any(gen.values()):
         out.append("Constrained output:\n")
