@@ -24,6 +24,7 @@
 #   summary  the markdown tables (bench/peers/llamacpp/summarize.py)
 # Environment: THREADS (default 1: fairest on a shared box -- neither engine
 # gets a core the other's helper threads compete for), ROUNDS, MAXT (96), MB_EVERY,
+# GEN_ENGINES ("llamacpp strux"),
 # WORK (default bench/peers/llamacpp/work; results in $WORK/results).
 set -euo pipefail
 SELF=$(realpath "$0")
@@ -35,6 +36,7 @@ THREADS=${THREADS:-1}
 ROUNDS=${ROUNDS:-3}
 MAXT=${MAXT:-96}
 MB_EVERY=${MB_EVERY:-15}
+GEN_ENGINES=${GEN_ENGINES:-llamacpp strux}
 VER=0.3.36
 PYL=$HERE/.venv/bin/python
 PYR=${STRUX_PYTHON:-.venv/bin/python}
@@ -172,17 +174,21 @@ accept() {
 gen() {
     grammar_lists
     stamp "grammar: generation, ${#GEN[@]} schemas"
-    : >"$RES/gen-llamacpp.jsonl"
-    : >"$RES/gen-strux.jsonl"
+    local e
+    for e in $GEN_ENGINES; do : >"$RES/gen-$e.jsonl"; done
     for f in "${GEN[@]}"; do
         p=$PROMPT; case "$f" in */mb_*) p=$MB_PROMPT ;; esac
-        timeout 600 "$PYL" "$HERE/llamacpp_peer.py" generate --gguf "$G-bf16.gguf" --schema "$f" \
-            --prompt "$p" --max-tokens "$MAXT" --threads "$THREADS" >>"$RES/gen-llamacpp.jsonl" 2>"$WORK/gen.err" ||
-            echo "{\"engine\": \"llama.cpp\", \"schema\": \"$f\", \"crash\": true}" >>"$RES/gen-llamacpp.jsonl"
-        rc=0
-        timeout 600 build/strux generate --model "$MODEL" --threads "$THREADS" --prompt "$p" --schema "$f" \
-            --compact --max-tokens "$MAXT" >"$WORK/sx.out" 2>"$WORK/sx.err" || rc=$?
-        "$PYR" "$HERE/summarize.py" strux-gen "$f" "$rc" "$WORK/sx.out" "$WORK/sx.err" >>"$RES/gen-strux.jsonl"
+        case " $GEN_ENGINES " in *" llamacpp "*)
+            timeout 600 "$PYL" "$HERE/llamacpp_peer.py" generate --gguf "$G-bf16.gguf" --schema "$f" \
+                --prompt "$p" --max-tokens "$MAXT" --threads "$THREADS" >>"$RES/gen-llamacpp.jsonl" 2>"$WORK/gen.err" ||
+                echo "{\"engine\": \"llama.cpp\", \"schema\": \"$f\", \"crash\": true}" >>"$RES/gen-llamacpp.jsonl"
+        esac
+        case " $GEN_ENGINES " in *" strux "*)
+            rc=0
+            timeout 600 build/strux generate --model "$MODEL" --threads "$THREADS" --prompt "$p" --schema "$f" \
+                --compact --max-tokens "$MAXT" >"$WORK/sx.out" 2>"$WORK/sx.err" || rc=$?
+            "$PYR" "$HERE/summarize.py" strux-gen "$f" "$rc" "$WORK/sx.out" "$WORK/sx.err" >>"$RES/gen-strux.jsonl"
+        esac
     done
 }
 
@@ -197,5 +203,5 @@ gen) gen ;;
 grammar) accept; gen ;;
 summary) summary ;;
 all) setup; speed; ppl; accept; gen; summary ;;
-*) sed -n 2,28p "$SELF"; exit 2 ;;
+*) sed -n 2,29p "$SELF"; exit 2 ;;
 esac
