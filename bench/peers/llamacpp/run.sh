@@ -203,5 +203,5 @@ gen) gen ;;
 grammar) accept; gen ;;
 summary) summary ;;
 all) setup; speed; ppl; accept; gen; summary ;;
-*) sed -n 2,29p "$SELF"; exit 2 ;;
+*) sed -n 2,28p "$SELF"; exit 2 ;;
 esac
