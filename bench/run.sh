@@ -34,6 +34,8 @@ fi
 T=${STRUX_THREADS:-$(nproc)}
 echo "== CPU engine, $MODEL, $T threads: strux (bench_decode) =="
 "$B/bench_decode" --model "$MODEL" --threads "$T" --prompt 512 --decode 24
+echo "== speculative decoding, $MODEL, $T threads: verify pass vs decode step, controlled acceptance, sx_gen (bench_spec) =="
+STRUX_SHARED="$SHARED" "$B/bench_spec" --model "$MODEL" --threads "$T" --k 4 --tokens 64 --rounds 3
 if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch, transformers" 2>/dev/null; then
     echo "== CPU engine, $MODEL, $T threads: Hugging Face transformers (generate) =="
     .venv/bin/python bench/peers/hf_generate.py --model "$MODEL" --threads "$T" --prompt 512 --decode 24

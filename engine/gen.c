@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/gen_internal.h"
+#include "engine/gen_spec_internal.h"
 
 int gen_feed_push(gen_seq *s, int32_t tok)
 {
@@ -20,6 +21,7 @@ int gen_feed_push(gen_seq *s, int32_t tok)
 
 static void seq_free(sx_gen *g, gen_seq *s)
 {
+    gen_spec_free(g, s);
     if (s->kv >= 0)
         sx_engine_seq_free(g->e, s->kv);
     g->kv_reserved -= s->held;
@@ -89,6 +91,7 @@ void sx_gen_free(sx_gen *g)
     free(g->items);
     free(g->item_seq);
     free(g->logits);
+    free(g->draft_logits);
     sx_bytes_free(&g->piece);
     sx_ids_free(&g->cids);
     free(g->cbuf);
@@ -106,7 +109,7 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
         return sx_err_set(err, SX_EINVAL, "prefix_len must be >= 0");
     if (p->max_tokens <= 0)
         return sx_err_set(err, SX_EINVAL, "max_tokens must be positive (got %d)", p->max_tokens);
-    if ((rc = sx_sampling_check(&p->sampling, err)))
+    if ((rc = sx_sampling_check(&p->sampling, err)) || (rc = gen_spec_check(g, p, err)))
         return rc;
     int64_t reserve = (int64_t)n_prompt + p->max_tokens + 32;
     if (reserve > g->kv_capacity)
@@ -159,6 +162,8 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
             goto fail;
         }
     }
+    if ((rc = gen_spec_new(g, s, err)))
+        goto fail;
     s->handle = ++g->next_handle;
     s->user = user;
     s->state = GS_QUEUED;

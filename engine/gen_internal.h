@@ -36,6 +36,7 @@ typedef struct gen_seq {
     double       t_add, t_first;
     uint32_t    *mask;                /* mask for the next sample (grammar only) */
     int          mask_ok;             /* mask filled for the current state */
+    struct gen_spec *spec;            /* speculation state (gen_spec.c), NULL = off */
     struct gen_seq *next;             /* live list, in admission order */
 } gen_seq;
 
@@ -70,6 +71,10 @@ struct sx_gen {
     sx_bytes            piece;
     uint8_t            *cbuf;         /* shortest-completion bytes */
     sx_ids              cids;         /* ... and their tokens */
+    int                 cap_rows;     /* logits rows allocated */
+    sx_engine          *draft;        /* SX_SPEC_DRAFT's model, borrowed */
+    float              *draft_logits; /* one row of it */
+    int64_t             spec_drafted, spec_accepted;
     /* mask workers: fill masks while the forward pass runs */
     pthread_t          *workers;
     int                 n_workers;
@@ -106,6 +111,12 @@ void   gen_prefix_free_all(sx_gen *g);
  * prefill on their own; called from gen_finish while its KV is still live. */
 void   gen_forks(sx_gen *g);
 void   gen_fork_release(sx_gen *g, gen_seq *leader);
+
+/* One sampling position of s from its logits row: eos, matcher, budget,
+ * emit, feed, forced tokens (gen_step.c). */
+int    gen_advance(sx_gen *g, gen_seq *s, float *row);
+/* Logits room for `rows` rows. */
+int    gen_grow_rows(sx_gen *g, int rows);
 
 /* Bytes of completion text looked at; a document whose shortest completion
  * is longer is steered only once it fits. */

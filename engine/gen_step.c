@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/gen_internal.h"
+#include "engine/gen_spec_internal.h"
 
 static int utf8_len(uint8_t c)
 {
@@ -165,7 +166,7 @@ static int force(sx_gen *g, gen_seq *s)
 }
 
 /* Chooses the next token(s) of s from its logits row. */
-static int advance(sx_gen *g, gen_seq *s, float *row)
+int gen_advance(sx_gen *g, gen_seq *s, float *row)
 {
     sx_error err;
     sx_err_clear(&err);
@@ -239,11 +240,19 @@ static int grow(sx_gen *g, int n)
     if (!is)
         return SX_ENOMEM;
     g->item_seq = is;
-    float *lg = realloc(g->logits, (size_t)cap * (size_t)g->vocab_rows * sizeof *lg);
+    g->cap_items = cap;
+    return gen_grow_rows(g, cap);
+}
+
+int gen_grow_rows(sx_gen *g, int rows)
+{
+    if (rows <= g->cap_rows)
+        return SX_OK;
+    float *lg = realloc(g->logits, (size_t)rows * (size_t)g->vocab_rows * sizeof *lg);
     if (!lg)
         return SX_ENOMEM;
     g->logits = lg;
-    g->cap_items = cap;
+    g->cap_rows = rows;
     return SX_OK;
 }
 
@@ -310,6 +319,9 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
             g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0, NULL};
         } else if (s->state == GS_DECODE) {
             g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0, NULL};
+            /* drafts ride behind the feed, with a logits row per position */
+            if (s->spec && (rc = gen_spec_prepare(g, s, &g->items[n])))
+                return sx_err_set(err, rc, "speculative drafting failed");
         } else {
             continue;
         }
@@ -333,10 +345,17 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         gen_seq *s = g->item_seq[i];
         s->mask_ok = 0;
         int samples = s->state == GS_DECODE || s->n_fed + g->items[i].n == s->n_prompt;
-        if (samples && s->m) {
+        if (samples && s->m && !g->items[i].logits_all) {
             mj[n_jobs++] = s;
             g->items[i].allow = s->mask;
         }
+    }
+    int n_rows = 0;
+    for (int i = 0; i < n; i++)
+        n_rows += g->items[i].logits_all ? g->items[i].n : 1;
+    if ((rc = gen_grow_rows(g, n_rows))) {
+        free(mj);
+        return sx_err_set(err, rc, "out of memory");
     }
     gen_masks_post(g, mj, n_jobs);
     sx_error serr;
@@ -349,9 +368,16 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         gen_reap(g);
         return sx_err_set(err, rc, "forward step failed: %s", serr.msg);
     }
+    size_t r0 = 0;
     for (int i = 0; i < n; i++) {
         gen_seq *s = g->item_seq[i];
-        float *row = g->logits + (size_t)i * (size_t)g->vocab_rows;
+        float *row = g->logits + r0 * (size_t)g->vocab_rows;
+        r0 += g->items[i].logits_all ? (size_t)g->items[i].n : 1;
+        if (g->items[i].logits_all) {
+            if ((rc = gen_spec_verify(g, s, row)))
+                return sx_err_set(err, rc, "generation failed");
+            continue;
+        }
         if (s->state == GS_PREFILL) {
             s->n_fed += g->items[i].n;
             if (s->cache_at && s->n_fed == s->cache_at)
@@ -361,7 +387,7 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         } else {
             s->n_feed = 0;
         }
-        if ((rc = advance(g, s, row)))
+        if ((rc = gen_advance(g, s, row)))
             return sx_err_set(err, rc, "generation failed");
     }
     gen_reap(g);

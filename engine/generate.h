@@ -61,7 +61,29 @@ typedef struct sx_gen_params {
      * there.  When that request is gone, or ends before its prefill got
      * that far, this one prefills as usual; the output is the same. */
     int               fork_of;
+    /* Speculative decoding (sx_gen_speculate): up to draft_k (1..16,
+     * 0 = 4) tokens are drafted, then verified in one forward pass of
+     * draft_k + 1 positions; the rejected tail of the KV cache is rolled
+     * back.  Each position is chosen by the sampler exactly as without
+     * speculation (same masks, same draw), and a draft token is kept only
+     * when it equals that choice, so the output is the same token for
+     * token, greedy or sampled (drafts are point masses: accepting d with
+     * probability p(d) and resampling from p without d otherwise is the
+     * standard accept/resample rule).  Only the speed changes. */
+    int               speculate;   /* sx_gen_speculate */
+    int               draft_k;
 } sx_gen_params;
+
+typedef enum sx_gen_speculate {
+    SX_SPEC_OFF = 0,
+    SX_SPEC_NGRAM,     /* prompt lookup: continue the latest earlier match of
+                        * the last 1..4 tokens in the prompt and text so far */
+    SX_SPEC_DRAFT      /* a smaller model with the same tokenizer drafts
+                        * greedily under the grammar (sx_gen_set_draft) */
+} sx_gen_speculate;
+
+/* "off" / "ngram" / "draft" -> sx_gen_speculate; -1 when unknown. */
+int  sx_gen_speculate_parse(const char *name);
 
 typedef enum sx_finish {
     SX_FINISH_NONE = 0,
@@ -113,6 +135,13 @@ void sx_gen_cancel(sx_gen *g, int handle);
  * reuse (prefix_len outside 1..n_prompt-1, or no room to keep it). */
 int  sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int prefix_len, int *seq,
                        sx_error *err);
+/* The draft model of SX_SPEC_DRAFT requests: an engine over a smaller
+ * Qwen3 with the same tokenizer (its own KV cache; sequences of it are made
+ * and freed here).  Borrowed: it must outlive g.  NULL = none; requests
+ * asking for a draft model are then refused (SX_EINVAL). */
+int  sx_gen_set_draft(sx_gen *g, sx_engine *draft, sx_error *err);
+/* Since g was made: draft tokens proposed and draft tokens accepted. */
+void sx_gen_spec_stats(const sx_gen *g, int64_t *drafted, int64_t *accepted);
 /* Runs one step.  *n_live receives the number of requests still running or
  * queued (0 = idle). */
 int  sx_gen_step(sx_gen *g, int *n_live, sx_error *err);

@@ -9,6 +9,7 @@ typedef struct gen_backend {
     sx_gen_opts         o;
     sx_gen             *g;
     int64_t             kv_capacity;
+    sx_engine          *draft;
 } gen_backend;
 
 static int gb_bind(void *b, sx_gen_cb cb, void *cb_ctx, sx_error *err)
@@ -16,7 +17,29 @@ static int gb_bind(void *b, sx_gen_cb cb, void *cb_ctx, sx_error *err)
     gen_backend *gb = b;
     if (gb->g)
         return sx_err_set(err, SX_EINVAL, "backend already bound");
-    return sx_gen_new(gb->e, gb->tok, &gb->o, cb, cb_ctx, &gb->g, err);
+    int rc = sx_gen_new(gb->e, gb->tok, &gb->o, cb, cb_ctx, &gb->g, err);
+    if (!rc && gb->draft && (rc = sx_gen_set_draft(gb->g, gb->draft, err))) {
+        sx_gen_free(gb->g);
+        gb->g = NULL;
+    }
+    return rc;
+}
+
+static void gb_spec_stats(void *b, int64_t *drafted, int64_t *accepted)
+{
+    gen_backend *gb = b;
+    *drafted = *accepted = 0;
+    if (gb->g)
+        sx_gen_spec_stats(gb->g, drafted, accepted);
+}
+
+int sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_engine *draft, sx_error *err)
+{
+    gen_backend *gb = b->b;
+    if (gb->g)
+        return sx_err_set(err, SX_EINVAL, "the draft model is set before the server starts");
+    gb->draft = draft;
+    return SX_OK;
 }
 
 static int gb_add(void *b, const int32_t *prompt, int n_prompt, const sx_gen_params *p,
@@ -69,6 +92,7 @@ static void gb_lm_stats(void *b, sx_engine_lm_stats *out)
 static const sx_rpc_backend_ops gen_ops = {
     .bind = gb_bind, .add = gb_add, .cancel = gb_cancel, .step = gb_step,
     .score = gb_score, .kv_capacity = gb_kv, .lm_stats = gb_lm_stats, .free = gb_free,
+    .spec_stats = gb_spec_stats,
 };
 
 int sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,

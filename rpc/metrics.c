@@ -79,6 +79,14 @@ void rpc_metrics_step(rpc_metrics *m, int batch, const sx_engine_lm_stats *lm)
     pthread_mutex_unlock(&m->mu);
 }
 
+void rpc_metrics_spec(rpc_metrics *m, int64_t drafted, int64_t accepted)
+{
+    pthread_mutex_lock(&m->mu);
+    m->spec_drafted = drafted;
+    m->spec_accepted = accepted;
+    pthread_mutex_unlock(&m->mu);
+}
+
 static int put(sx_bytes *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int put(sx_bytes *out, const char *fmt, ...)
 {
@@ -159,6 +167,17 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  (long long)m->lm.tokens, (unsigned long long)m->recheck_failures,
                  (unsigned long long)m->steps,
                  (long long)m->lm.panels_dense, (long long)m->lm.panels_computed);
+    if (!rc)
+        rc = put(out,
+                 "# HELP strux_spec_drafted_tokens_total Draft tokens proposed for verification "
+                 "(speculative decoding).\n"
+                 "# TYPE strux_spec_drafted_tokens_total counter\n"
+                 "strux_spec_drafted_tokens_total %lld\n"
+                 "# HELP strux_spec_accepted_tokens_total Draft tokens that were the model's own "
+                 "choice.\n"
+                 "# TYPE strux_spec_accepted_tokens_total counter\n"
+                 "strux_spec_accepted_tokens_total %lld\n",
+                 (long long)m->spec_drafted, (long long)m->spec_accepted);
     if (!rc)
         rc = hist(out, "strux_ttft_ms", "Time from receipt to the first output token, ms.",
                   &m->ttft);

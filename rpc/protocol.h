@@ -104,6 +104,7 @@ typedef struct sx_rpc_req {
     sx_sampling   sampling;
     int           max_tokens;
     int           n;             /* choices to generate, 1..SX_RPC_MAX_N (1 for CHOICES) */
+    int           speculate;     /* -1: the server's default; else sx_gen_speculate */
     int           logprobs;      /* 1: report per-token log-probs */
     int           top_logprobs;  /* 0..SX_SAMPLER_MAX_TOPN alternatives per token */
     int           scores;        /* CHOICES: compute label probabilities (default 1) */
@@ -130,6 +131,11 @@ void sx_rpc_req_free(sx_rpc_req *r);
  * the OpenAI route.  `at` is the JSON Pointer for errors. */
 int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_limits *lim,
                            const char *at, sx_error *err);
+
+/* `speculate`: "off", "ngram", "draft", or a boolean (true = the server's
+ * default mode, false = off) into r->speculate.  Same output either way;
+ * only the speed changes (engine/generate.h). */
+int  sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err);
 
 /* Checks a `messages` array (role system/user/assistant, content a
  * string) into r->msgs.  strict: other members of a message are errors,

@@ -160,6 +160,10 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
         return bad(err, "/top_logprobs", "top_logprobs needs logprobs: true");
     s->top_n = r->logprobs ? r->top_logprobs : 0;
     r->n = 1;
+    r->speculate = -1;
+    const json_t *spec = json_object_get(root, "speculate");
+    if (spec && (rc = sx_rpc_req_set_speculate(r, spec, "/speculate", err)))
+        return rc;
     if ((rc = integer(root, "n", 1, SX_RPC_MAX_N, &set, &i, err)))
         return rc;
     if (set)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/generate.h"
 #include "rpc/protocol.h"
 
 void sx_rpc_limits_default(sx_rpc_limits *l)
@@ -312,12 +313,26 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
     return SX_OK;
 }
 
+int sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err)
+{
+    if (json_is_boolean(v)) {
+        r->speculate = json_is_true(v) ? -1 : SX_SPEC_OFF;
+        return SX_OK;
+    }
+    int m = json_is_string(v) ? sx_gen_speculate_parse(json_string_value(v)) : -1;
+    if (m < 0)
+        return sx_err_setp(err, SX_EINVAL, at, -1,
+                           "speculate must be \"off\", \"ngram\", \"draft\" or a boolean");
+    r->speculate = m;
+    return SX_OK;
+}
+
 /* ---- the request ---------------------------------------------------------- */
 
 static const char *const known_fields[] = {
     "id", "schema", "choices", "regex", "json_object", "messages", "document", "instruction",
     "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
-    "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", NULL,
+    "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", "speculate", NULL,
 };
 
 static int check_fields(const json_t *root, sx_error *err)
@@ -467,6 +482,10 @@ static int parse_sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits
                                lim->max_tokens);
         r->max_tokens = (int)i;
     }
+    r->speculate = -1;
+    if ((v = json_object_get(root, "speculate")) &&
+        (rc = sx_rpc_req_set_speculate(r, v, "/speculate", err)))
+        return rc;
     r->n = 1;
     if ((v = json_object_get(root, "n"))) {
         if ((rc = get_int(v, "n", 1, SX_RPC_MAX_N, &i, err)))

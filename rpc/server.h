@@ -52,6 +52,8 @@ typedef struct sx_rpc_backend_ops {
     /* the engine's LM-head counters (engine.h); NULL when there are none */
     void    (*lm_stats)(void *b, sx_engine_lm_stats *out);
     void    (*free)(void *b);
+    /* speculation counters (sx_gen_spec_stats); NULL when there are none */
+    void    (*spec_stats)(void *b, int64_t *drafted, int64_t *accepted);
 } sx_rpc_backend_ops;
 
 typedef struct sx_rpc_backend {
@@ -64,6 +66,9 @@ typedef struct sx_rpc_backend {
 int  sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
                             sx_rpc_backend *out, sx_error *err);
 void sx_rpc_backend_free(sx_rpc_backend *b);
+/* The draft model of speculate "draft" for the real backend (before the
+ * server starts; sx_gen_set_draft).  Borrowed: it must outlive b. */
+int  sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_engine *draft, sx_error *err);
 
 /* Exact label scoring on the engine: the prompt is prefilled once into a
  * sequence (chunks of `chunk` tokens), each label is run on a fork that
@@ -89,6 +94,11 @@ typedef struct sx_rpc_server_opts {
     double             default_timeout_s; /* when a request gives none (default 300) */
     sx_gr_opts         gr;          /* grammar options (zero = sx_gr_opts_default) */
     FILE              *log;         /* one line per request; NULL = silent */
+    /* Speculative decoding, opt-in: the mode of requests that do not say
+     * (sx_gen_speculate; 0 = off, and then requests may not ask for it),
+     * and the tokens drafted per step (0 = 4). */
+    int                speculate;
+    int                draft_k;
 } sx_rpc_server_opts;
 
 void sx_rpc_server_opts_default(sx_rpc_server_opts *o);

@@ -39,6 +39,7 @@ typedef struct rpc_metrics {
     uint64_t steps;
     uint64_t recheck_failures;               /* outputs the validator refused: grammar bugs */
     sx_engine_lm_stats lm;                   /* the engine's, after the last step */
+    int64_t  spec_drafted, spec_accepted;    /* the generator's, after the last step */
     rpc_hist ttft, tpot, total, queue, batch;
 } rpc_metrics;
 
@@ -59,6 +60,8 @@ void rpc_metrics_request(rpc_metrics *m, int via, int code, int n_prompt, int n_
 void rpc_metrics_recheck_failure(rpc_metrics *m);
 /* lm: the engine's LM-head counters now, or NULL */
 void rpc_metrics_step(rpc_metrics *m, int batch, const sx_engine_lm_stats *lm);
+/* speculation counters after a step */
+void rpc_metrics_spec(rpc_metrics *m, int64_t drafted, int64_t accepted);
 /* Prometheus text exposition format 0.0.4. */
 int  rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out);
 

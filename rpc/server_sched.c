@@ -496,6 +496,15 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     p.sampling = j->req.sampling;
     p.max_tokens = j->req.max_tokens;
     p.prefix_len = j->prefix_len;
+    /* speculation is opt-in per server; a request may turn it off or pick
+     * a mode the server runs */
+    p.speculate = j->req.speculate < 0 ? s->o.speculate : j->req.speculate;
+    p.draft_k = s->o.draft_k;
+    if (p.speculate != SX_SPEC_OFF && s->o.speculate == SX_SPEC_OFF) {
+        rpc_fail(j, SX_RPC_BAD_REQUEST, "this server runs without speculative decoding "
+                 "(struxd --speculate)", "/speculate", NULL);
+        return;
+    }
     for (int k = 0; k < n_seq; k++) {
         /* choice k's own stream; the others fork choice 0's prefill */
         p.sampling.seed = j->req.sampling.seed + (uint64_t)k;
@@ -651,6 +660,11 @@ void *rpc_sched_main(void *arg)
                 if (has_lm)
                     s->be->ops->lm_stats(s->be->b, &lm);
                 rpc_metrics_step(&s->metrics, n_live, has_lm ? &lm : NULL);
+                if (s->be->ops->spec_stats) {
+                    int64_t sd, sa;
+                    s->be->ops->spec_stats(s->be->b, &sd, &sa);
+                    rpc_metrics_spec(&s->metrics, sd, sa);
+                }
             }
         }
         pthread_mutex_lock(&s->mu);

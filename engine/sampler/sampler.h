@@ -67,4 +67,17 @@ int  sx_sampler_accept(sx_sampler *s, int32_t token);
 /* Forgets the last n accepted tokens (rollback). */
 void sx_sampler_rollback(sx_sampler *s, int n);
 
+/* Speculative sampling's accept/resample rule (sampler_spec.c), for a
+ * draft token x drawn from the draft distribution q when the target's is
+ * p (both over n tokens, each summing to 1): x is kept with probability
+ * min(1, p(x)/q(x)) (u_accept decides), else a token is drawn from
+ * max(0, p - q) renormalised (u_resample decides).  The token returned is
+ * then distributed exactly as p.  q = NULL is a point mass at x (a
+ * deterministic draft: prompt lookup, a greedy draft model): keep x with
+ * probability p(x), else draw from p without x -- which is what drawing
+ * from p and comparing with x does, the way sx_gen verifies drafts.
+ * *accepted (optional) says whether x was kept. */
+int32_t sx_spec_accept(const float *p, const float *q, int n, int32_t x, double u_accept,
+                       double u_resample, int *accepted);
+
 #endif

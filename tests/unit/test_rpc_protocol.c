@@ -520,6 +520,34 @@ static void choices_keep_full_precision(void **state)
     sx_rpc_req_free(&r);
 }
 
+/* `speculate`: absent = the server's mode (-1), names and booleans parse,
+ * anything else is bad_request at /speculate, on both routes. */
+static void speculate_field(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    static const char *const vals[] = {"", ",\"speculate\":\"ngram\"", ",\"speculate\":\"draft\"",
+                                       ",\"speculate\":\"off\"", ",\"speculate\":true",
+                                       ",\"speculate\":false"};
+    static const int want[] = {-1, SX_SPEC_NGRAM, SX_SPEC_DRAFT, SX_SPEC_OFF, -1, SX_SPEC_OFF};
+    for (int i = 0; i < 6; i++) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "{\"document\":\"x\"%s}", vals[i]);
+        assert_int_equal(parse(buf, &r, &e), 0);
+        assert_int_equal(r.speculate, want[i]);
+        sx_rpc_req_free(&r);
+        sx_rpc_limits lim;
+        sx_rpc_limits_default(&lim);
+        snprintf(buf, sizeof buf, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]%s}", vals[i]);
+        assert_int_equal(sx_rpc_openai_parse(buf, strlen(buf), &lim, &r, &e), 0);
+        assert_int_equal(r.speculate, want[i]);
+        sx_rpc_req_free(&r);
+    }
+    refused("{\"document\":\"x\",\"speculate\":\"medusa\"}", SX_RPC_BAD_REQUEST, "/speculate");
+    refused("{\"document\":\"x\",\"speculate\":1}", SX_RPC_BAD_REQUEST, "/speculate");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +563,7 @@ int main(void)
         cmocka_unit_test(outputs_are_rechecked),
         cmocka_unit_test(responses_round_trip),
         cmocka_unit_test(choices_keep_full_precision),
+        cmocka_unit_test(speculate_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

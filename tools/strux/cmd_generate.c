@@ -46,6 +46,11 @@ static void usage(FILE *f)
         "  --seed N             sampling seed (default 0): same seed, same reply\n"
         "  --n N                N replies (1..16) from one prefill of the prompt: reply i\n"
         "                       samples with seed + i, so it equals --seed (seed + i) alone\n"
+        "speculative decoding (same reply, faster when drafts are right):\n"
+        "  --speculate MODE     off (default), ngram (drafts copied from the prompt and\n"
+        "                       the reply so far) or draft (a draft model's greedy tokens)\n"
+        "  --draft-k K          tokens drafted per step, verified in one pass (1..16, 4)\n"
+        "  --draft-model DIR    the draft model: a smaller Qwen3 with the same tokenizer\n"
         "output:\n"
         "  --stream             print tokens as they are generated (default: at the end)\n"
         "  --print-ids          also print the generated token ids on one line\n"
@@ -69,6 +74,22 @@ static void usage(FILE *f)
         "Timings (TTFT, prefill and decode tokens/s) go to stderr, and with a grammar how\n"
         "much of the LM head its masks let the engine skip.  Exit status 0 when\n"
         "a reply was produced (and validates, with --schema), 1 otherwise, 2 on usage.\n");
+}
+
+/* The draft model of --speculate draft: its own engine (same options, a
+ * smaller KV cache) handed to gen. */
+static int load_draft(const char *dir, const sx_engine_opts *eo, sx_gen *gen, sx_model **m,
+                      sx_engine **e)
+{
+    sx_error err;
+    sx_engine_opts o = *eo;
+    o.kv_tokens = 16384;
+    if (sx_model_load(dir, m, &err) || sx_engine_new(*m, &o, e, &err) ||
+        sx_gen_set_draft(gen, *e, &err)) {
+        fprintf(stderr, "strux generate: --draft-model: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 typedef struct run_state {
@@ -267,6 +288,7 @@ int cmd_generate(int argc, char **argv)
     gp.sampling.temperature = 0;
     gp.max_tokens = 256;
     int top_logprobs = 0, n_replies = 1;
+    const char *draft_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -322,6 +344,12 @@ int cmd_generate(int argc, char **argv)
             bad = tool_parse_long("generate", a, val, 0, SX_SAMPLER_MAX_TOPN, &n) || (top_logprobs = (int)n, 0);
         else if (!strcmp(a, "--n"))
             bad = tool_parse_long("generate", a, val, 1, GEN_MAX_N, &n) || (n_replies = (int)n, 0);
+        else if (!strcmp(a, "--speculate"))
+            bad = (gp.speculate = sx_gen_speculate_parse(val)) < 0 &&
+                  (fprintf(stderr, "strux generate: --speculate takes off, ngram or draft\n"), 1);
+        else if (!strcmp(a, "--draft-k"))
+            bad = tool_parse_long("generate", a, val, 1, 16, &n) || (gp.draft_k = (int)n, 0);
+        else if (!strcmp(a, "--draft-model")) draft_dir = val;
         else if (!strcmp(a, "--threads"))
             bad = tool_parse_long("generate", a, val, 0, 1024, &n) || (threads = (int)n, 0);
         else if (!strcmp(a, "--seed"))
@@ -359,6 +387,10 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "strux generate: --stream prints one reply; drop it with --n\n");
         return 2;
     }
+    if ((gp.speculate == SX_SPEC_DRAFT) != !!draft_dir) {
+        fprintf(stderr, "strux generate: --draft-model goes with --speculate draft\n");
+        return 2;
+    }
     gp.sampling.top_n = top_logprobs;
     {
         /* before the model loads: a typo should not cost the load */
@@ -374,7 +406,8 @@ int cmd_generate(int argc, char **argv)
     sx_error err;
     sx_err_clear(&err);
     sx_model *model = NULL;
-    sx_engine *eng = NULL;
+    sx_engine *eng = NULL, *deng = NULL;
+    sx_model *dmodel = NULL;
     sx_gen *gen = NULL;
     sx_tokenizer *tok = NULL;
     sx_vocab *v = NULL;
@@ -424,6 +457,8 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "strux generate: %s\n", err.msg);
         goto done;
     }
+    if (draft_dir && load_draft(draft_dir, &eo, gen, &dmodel, &deng))
+        goto done;
     for (int k = 0; k < n_replies; k++)
         sts[k].tok = tok;
     if (tool_is_random_model(model_dir))
@@ -470,6 +505,12 @@ int cmd_generate(int argc, char **argv)
     if (n_replies > 1)
         fprintf(stderr, "%d replies: the model ran %lld tokens for a prompt of %zu\n", n_replies,
                 (long long)ls.tokens, pids.n);
+    if (gp.speculate) {
+        int64_t sd, sa;
+        sx_gen_spec_stats(gen, &sd, &sa);
+        fprintf(stderr, "speculation: %lld of %lld drafted tokens accepted (%.1f%%)\n",
+                (long long)sa, (long long)sd, sd ? 100.0 * (double)sa / (double)sd : 0.0);
+    }
     if (ls.heads > 0)
         fprintf(stderr, "LM head under grammar masks: %lld of %lld panels read (%.1f%%) in %lld "
                 "steps%s\n", (long long)ls.panels_computed, (long long)ls.panels_dense,
@@ -479,6 +520,8 @@ done:
     sx_gen_free(gen);
     sx_engine_free(eng);
     sx_model_free(model);
+    sx_engine_free(deng);
+    sx_model_free(dmodel);
     sx_gr_free(g);
     sx_vocab_free(v);
     sx_tok_free(tok);

@@ -48,6 +48,14 @@ static void usage(FILE *f)
         "  --kv-bf16                keep the KV cache in bf16: half the memory per cached\n"
         "                           token (--kv-tokens can double in the same RAM) and\n"
         "                           less to read per decoded token; logits change slightly\n"
+        "speculative decoding (opt-in; same outputs, faster when drafts are right)\n"
+        "  --speculate MODE         ngram (drafts copied from the prompt and the text so\n"
+        "                           far) or draft (a draft model's tokens): the default of\n"
+        "                           requests, which may say \"speculate\": \"off\"/false\n"
+        "                           (default: off, and requests may not turn it on)\n"
+        "  --draft-model DIR        the draft model of --speculate draft: a smaller Qwen3\n"
+        "                           with the same tokenizer\n"
+        "  --draft-k K              tokens drafted per step, verified in one pass (1..16, 4)\n"
         "network\n"
         "  --listen URL             nng address, repeatable: tcp://HOST:PORT or\n"
         "                           ipc:///PATH (default tcp://127.0.0.1:7400 when\n"
@@ -122,7 +130,9 @@ int main(int argc, char **argv)
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
-    int prop_order = 0;
+    int prop_order = 0, speculate = 0;
+    long draft_k = 4;
+    const char *draft_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0, takes = 1;
@@ -144,6 +154,15 @@ int main(int argc, char **argv)
             }
             if (v)
                 listen[n_listen++] = v;
+        } else if (!strcmp(a, "--speculate")) {
+            if (v && (speculate = sx_gen_speculate_parse(v)) < 0) {
+                fprintf(stderr, "struxd: --speculate takes off, ngram or draft\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--draft-model")) {
+            draft_dir = v;
+        } else if (!strcmp(a, "--draft-k")) {
+            bad = parse_long(a, v, 1, 16, &draft_k);
         } else if (!strcmp(a, "--threads")) {
             bad = parse_long(a, v, 0, 4096, &threads);
         } else if (!strcmp(a, "--max-batch")) {
@@ -210,6 +229,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "struxd: --model DIR is required (see --help)\n");
         return 2;
     }
+    if ((speculate == SX_SPEC_DRAFT) != !!draft_dir) {
+        fprintf(stderr, "struxd: --draft-model goes with --speculate draft\n");
+        return 2;
+    }
     if (int8 && q4) {
         fprintf(stderr, "struxd: give at most one of --int8, --q4\n");
         return 2;
@@ -234,7 +257,8 @@ int main(int argc, char **argv)
     sx_model *model = NULL;
     sx_tokenizer *tok = NULL;
     sx_vocab *vocab = NULL;
-    sx_engine *engine = NULL;
+    sx_engine *engine = NULL, *dengine = NULL;
+    sx_model *dmodel = NULL;
     sx_rpc_backend be = {0};
     sx_rpc_server *srv = NULL;
     char path[4096];
@@ -271,6 +295,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "struxd: %s\n", err.msg);
         goto done;
     }
+    if (draft_dir) {
+        /* the draft model: its own engine and cache, same options */
+        sx_engine_opts deo = eo;
+        deo.max_seqs = (int)max_batch + 1;
+        if (sx_model_load(draft_dir, &dmodel, &err) || sx_engine_new(dmodel, &deo, &dengine, &err) ||
+            sx_rpc_gen_backend_set_draft(&be, dengine, &err)) {
+            fprintf(stderr, "struxd: --draft-model: %s\n", err.msg);
+            goto done;
+        }
+    }
     if (!model_name) {
         const char *slash = strrchr(model_dir, '/');
         model_name = slash && slash[1] ? slash + 1 : model_dir;
@@ -298,6 +332,8 @@ int main(int argc, char **argv)
     }
     so.gr.prop_order = prop_order;
     so.log = quiet ? NULL : stderr;
+    so.speculate = speculate;
+    so.draft_k = (int)draft_k;
     if (sx_rpc_server_new(&so, tok, vocab, &be, &srv, &err) ||
         sx_rpc_server_start(srv, &err)) {
         fprintf(stderr, "struxd: %s\n", err.msg);
@@ -343,6 +379,8 @@ done:
     sx_rpc_server_free(srv);
     sx_rpc_backend_free(&be);
     sx_engine_free(engine);
+    sx_engine_free(dengine);
+    sx_model_free(dmodel);
     sx_vocab_free(vocab);
     sx_tok_free(tok);
     sx_model_free(model);
