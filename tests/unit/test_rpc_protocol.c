@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/generate.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/validator/validator.h"
 #include "rpc/protocol.h"
