@@ -237,6 +237,17 @@ def cmd_accept(a):
     llm = Llama(model_path=a.gguf, vocab_only=True, verbose=False)
     vocab = llama_cpp.llama_model_get_vocab(llm._model.model)
     for f in a.schemas:
+        # each schema in a forked child: llama.cpp's grammar code can crash the process
+        # (a segfault on some MaskBench schemas), which counts as not accepted
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid:
+            _, status = os.waitpid(pid, 0)
+            if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+                emit({"schema": f, "accepted": False, "crash": True,
+                      "error": f"child died (signal {sig}, status {status})"})
+            continue
         row = {"schema": f}
         try:
             text = open(f, encoding="utf-8").read()
@@ -250,6 +261,7 @@ def cmd_accept(a):
             row["accepted"] = False
             row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
         emit(row)
+        os._exit(0)
 
 
 def qwen3_chat(prompt):
