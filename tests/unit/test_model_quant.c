@@ -81,8 +81,11 @@ static int argmax(const float *v, int n)
 }
 
 /* prefill of prompt + greedy[:-1] (every row), then greedy decoding one token
- * at a time from the prompt; returns the largest |logit - ref| */
-static double check_model(const char *dir, int mode, double atol, int check_greedy)
+ * at a time from the prompt; returns the largest |logit - ref|.  Argmax and
+ * greedy ids are compared where the reference's top two are more than
+ * gap_min apart. */
+static double check_model(const char *dir, int mode, double atol, double gap_min,
+                          int check_greedy)
 {
     sx_model *m = NULL;
     sx_engine *e = NULL;
@@ -113,7 +116,7 @@ static double check_model(const char *dir, int mode, double atol, int check_gree
                 fail_msg("%s mode %d: row %d id %d: %.5f, reference %.5f", dir, mode, row, id,
                          (double)l[id], ref_logit(&r, row, id));
         }
-        if (ref_gap(&r, row) > 2 * atol && row >= r.n_prompt - 1)
+        if (ref_gap(&r, row) > gap_min && row >= r.n_prompt - 1)
             assert_int_equal(argmax(l, r.vocab), r.ids[row + 1]);
     }
     sx_engine_seq_free(e, seq);
@@ -123,6 +126,12 @@ static double check_model(const char *dir, int mode, double atol, int check_gree
         assert_int_equal(sx_engine_step(e, &p, 1, lg, &err), 0);
         for (int i = 0; i < r.n_greedy; i++) {
             int32_t tok = argmax(lg, r.vocab);
+            /* past a near tie of the reference, either choice is right and
+             * the two continuations part */
+            if (ref_gap(&r, r.n_prompt - 1 + i) <= gap_min) {
+                print_message("  %s: greedy compared for %d steps (then a near tie)\n", dir, i);
+                break;
+            }
             if (tok != r.ids[r.n_prompt + i])
                 fail_msg("%s mode %d: greedy step %d: %d, reference %d", dir, mode, i, tok,
                          r.ids[r.n_prompt + i]);
@@ -190,10 +199,12 @@ static void test_awq_matches_reference(void **state)
     /* the layer matrices are the checkpoint's 4 bits in every mode; only
      * the lm_head follows it */
     /* the random fixture's logits reach +-23: int8 activations move them
-     * by up to ~0.45 (2%), never a greedy choice (gaps > 0.2) */
-    check_model(QDIR "/awq", SX_W_BF16, 0.6, 1);
+     * by up to ~0.5 (2%), their differences much less: argmax and greedy
+     * ids are held where the reference's top two are 0.2 apart (every
+     * greedy step of the fixture) */
+    check_model(QDIR "/awq", SX_W_BF16, 0.8, 0.2, 1);
     /* --q4 quantises the lm_head too: ~2.0 measured */
-    check_model(QDIR "/awq", SX_W_Q4, 3.0, 0);
+    check_model(QDIR "/awq", SX_W_Q4, 3.0, 6.0, 0);
 }
 
 static void test_fp8_matches_reference(void **state)
@@ -209,10 +220,10 @@ static void test_fp8_matches_reference(void **state)
     assert_non_null(m->layers[1].w_gate);
     assert_null(m->layers[1].q4[SX_MAT_GATE].q);
     sx_model_free(m);
-    check_model(QDIR "/fp8", SX_W_BF16, 2e-3, 1);
+    check_model(QDIR "/fp8", SX_W_BF16, 2e-3, 4e-3, 1);
     /* --int8 quantises the dequantised weights further (~0.5 measured on
      * logits of +-20); --q4 from bf16 has its own tests */
-    check_model(QDIR "/fp8", SX_W_INT8, 1.0, 0);
+    check_model(QDIR "/fp8", SX_W_INT8, 1.0, 2.0, 0);
 }
 
 /* AWQ panels + zero correction vs the dequantised matrix in f64, on every
@@ -446,7 +457,7 @@ static void test_bad_tensors(void **state)
                       "quantization_config.bits", NULL);
     snprintf(t, sizeof t, "%sweight", L);
     expect_load_error(QDIR "/fp8", t, "dtype", "\"I8\"", NULL, "I8", "not supported");
-    mutate_shape = "[256, 64]";   /* the same bytes as I32 */
+    mutate_shape = "[264, 64]";   /* the same bytes as I32 */
     expect_load_error(QDIR "/fp8", "lm_head.weight", "dtype", "\"I32\"", NULL,
                       "lm_head.weight: dtype expected BF16, F16 or F32 got I32", NULL);
 }
