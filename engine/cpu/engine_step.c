@@ -89,7 +89,7 @@ static void mm_rows(const pass *p, const sx_wmat *w, float *y, long ldy, int a, 
     if (w->q4) {
         p->e->kr->mm_q4(w->q4, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
         if (w->zb)
-            sx_q4_zero_correct(w->zb, w->awq->group, w->cols, p->mm_in, p->mm_ntok,
+            sx_q4_zero_correct(w->zb, w->rows, w->awq->group, w->cols, p->mm_in, p->mm_ntok,
                                p->e->kr->tile, y, ldy, a, b);
     }
     else if (w->q8)
