@@ -479,6 +479,14 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
                                              (SX_PANEL * SX_Q4_GROUP)
                      : mode == SX_W_INT8 ? layer_w + head_w + rows * 4
                                          : 2 * (layer_w + head_w);
+    /* an AWQ checkpoint: its layers are q4 panels plus a 4-byte zero
+     * correction per row and group in every mode; the mode is the head's */
+    if (m->quant.method == SX_QUANT_AWQ) {
+        double q4b = (double)SX_Q4_GROUP_BYTES / (SX_PANEL * SX_Q4_GROUP);
+        double head_b = mode == SX_W_Q4 ? head_w * q4b
+                        : mode == SX_W_INT8 ? head_w + (double)V * 4 : 2 * head_w;
+        bytes_tok = layer_w * (q4b + 4.0 / m->quant.group) + head_b;
+    }
     float *lg = malloc((size_t)16 * V * sizeof *lg);
     int ntok = (prompt > g_dctx ? prompt : g_dctx) + 2 * n_decode + 64;
     int32_t *tok = malloc((size_t)ntok * sizeof *tok);
@@ -494,6 +502,9 @@ static int run_mode(const sx_model *m, int mode, int act, int threads, int promp
            sx_engine_cpu_path(e));
     if (mode != SX_W_BF16)
         printf("%s quantise_s: %.2f\n", name, t_new);
+    /* every mode: the engine's start-up (repacking; an AWQ checkpoint's
+     * 4-bit layers go into the q4 panels here) */
+    printf("%s engine_new_s: %.2f\n", name, t_new);
     printf("%s weight_bytes_per_token: %.0f (%.1f MB)\n", name, bytes_tok, bytes_tok / 1e6);
 
     /* every row's logits of a fixed sequence, for the int8 quality figures */

@@ -37,6 +37,11 @@ static int check_model(const sx_model *m, sx_error *err)
         return sx_err_set(err, SX_ELIMIT, "cuda engine: model dimensions too large");
     if (!m->embed || !m->lm_head || !m->final_norm || !m->layers)
         return sx_err_set(err, SX_EINVAL, "cuda engine: model is missing tensors");
+    // AWQ matrices are 4-bit only (FP8 ones arrive dequantised to bf16)
+    if (m->quant.method == SX_QUANT_AWQ)
+        return sx_err_set(err, SX_EUNSUPPORTED,
+                          "cuda engine: AWQ checkpoints are not supported on the GPU (run them "
+                          "on the CPU engine, or use the bf16 or FP8 checkpoint)");
     for (int l = 0; l < c->n_layers; l++) {
         const sx_layer_weights *w = &m->layers[l];
         if (!w->wq || !w->wk || !w->wv || !w->wo || !w->w_gate || !w->w_up || !w->w_down ||

@@ -201,6 +201,21 @@ void   sx_quant_q4_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q
  * weights' +8).  The one definition every q4 path follows. */
 void   sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx,
                      int32_t *s8);
+/* AWQ weights (w = (q - zero) * scale per row and `group` k, q and zero
+ * in 0..15, q as sx_q4_matrix in engine/model/model.h holds it: row-major
+ * [rows][k/2], even k in the low nibble) into the q4 panels: rows [r0, r1)
+ * (r0 a multiple of SX_PANEL) get nibbles q and their group's scale, so the
+ * panels give (q - 8) * scale; zb[g * sx_pad_rows(rows) + r] = (8 - zero) *
+ * scale is the rest (0 for padding rows), group-major so the correction's
+ * row loop is contiguous.  group a multiple of SX_Q4_GROUP, k of
+ * group. */
+void   sx_pack_q4_awq(const uint8_t *q, const uint16_t *scale, const uint8_t *zero, int rows,
+                      int k, int group, int r0, int r1, uint8_t *wp, float *zb);
+/* After a q4 kernel over AWQ panels: y[t*ldy + r] += sum_g zb[g][r] * (sum
+ * of token t's activations over group g), exact f32 activations from the
+ * packed xp (tile `tile`), rows [r0, r1).  Scalar: 1/group of the work. */
+void   sx_q4_zero_correct(const float *zb, int rows, int group, int k, const float *xp,
+                          int n_tok, int tile, float *y, long ldy, int r0, int r1);
 float    sx_f16_to_f32(uint16_t h);
 uint16_t sx_f32_to_f16(float f);   /* round to nearest even; overflow to +-inf */
 

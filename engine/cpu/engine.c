@@ -29,8 +29,19 @@ static int check_model(const sx_model *m, sx_error *err)
         return sx_err_set(err, SX_EINVAL, "engine: model is missing tensors");
     for (int l = 0; l < c->n_layers; l++) {
         const sx_layer_weights *w = &m->layers[l];
-        if (!w->wq || !w->wk || !w->wv || !w->wo || !w->w_gate || !w->w_up || !w->w_down ||
-            !w->attn_norm || !w->mlp_norm || !w->q_norm || !w->k_norm)
+        const uint16_t *mat[SX_MAT_COUNT] = {w->wq, w->wk, w->wv, w->wo, w->w_gate, w->w_up,
+                                             w->w_down};
+        for (int i = 0; i < SX_MAT_COUNT; i++) {
+            if (!mat[i] && !w->q4[i].q)
+                return sx_err_set(err, SX_EINVAL, "engine: layer %d is missing tensors", l);
+            /* the panels hold 32 k per scale; an AWQ group must be whole ones */
+            if (w->q4[i].q && (w->q4[i].group % SX_Q4_GROUP || w->q4[i].group <= 0 ||
+                               w->q4[i].cols % w->q4[i].group))
+                return sx_err_set(err, SX_EUNSUPPORTED,
+                                  "engine: AWQ group_size %d is not a multiple of %d dividing "
+                                  "%d", w->q4[i].group, SX_Q4_GROUP, w->q4[i].cols);
+        }
+        if (!w->attn_norm || !w->mlp_norm || !w->q_norm || !w->k_norm)
             return sx_err_set(err, SX_EINVAL, "engine: layer %d is missing tensors", l);
     }
     return SX_OK;
@@ -40,6 +51,21 @@ static sx_wmat wmat(const uint16_t *w, int rows, int cols)
 {
     sx_wmat m = { .src = w, .rows = rows, .cols = cols };
     return m;
+}
+
+/* a layer matrix: the bf16 one, or the checkpoint's 4-bit one */
+static sx_wmat lmat(const sx_layer_weights *lw, int i, const uint16_t *w, int rows, int cols)
+{
+    sx_wmat m = wmat(w, rows, cols);
+    if (lw->q4[i].q)
+        m.awq = &lw->q4[i];
+    return m;
+}
+
+/* AWQ matrices are q4 in every mode: the mode applies to the others */
+static int wmode(const sx_engine *e, const sx_wmat *w)
+{
+    return w->awq ? SX_W_Q4 : e->mode;
 }
 
 /* Every matrix is repacked into panels (int8 and q4 modes: quantised
@@ -64,7 +90,10 @@ static void pack_run(void *arg, int tid, int nth)
         if (a >= b)
             continue;
         int r0 = (int)(a * SX_PANEL), r1 = (int)(b * SX_PANEL);
-        if (pc->mode == SX_W_Q4)
+        if (w->awq)
+            sx_pack_q4_awq(w->awq->q, w->awq->scale, w->awq->zero, w->rows, w->cols,
+                           w->awq->group, r0, r1, (uint8_t *)w->q4, (float *)w->zb);
+        else if (pc->mode == SX_W_Q4)
             sx_pack_q4(w->src, w->rows, w->cols, r0, r1, (uint8_t *)w->q4);
         else if (pc->mode == SX_W_INT8)
             sx_pack_q8(w->src, w->rows, w->cols, r0, r1, pc->q8_layout, (int8_t *)w->q8,
@@ -87,16 +116,19 @@ static int pack_weights(sx_engine *e, sx_error *err)
         mats[j++] = &L->gate; mats[j++] = &L->up; mats[j++] = &L->down;
     }
     mats[j++] = &e->lm_head;
-    size_t bytes = 0, rows = 0;
+    size_t bytes = 0, rows = 0, zbs = 0;
     long panels = 0;
     for (int i = 0; i < n; i++) {
         sx_wmat *w = mats[i];
-        bytes += e->mode == SX_W_Q4     ? sx_pack_q4_size(w->rows, w->cols)
-                 : e->mode == SX_W_INT8 ? sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout)
-                                        : sx_pack_bf16_size(w->rows, w->cols) * sizeof(uint16_t);
+        int md = wmode(e, w);
+        bytes += md == SX_W_Q4     ? sx_pack_q4_size(w->rows, w->cols)
+                 : md == SX_W_INT8 ? sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout)
+                                   : sx_pack_bf16_size(w->rows, w->cols) * sizeof(uint16_t);
         bytes = (bytes + 63) & ~(size_t)63;
         rows += (size_t)sx_pad_rows(w->rows);
         panels += sx_pad_rows(w->rows) / SX_PANEL;
+        if (w->awq)
+            zbs += (size_t)sx_pad_rows(w->rows) * (size_t)(w->cols / w->awq->group);
     }
     /* 2 MiB pages where the kernel allows: decode streams every byte of this
      * once per token, and 4 KiB pages cost it a third of the bandwidth */
@@ -108,18 +140,25 @@ static int pack_weights(sx_engine *e, sx_error *err)
         (void)madvise(e->wmem, e->wmem_bytes, MADV_HUGEPAGE);
     if (e->mode == SX_W_INT8)
         e->wscale = malloc(rows * sizeof(float));
-    if (!e->wmem || (e->mode == SX_W_INT8 && !e->wscale)) {
+    if (zbs)
+        e->wzb = malloc(zbs * sizeof(float));
+    if (!e->wmem || (e->mode == SX_W_INT8 && !e->wscale) || (zbs && !e->wzb)) {
         free(mats);
         return sx_err_set(err, SX_ENOMEM, "engine: cannot allocate %zu bytes of packed weights",
                           bytes);
     }
-    size_t off = 0, ro = 0;
+    size_t off = 0, ro = 0, zo = 0;
     for (int i = 0; i < n; i++) {
         sx_wmat *w = mats[i];
-        if (e->mode == SX_W_Q4) {
+        int md = wmode(e, w);
+        if (w->awq) {
+            w->zb = e->wzb + zo;
+            zo += (size_t)sx_pad_rows(w->rows) * (size_t)(w->cols / w->awq->group);
+        }
+        if (md == SX_W_Q4) {
             w->q4 = (uint8_t *)e->wmem + off;
             off += sx_pack_q4_size(w->rows, w->cols);
-        } else if (e->mode == SX_W_INT8) {
+        } else if (md == SX_W_INT8) {
             w->q8 = (int8_t *)e->wmem + off;
             w->scale = e->wscale + ro;
             off += sx_pack_q8_size(w->rows, w->cols, e->kr->q8_layout);
@@ -215,13 +254,13 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
     for (int l = 0; l < c->n_layers; l++) {
         const sx_layer_weights *w = &m->layers[l];
         sx_elayer *L = &e->layers[l];
-        L->wq = wmat(w->wq, qd, c->hidden);
-        L->wk = wmat(w->wk, kvd, c->hidden);
-        L->wv = wmat(w->wv, kvd, c->hidden);
-        L->wo = wmat(w->wo, c->hidden, qd);
-        L->gate = wmat(w->w_gate, c->intermediate, c->hidden);
-        L->up = wmat(w->w_up, c->intermediate, c->hidden);
-        L->down = wmat(w->w_down, c->hidden, c->intermediate);
+        L->wq = lmat(w, SX_MAT_Q, w->wq, qd, c->hidden);
+        L->wk = lmat(w, SX_MAT_K, w->wk, kvd, c->hidden);
+        L->wv = lmat(w, SX_MAT_V, w->wv, kvd, c->hidden);
+        L->wo = lmat(w, SX_MAT_O, w->wo, c->hidden, qd);
+        L->gate = lmat(w, SX_MAT_GATE, w->w_gate, c->intermediate, c->hidden);
+        L->up = lmat(w, SX_MAT_UP, w->w_up, c->intermediate, c->hidden);
+        L->down = lmat(w, SX_MAT_DOWN, w->w_down, c->hidden, c->intermediate);
     }
     e->lm_head = wmat(m->lm_head, c->vocab_rows, c->hidden);
     sx_cpu_rope_inv_freq(c->rope_theta, c->head_dim, e->inv_freq);
@@ -248,6 +287,7 @@ void sx_engine_free(sx_engine *e)
     if (e->wmem)
         munmap(e->wmem, e->wmem_bytes);
     free(e->wscale);
+    free(e->wzb);
     free(e->inv_freq);
     free(e->x);
     free(e->xin);

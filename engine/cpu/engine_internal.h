@@ -26,6 +26,10 @@ typedef struct sx_wmat {
     const float    *scale;
     const uint8_t  *q4;
     int             rows, cols;
+    /* AWQ matrices (always q4, whatever the mode): the model's 4-bit copy,
+     * and the zero correction (sx_pack_q4_awq) in sx_engine.wzb */
+    const sx_q4_matrix *awq;
+    const float    *zb;
 } sx_wmat;
 
 typedef struct sx_elayer {
@@ -64,6 +68,7 @@ struct sx_engine {
     void                  *wmem;        /* packed weights (mmap) */
     size_t                 wmem_bytes;
     float                 *wscale;      /* int8 row scales */
+    float                 *wzb;         /* AWQ zero corrections */
     sx_kv                  kv;
     float                 *inv_freq;    /* [head_dim/2] */
     float                  att_scale;

@@ -86,8 +86,12 @@ static void stage_norm(void *arg, int tid, int nth)
 /* rows [a, b) of y = in x w^T, a a multiple of SX_PANEL */
 static void mm_rows(const pass *p, const sx_wmat *w, float *y, long ldy, int a, int b)
 {
-    if (w->q4)
+    if (w->q4) {
         p->e->kr->mm_q4(w->q4, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
+        if (w->zb)
+            sx_q4_zero_correct(w->zb, w->rows, w->awq->group, w->cols, p->mm_in, p->mm_ntok,
+                               p->e->kr->tile, y, ldy, a, b);
+    }
     else if (w->q8)
         p->e->kr->mm_q8(w->q8, w->scale, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
     else

@@ -219,3 +219,74 @@ void sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *x
         s8[b] = 8 * sum;
     }
 }
+
+/* ---- AWQ checkpoints in the q4 panels ----
+ *
+ * AWQ stores w = (q - z) * s with q, z in 0..15 per group of `group` k.
+ * The panels hold w = (nib - 8) * scale, so nib = q and scale = s (AWQ's
+ * scales are f16 already) reproduce (q - 8) * s exactly, and the rest,
+ * (8 - z) * s, is one f32 per row and AWQ group: a zero correction added
+ * after the kernel as zb[g][r] * (sum of x over group g).  This keeps every
+ * q4 kernel path as it is (they stay symmetric), costs 4 bytes per 128
+ * weights, and loses nothing: storing zero-adjusted scales instead cannot
+ * express q - z, which spans -15..15, in 4 bits. */
+void sx_pack_q4_awq(const uint8_t *q, const uint16_t *scale, const uint8_t *zero, int rows, int k,
+                    int group, int r0, int r1, uint8_t *wp, float *zb)
+{
+    int ng = sx_q4_kpad(k) / SX_Q4_GROUP, nag = k / group;
+    size_t pstride = (size_t)ng * SX_Q4_GROUP_BYTES, ldz = (size_t)sx_pad_rows(rows);
+    for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+        uint8_t *pan = wp + (size_t)(p0 / SX_PANEL) * pstride;
+        for (int j = 0; j < SX_PANEL; j++) {
+            int r = p0 + j;
+            const uint8_t *qr = r < rows ? q + (size_t)r * (size_t)(k / 2) : NULL;
+            for (int g = 0; g < nag; g++)
+                zb[(size_t)g * ldz + (size_t)r] =
+                    r < rows ? (float)(8 - zero[(size_t)r * nag + g]) *
+                                   sx_f16_to_f32(scale[(size_t)r * nag + g])
+                             : 0.0f;
+            for (int g = 0; g < ng; g++) {
+                uint16_t h = r < rows ? scale[(size_t)r * nag + (size_t)g * SX_Q4_GROUP / group] : 0;
+                uint8_t *gb = pan + (size_t)g * SX_Q4_GROUP_BYTES, nib[SX_Q4_GROUP];
+                gb[2 * j] = (uint8_t)(h & 0xffu);
+                gb[2 * j + 1] = (uint8_t)(h >> 8);
+                for (int i = 0; i < SX_Q4_GROUP; i++) {
+                    int kk = g * SX_Q4_GROUP + i;
+                    nib[i] = qr && kk < k ? (uint8_t)(qr[kk / 2] >> (4 * (kk & 1)) & 15u) : 8;
+                }
+                for (int s = 0; s < SX_Q4_GROUP / 8; s++)
+                    for (int i = 0; i < 4; i++)
+                        gb[2 * SX_PANEL + s * 4 * SX_PANEL + 4 * j + i] =
+                            (uint8_t)(nib[8 * s + i] | nib[8 * s + 4 + i] << 4);
+            }
+        }
+    }
+}
+
+void sx_q4_zero_correct(const float *zb, int rows, int group, int k, const float *xp, int n_tok,
+                        int tile, float *y, long ldy, int r0, int r1)
+{
+    int k2 = (k + 1) / 2, nag = k / group;
+    size_t ldz = (size_t)sx_pad_rows(rows);
+    enum { MAXG = 1 << 13 };   /* k <= 2^18 (model_config.c), group >= 32 */
+    float xs[MAXG];
+    for (int t = 0; t < n_tok; t++) {
+        int j = t / tile, u = t % tile;
+        int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
+        const float *xt = xp + (size_t)j * tile * 2 * k2 + 2 * u;
+        for (int g = 0; g < nag; g++) {
+            float s = 0.0f;
+            for (int i = g * group / 2; i < (g + 1) * group / 2; i++)
+                s += xt[(size_t)i * 2 * tj] + xt[(size_t)i * 2 * tj + 1];
+            xs[g] = s;
+        }
+        /* group-major zb: the row loop is contiguous, so it vectorises */
+        float *restrict yt = y + (long)t * ldy;
+        for (int g = 0; g < nag; g++) {
+            const float *restrict zg = zb + (size_t)g * ldz;
+            float s = xs[g];
+            for (int r = r0; r < r1; r++)
+                yt[r] += zg[r] * s;
+        }
+    }
+}

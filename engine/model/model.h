@@ -11,6 +11,11 @@
  * from the mapping; f16/f32 files are converted to bf16 once at load (owned
  * buffers).  Norm weights are always converted to f32 (owned).
  *
+ * Quantised checkpoints (quantization_config in config.json,
+ * model_quant.c): AWQ matrices stay 4-bit (sx_layer_weights.q4); FP8
+ * matrices are dequantised to bf16 (owned) at load.  Embeddings, norms and
+ * lm_head are never quantised and load as above.
+ *
  * Ownership: sx_model_load returns a model the caller frees with
  * sx_model_free; all pointers inside stay valid until then.  A loaded model
  * is read-only and may be shared by any number of threads. */
@@ -35,6 +40,38 @@ typedef struct sx_qwen3_config {
     double rope_theta;    /* "rope_theta" */
 } sx_qwen3_config;
 
+/* quantization_config of config.json (model_quant.c).  SX_QUANT_NONE when
+ * the key is absent or null. */
+enum { SX_QUANT_NONE = 0, SX_QUANT_AWQ = 1, SX_QUANT_FP8 = 2 };
+#define SX_QUANT_MAX_SKIP 16
+typedef struct sx_quant_config {
+    int  method;         /* SX_QUANT_* */
+    int  group;          /* AWQ "group_size" (bits 4, zero_point, version gemm) */
+    int  block[2];       /* FP8 "weight_block_size" [rows, cols] (fmt e4m3) */
+    int  n_skip;         /* "modules_to_not_convert": names matched as substrings */
+    char skip[SX_QUANT_MAX_SKIP][96];
+} sx_quant_config;
+
+/* Parses the quantization_config of a config.json text.  Every field is
+ * checked: an unknown method, field or value is SX_EUNSUPPORTED (or
+ * SX_EFORMAT for a wrong type) naming the field, never ignored. */
+int sx_quant_config_parse(const char *json, size_t len, sx_quant_config *out, sx_error *err);
+
+/* A 4-bit matrix as an AWQ checkpoint holds it, transposed to the model's
+ * [rows = out][cols = in] orientation: q[r * cols/2 + i/2] holds k = i in
+ * its low nibble when i is even, its high nibble when odd; for group
+ * g = k / group, w = (q - zero[r * ng + g]) * f16(scale[r * ng + g]),
+ * ng = cols / group.  All owned by the model. */
+typedef struct sx_q4_matrix {
+    const uint8_t  *q;
+    const uint16_t *scale;  /* f16 */
+    const uint8_t  *zero;   /* 0..15 */
+    int             rows, cols, group;
+} sx_q4_matrix;
+
+/* the layer matrices in sx_layer_weights.q4 order */
+enum { SX_MAT_Q, SX_MAT_K, SX_MAT_V, SX_MAT_O, SX_MAT_GATE, SX_MAT_UP, SX_MAT_DOWN, SX_MAT_COUNT };
+
 /* Weights of one decoder layer.  Matrix shapes (rows x cols):
  *   wq [n_heads*head_dim x hidden]      wk, wv [n_kv_heads*head_dim x hidden]
  *   wo [hidden x n_heads*head_dim]
@@ -44,10 +81,14 @@ typedef struct sx_layer_weights {
     const uint16_t *wq, *wk, *wv, *wo;
     const uint16_t *w_gate, *w_up, *w_down;
     const float    *attn_norm, *mlp_norm, *q_norm, *k_norm;
+    /* AWQ checkpoints: q4[i].q is non-NULL where matrix i (SX_MAT_*) is
+     * 4-bit, and its bf16 pointer above is NULL then */
+    sx_q4_matrix    q4[SX_MAT_COUNT];
 } sx_layer_weights;
 
 typedef struct sx_model {
     sx_qwen3_config   cfg;
+    sx_quant_config   quant;      /* what the checkpoint was quantised with */
     const uint16_t   *embed;      /* [vocab_rows x hidden] bf16 */
     const uint16_t   *lm_head;    /* [vocab_rows x hidden]; == embed when tied */
     const float      *final_norm; /* [hidden] */
@@ -106,8 +147,10 @@ void sx_model_free(sx_model *m);
  *
  * Format: an 8-byte little-endian header length N, N bytes of JSON
  * {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__"?},
- * then the data section; offsets are relative to its start.  Only BF16, F16
- * and F32 are accepted; any other dtype is SX_EFORMAT naming the tensor.
+ * then the data section; offsets are relative to its start.  Only BF16, F16,
+ * F32, I32 and F8_E4M3 are accepted; any other dtype is SX_EFORMAT naming
+ * the tensor.  (The model loader takes I32 and F8_E4M3 only where a
+ * quantised checkpoint puts them.)
  *
  * Ownership: an sx_st_file / sx_st_set owns its mapping and tensor table
  * (names and data pointers stay valid until sx_st_close / sx_st_set_close).
@@ -116,7 +159,8 @@ void sx_model_free(sx_model *m);
  * new end would fault); every check is against its size at open time.
  * A writer owns its file descriptor until sx_st_writer_close. */
 
-enum { SX_ST_BF16 = 0, SX_ST_F16 = 1, SX_ST_F32 = 2 };
+enum { SX_ST_BF16 = 0, SX_ST_F16 = 1, SX_ST_F32 = 2, SX_ST_I32 = 3, SX_ST_F8_E4M3 = 4,
+       SX_ST_NDTYPES = 5 };
 #define SX_ST_MAX_DIMS 8
 #define SX_ST_MAX_HEADER 100000000u /* the reference implementation's limit */
 
@@ -132,7 +176,7 @@ typedef struct sx_st_tensor {
 
 typedef struct sx_st_file sx_st_file;
 
-/* "BF16", "F16", "F32" (or "?"), and the element size (0 if unknown). */
+/* "BF16", "F16", "F32", "I32", "F8_E4M3" (or "?"), and the element size (0 if unknown). */
 const char *sx_st_dtype_name(int dtype);
 size_t      sx_st_dtype_size(int dtype);
 

@@ -31,6 +31,33 @@ typedef struct sx_qwen3_tensor {
 int  sx_qwen3_tensor_count(const sx_qwen3_config *cfg, int with_lm_head);
 void sx_qwen3_tensor_at(const sx_qwen3_config *cfg, int i, sx_qwen3_tensor *out);
 
+/* model_load.c: a buffer of `bytes` the model owns (freed with it); NULL
+ * when out of memory. */
+void *sx_model_own(sx_model *m, size_t bytes);
+
+/* model_quant.c: whether tensor s is stored quantised under q (a layer
+ * matrix not named by modules_to_not_convert), and loading such a matrix:
+ * AWQ into m->layers[].q4, FP8 dequantised into a bf16 buffer put in *slot.
+ * The checkpoint tensors it read are appended to used[*n_used] (3 at most). */
+int sx_quant_applies(const sx_quant_config *q, const sx_qwen3_tensor *s);
+int sx_quant_load_matrix(sx_model *m, const sx_st_set *set, const sx_qwen3_tensor *s,
+                         const uint16_t **slot, const sx_st_tensor **used, int *n_used,
+                         sx_error *err);
+
+/* SX_QL_* of a layer matrix -> SX_MAT_* */
+static inline int sx_quant_mat_index(int slot)
+{
+    switch (slot) {
+    case SX_QL_Q: return SX_MAT_Q;
+    case SX_QL_K: return SX_MAT_K;
+    case SX_QL_V: return SX_MAT_V;
+    case SX_QL_O: return SX_MAT_O;
+    case SX_QL_GATE: return SX_MAT_GATE;
+    case SX_QL_UP: return SX_MAT_UP;
+    default: return SX_MAT_DOWN;
+    }
+}
+
 /* Round to nearest even; NaN stays NaN (quiet), overflow becomes inf. */
 static inline uint16_t sx_f32_to_bf16(float f)
 {

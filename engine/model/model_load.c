@@ -15,6 +15,13 @@ typedef struct model_priv {
     size_t     n_owned, cap_owned;
 } model_priv;
 
+static void *own(model_priv *p, size_t bytes);
+
+void *sx_model_own(sx_model *m, size_t bytes)
+{
+    return own(m->priv, bytes);
+}
+
 static void *own(model_priv *p, size_t bytes)
 {
     if (p->n_owned == p->cap_owned) {
@@ -163,31 +170,53 @@ static int report_unexpected(const sx_model *m, const sx_st_tensor **used, int n
     return sx_err_set(err, SX_EINTERNAL, "tensor count mismatch");
 }
 
+static int check_plain_dtype(const sx_st_tensor *t, const sx_st_file *f, sx_error *err)
+{
+    if (t->dtype == SX_ST_BF16 || t->dtype == SX_ST_F16 || t->dtype == SX_ST_F32)
+        return SX_OK;
+    return sx_err_set(err, SX_EFORMAT,
+                      "%s: dtype expected BF16, F16 or F32 got %s (%s; a quantised checkpoint "
+                      "needs its quantization_config in config.json)",
+                      t->name, sx_st_dtype_name(t->dtype), sx_st_path(f));
+}
+
 static int load_tensors(sx_model *m, sx_error *err)
 {
     model_priv *p = m->priv;
     int has_lm = sx_st_set_find(p->set, "lm_head.weight", NULL) != NULL;
-    int n = sx_qwen3_tensor_count(&m->cfg, has_lm), rc = SX_OK;
-    const sx_st_tensor **used = malloc((size_t)n * sizeof *used);
+    int n = sx_qwen3_tensor_count(&m->cfg, has_lm), rc = SX_OK, n_used = 0;
+    /* a quantised matrix is up to 3 tensors */
+    const sx_st_tensor **used = malloc((size_t)n * 3 * sizeof *used);
     if (!used)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
     for (int i = 0; i < n && !rc; i++) {
         sx_qwen3_tensor s;
         const sx_st_file *f = NULL;
         sx_qwen3_tensor_at(&m->cfg, i, &s);
-        const sx_st_tensor *t = used[i] = sx_st_set_find(p->set, s.name, &f);
-        if (!t && sx_st_set_files(p->set) == 1)
+        if (sx_quant_applies(&m->quant, &s)) {
+            rc = sx_quant_load_matrix(m, p->set, &s, matrix_slot(m, &s), used, &n_used, err);
+            continue;
+        }
+        const sx_st_tensor *t = used[n_used++] = sx_st_set_find(p->set, s.name, &f);
+        char qw[128];
+        snprintf(qw, sizeof qw, "%.*sqweight", (int)strlen(s.name) - 6, s.name);
+        if (!t && s.kind == SX_QK_MATRIX && sx_st_set_find(p->set, qw, NULL))
+            rc = sx_err_set(err, SX_EFORMAT,
+                            "%s: missing, but %s is there: an AWQ checkpoint whose config.json "
+                            "lacks its quantization_config",
+                            s.name, qw);
+        else if (!t && sx_st_set_files(p->set) == 1)
             rc = sx_err_set(err, SX_EFORMAT, "%s: missing from %s", s.name,
                             sx_st_path(sx_st_set_file(p->set, 0)));
         else if (!t)
             rc = sx_err_set(err, SX_EFORMAT, "%s: missing from the %zu shards in %s", s.name,
                             sx_st_set_files(p->set), m->dir);
-        else if (!(rc = check_shape(&s, t, f, err)))
+        else if (!(rc = check_plain_dtype(t, f, err)) && !(rc = check_shape(&s, t, f, err)))
             rc = s.kind == SX_QK_NORM ? load_vector(p, t, vector_slot(m, &s), err)
                                       : load_matrix(p, t, matrix_slot(m, &s), err);
     }
-    if (!rc && sx_st_set_count(p->set) != (size_t)n)
-        rc = report_unexpected(m, used, n, err);
+    if (!rc && sx_st_set_count(p->set) != (size_t)n_used)
+        rc = report_unexpected(m, used, n_used, err);
     free(used);
     if (!rc && !has_lm)
         m->lm_head = m->embed;
@@ -216,7 +245,8 @@ int sx_model_load(const char *dir, sx_model **out, sx_error *err)
     strcpy(m->dir, dir);
     if ((rc = sx_file_read(path, &text, &len, err)))
         goto fail;
-    if ((rc = sx_qwen3_config_parse(text, len, &m->cfg, err))) {
+    if ((rc = sx_qwen3_config_parse(text, len, &m->cfg, err)) ||
+        (rc = sx_quant_config_parse(text, len, &m->quant, err))) {
         sx_err_prefix(err, "%s", dir);
         goto fail;
     }

@@ -23,17 +23,19 @@ struct sx_st_file {
     char                *names; /* all tensor names, back to back */
 };
 
-static const char *const dtype_names[] = {"BF16", "F16", "F32"};
-static const size_t dtype_sizes[] = {2, 2, 4};
+/* indexed by SX_ST_*; I32 and F8_E4M3 carry quantised checkpoints (AWQ's
+ * packed nibbles, FP8 weights), which only model_quant.c reads */
+static const char *const dtype_names[SX_ST_NDTYPES] = {"BF16", "F16", "F32", "I32", "F8_E4M3"};
+static const size_t dtype_sizes[SX_ST_NDTYPES] = {2, 2, 4, 4, 1};
 
 const char *sx_st_dtype_name(int dtype)
 {
-    return dtype >= 0 && dtype < 3 ? dtype_names[dtype] : "?";
+    return dtype >= 0 && dtype < SX_ST_NDTYPES ? dtype_names[dtype] : "?";
 }
 
 size_t sx_st_dtype_size(int dtype)
 {
-    return dtype >= 0 && dtype < 3 ? dtype_sizes[dtype] : 0;
+    return dtype >= 0 && dtype < SX_ST_NDTYPES ? dtype_sizes[dtype] : 0;
 }
 
 void sx_st_shape_format(const int64_t *shape, int ndim, char *buf, size_t cap)
@@ -121,13 +123,14 @@ static int parse_entry(const char *label, const char *name, const json_t *v, uin
                           label, name);
     const char *d = json_string_value(dt);
     t->dtype = -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < SX_ST_NDTYPES; i++)
         if (!strcmp(d, dtype_names[i]))
             t->dtype = i;
     if (t->dtype < 0)
         return sx_err_set(err, SX_EFORMAT,
-                          "%s: tensor %s: dtype %.40s is not supported (BF16, F16 or F32)", label,
-                          name, d);
+                          "%s: tensor %s: dtype %.40s is not supported (BF16, F16, F32, I32 or "
+                          "F8_E4M3)",
+                          label, name, d);
     if (!json_is_array(sh) || json_array_size(sh) > SX_ST_MAX_DIMS)
         return sx_err_set(err, SX_EFORMAT,
                           "%s: tensor %s: \"shape\" missing, not an array or over %d dimensions",

@@ -62,6 +62,9 @@ static void usage(FILE *f)
         "  --q4                 quantise weights to 4 bits (a scale per 32 values) at\n"
         "                       start-up: the fastest decode, the largest quality cost\n"
         "                       (docs/BENCHMARKS.md)\n"
+        "                       Quantised checkpoints load as their config.json says:\n"
+        "                       AWQ stays 4-bit (these flags then apply to lm_head only),\n"
+        "                       FP8 becomes bf16, or int8 / q4 with these flags\n"
         "  --bf16-act           round activations to bf16 in prefill-sized matrix\n"
         "                       products and in prefill attention: faster prefill on\n"
         "                       AVX512-BF16 CPUs without AMX,\n"
@@ -466,7 +469,13 @@ int cmd_generate(int argc, char **argv)
                         "`strux model random`), so the text is noise; the grammar still holds.\n",
                 model_dir);
     fprintf(stderr, "strux generate: loaded %s in %.2f s (weights %s, cpu path %s)\n", model_dir,
-            (tool_now_us() - t0) / 1e6, q4 ? "q4" : int8 ? "int8" : "bf16", sx_engine_cpu_path(eng));
+            (tool_now_us() - t0) / 1e6,
+            model->quant.method == SX_QUANT_AWQ
+                ? (q4 ? "AWQ 4-bit, lm_head q4" : int8 ? "AWQ 4-bit, lm_head int8" : "AWQ 4-bit")
+            : model->quant.method == SX_QUANT_FP8
+                ? (q4 ? "FP8 as q4" : int8 ? "FP8 as int8" : "FP8 as bf16")
+                : (q4 ? "q4" : int8 ? "int8" : "bf16"),
+            sx_engine_cpu_path(eng));
 
     sx_chat_msg msgs[2];
     size_t nm = 0;

@@ -35,6 +35,8 @@ static void usage(FILE *f)
         "  --threads N        CPU threads (default: all)\n"
         "  --int8             quantise weights to int8 at start-up\n"
         "  --q4               quantise weights to 4 bits (a scale per 32 values) at start-up\n"
+        "                     (an AWQ checkpoint stays 4-bit: these apply to lm_head only;\n"
+        "                     FP8 is dequantised to bf16, then quantised as asked)\n"
         "  --kl-to bf16       also run the bf16-weight model over the same windows and\n"
         "                     print the mean KL divergence KL(bf16 || this) per scored\n"
         "                     token, in nats, and how often both pick the same top token\n"

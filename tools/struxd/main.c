@@ -41,7 +41,9 @@ static void usage(FILE *f)
         "  --int8                   quantise weight matrices to int8 at start-up\n"
         "  --q4                     quantise weight matrices to 4 bits (a scale per 32\n"
         "                           values) at start-up: the fastest decode, the largest\n"
-        "                           quality cost (docs/BENCHMARKS.md)\n"
+        "                           quality cost (docs/BENCHMARKS.md).  An AWQ\n"
+        "                           checkpoint stays 4-bit (these apply to lm_head\n"
+        "                           only); FP8 is dequantised to bf16 first\n"
         "  --bf16-act               round activations to bf16 in prefill-sized matrix\n"
         "                           products: faster prompts on AVX512-BF16 CPUs without\n"
         "                           AMX; logits change slightly (docs/BENCHMARKS.md)\n"
@@ -345,7 +347,9 @@ int main(int argc, char **argv)
             "struxd: model %s (Qwen3: %d layers, hidden %d, %.2fB parameters%s) | KV cache "
             "%lld tokens (%s) | CPU kernels %s | max batch %ld, queue %ld, max_tokens %ld\n",
             model_dir, c->n_layers, c->hidden, (double)sx_qwen3_n_params(c) / 1e9,
-            q4 ? ", q4" : int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), kvbf16 ? "bf16" : "f32",
+            model->quant.method == SX_QUANT_AWQ ? (q4 ? ", AWQ 4-bit, q4" : ", AWQ 4-bit")
+            : model->quant.method == SX_QUANT_FP8 ? (q4 ? ", FP8, q4" : int8 ? ", FP8, int8" : ", FP8")
+            : q4 ? ", q4" : int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), kvbf16 ? "bf16" : "f32",
             sx_engine_cpu_path(engine), max_batch, max_queue, max_tokens);
     if (is_random_model(model_dir))
         fprintf(stderr, "struxd: WARNING: %s holds RANDOM weights (a stand-in written by "
