@@ -219,7 +219,8 @@ static json_t *choice_json(const sx_rpc_choice *c, int i)
                           json_stringn_nocheck(c->text ? c->text : "", c->text_len),
                           "finish_reason", c->finish_reason ? c->finish_reason : "stop", "usage",
                           "completion_tokens", c->n_completion, "forced_tokens", c->n_forced);
-    if (o && c->logprobs && set(o, "logprobs", json_deep_copy(c->logprobs))) {
+    if (o && ((c->logprobs && set(o, "logprobs", json_deep_copy(c->logprobs))) ||
+              (c->score && set(o, "score", json_real(*c->score))))) {
         json_decref(o);
         return NULL;
     }
@@ -271,7 +272,7 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
     }
     if (res->logprobs && set(o, "logprobs", json_deep_copy(res->logprobs)))
         goto fail;
-    if (res->n_choices > 1) {
+    if (res->choices) {
         json_t *a = json_array();
         if (!a || set(o, "choices", a))
             goto fail;
@@ -279,7 +280,7 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
             if (json_array_append_new(a, choice_json(&res->choices[i], i)))
                 goto fail;
     }
-    if (res->n_choices > 1) {
+    if (res->choices) {
         /* every choice's output round-trips: the whole body at full precision */
         if (set(o, "output", res->output ? json_deep_copy(res->output) : json_null())) {
             json_decref(o);
