@@ -10,10 +10,10 @@
 # prompt) and tokens/s, and the beam/greedy time ratio.
 #
 # usage: bench/beam.sh [--model DIR] [--rounds 3] [--threads 2] [--beams 4]
-#                      [--max-tokens 64] [--schemas "invoice ticket summary"]
+#                      [--max-tokens 96] [--schemas "ticket person"]
 # Schemas are bench/schemas/NAME.json.  Needs build/strux.  Dev-time only.
 set -euo pipefail
-MODEL=models/random-0.6b ROUNDS=3 THREADS=2 BEAMS=4 MAXT=64 SCHEMAS="invoice ticket summary"
+MODEL=models/random-0.6b ROUNDS=3 THREADS=2 BEAMS=4 MAXT=96 SCHEMAS="ticket person"
 while [ $# -gt 0 ]; do
     case "$1" in
     --model) MODEL=$2; shift 2 ;;

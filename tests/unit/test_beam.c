@@ -4,7 +4,8 @@
  *    tests/fixtures/beam_ref.json (tests/fixtures/gen_beam_fixtures.py)
  *    records for generate(num_beams, length_penalty, early_stopping,
  *    num_return_sequences) over several beams, penalties, prompt lengths and
- *    end-token sets;
+ *    end-token sets, and settings where the three early_stopping rules give
+ *    different answers;
  *  - under a grammar: every returned sequence is allowed token by token by
  *    a fresh matcher, ends in a complete document, and validates;
  *  - the prompt's KV cache is prefilled once and shared by the beams;
