@@ -8,12 +8,19 @@
 # decode, grammar; strux's own stderr figure), tokens generated (greedy: its
 # completion; beams: one per beam per step, what the model ran after the
 # prompt) and tokens/s, and the beam/greedy time ratio.
+# --peer adds, per round, unconstrained beam search against the peer:
+#   strux    strux generate --beams B --max-tokens P --early-stopping never
+#   peer     transformers generate(num_beams=B, early_stopping="never"), same
+#            model (float32, as strux computes), prompt, B and P steps, no
+#            end token (bench/peers/hf_beam.py); both report total ms after
+#            loading and B * (P - 1) / total as beam tokens/s, and the best
+#            sequence's score (they must agree).
 #
 # usage: bench/beam.sh [--model DIR] [--rounds 3] [--threads 2] [--beams 4]
-#                      [--max-tokens 96] [--schemas "ticket person"]
+#                      [--max-tokens 96] [--schemas "ticket person"] [--peer] [--peer-tokens 32]
 # Schemas are bench/schemas/NAME.json.  Needs build/strux.  Dev-time only.
 set -euo pipefail
-MODEL=models/random-0.6b ROUNDS=3 THREADS=2 BEAMS=4 MAXT=96 SCHEMAS="ticket person"
+MODEL=models/random-0.6b ROUNDS=3 THREADS=2 BEAMS=4 MAXT=96 SCHEMAS="ticket person" PEER=0 PTOK=32
 while [ $# -gt 0 ]; do
     case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -22,7 +29,9 @@ while [ $# -gt 0 ]; do
     --beams) BEAMS=$2; shift 2 ;;
     --max-tokens) MAXT=$2; shift 2 ;;
     --schemas) SCHEMAS=$2; shift 2 ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    --peer) PEER=1; shift ;;
+    --peer-tokens) PTOK=$2; shift 2 ;;
+    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
     *) echo "beam: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -67,3 +76,27 @@ for s in $SCHEMAS; do
     printf '%-8s %12.1f %12.1f %14.1f %14.1f %7.2fx\n' "$s" "$gm" "$bm" "$gt" "$bt" \
         "$(echo "$bm $gm" | awk '{print ($2 > 0 ? $1 / $2 : 0)}')"
 done
+[ "$PEER" = 1 ] || exit 0
+PY=${STRUX_PYTHON:-.venv/bin/python}
+echo "unconstrained, $PTOK steps of $BEAMS beams, against transformers:"
+printf '%-6s %5s %9s %11s %12s\n' who round total_ms beam_tok/s best_score
+for r in $(seq "$ROUNDS"); do
+    "$BUILD/strux" generate --model "$MODEL" --threads "$THREADS" --prompt "$PROMPT" --beams "$BEAMS" \
+        --max-tokens "$PTOK" --early-stopping never >"$T/u.out" 2>"$T/u.err" || true
+    ms=$(sed -n 's/^total \([0-9.]*\) ms.*/\1/p' "$T/u.err")
+    sc=$(sed -n 's/^--- beam 0 (score \([-0-9.]*\),.*/\1/p' "$T/u.out")
+    echo "strux $r $ms" >>"$T/peer"
+    printf '%-6s %5s %9s %11.1f %12s\n' strux "$r" "$ms" \
+        "$(echo "$ms" | awk -v b="$BEAMS" -v p="$PTOK" '{print ($1 > 0 ? b * (p - 1) / ($1 / 1000) : 0)}')" "$sc"
+    "$PY" bench/peers/hf_beam.py --model "$MODEL" --prompt "$PROMPT" --beams "$BEAMS" \
+        --max-tokens "$PTOK" --threads "$THREADS" >"$T/p.out" 2>"$T/p.err" || true
+    ms=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["total_ms"])' "$T/p.out" 2>/dev/null || echo 0)
+    sc=$("$PY" -c 'import json,sys; print("%.6f" % json.load(open(sys.argv[1]))["score"])' "$T/p.out" 2>/dev/null || echo -)
+    echo "peer $r $ms" >>"$T/peer"
+    printf '%-6s %5s %9s %11.1f %12s\n' peer "$r" "$ms" \
+        "$(echo "$ms" | awk -v b="$BEAMS" -v p="$PTOK" '{print ($1 > 0 ? b * (p - 1) / ($1 / 1000) : 0)}')" "$sc"
+done
+sm=$(awk '$1 == "strux" {print $3}' "$T/peer" | med)
+pm=$(awk '$1 == "peer" {print $3}' "$T/peer" | med)
+printf 'medians: strux %.1f ms, transformers %.1f ms: strux %.2fx faster\n' "$sm" "$pm" \
+    "$(echo "$pm $sm" | awk '{print ($2 > 0 ? $1 / $2 : 0)}')"
