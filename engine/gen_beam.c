@@ -176,8 +176,9 @@ static int replay(const sx_beam_params *p, const beam *parent, int32_t tok, sx_m
 }
 
 /* The running beams of the next step: the first B candidates that did not
- * end.  A parent's first child takes its engine sequence and matcher; the
- * others fork the sequence (full blocks shared) and replay the matcher. */
+ * end.  A parent's last child takes its engine sequence and matcher; the
+ * ones before fork the sequence (full blocks shared) and replay the
+ * matcher from the parent's tokens (a matcher has no copy). */
 static int advance(run *r, sx_error *err)
 {
     int n_next = 0, children[SX_BEAM_MAX] = {0}, rc = SX_OK;
