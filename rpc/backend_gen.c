@@ -72,6 +72,19 @@ static int gb_score(void *b, const int32_t *prompt, int n_prompt, int prefix_len
                                logp, err);
 }
 
+static int gb_beam(void *b, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
+                   sx_beam_result *out, sx_error *err)
+{
+    gen_backend *gb = b;
+    int32_t eos[2] = {sx_tok_find(gb->tok, "<|im_end|>", 10),
+                      sx_tok_find(gb->tok, "<|endoftext|>", 13)};
+    sx_beam_params q = *p;
+    q.eos = eos;
+    q.n_eos = 2;
+    q.prefill_chunk = gb->o.prefill_chunk;
+    return sx_beam_run(gb->e, prompt, n_prompt, &q, out, err);
+}
+
 static int64_t gb_kv(void *b)
 {
     return ((gen_backend *)b)->kv_capacity;
@@ -91,7 +104,7 @@ static void gb_lm_stats(void *b, sx_engine_lm_stats *out)
 
 static const sx_rpc_backend_ops gen_ops = {
     .bind = gb_bind, .add = gb_add, .cancel = gb_cancel, .step = gb_step,
-    .score = gb_score, .kv_capacity = gb_kv, .lm_stats = gb_lm_stats, .free = gb_free,
+    .score = gb_score, .beam = gb_beam, .kv_capacity = gb_kv, .lm_stats = gb_lm_stats, .free = gb_free,
     .spec_stats = gb_spec_stats,
 };
 

@@ -71,6 +71,11 @@ const char *sx_rpc_mode_name(int mode);
  * seed + i; all share one prefill of the prompt (sx_gen_params.fork_of). */
 #define SX_RPC_MAX_N 16
 
+/* Beam search (num_beams > 0): engine/beam.h's search, transformers'
+ * generate(num_beams, do_sample=False) semantics; n is then
+ * num_return_sequences (1..num_beams, at most SX_RPC_MAX_N). */
+#define SX_RPC_MAX_BEAMS 16
+
 typedef struct sx_rpc_limits {
     size_t max_request_bytes;  /* whole request body (default 4 MiB) */
     size_t max_schema_bytes;   /* schema as canonical JSON (default 256 KiB) */
@@ -105,6 +110,9 @@ typedef struct sx_rpc_req {
     int           max_tokens;
     int           n;             /* choices to generate, 1..SX_RPC_MAX_N (1 for CHOICES) */
     int           speculate;     /* -1: the server's default; else sx_gen_speculate */
+    int           num_beams;     /* 0 = no beam search, else 1..SX_RPC_MAX_BEAMS */
+    float         length_penalty; /* beam search (default 1) */
+    int           early_stopping; /* beam search: an sx_beam_early (default false) */
     int           logprobs;      /* 1: report per-token log-probs */
     int           top_logprobs;  /* 0..SX_SAMPLER_MAX_TOPN alternatives per token */
     int           scores;        /* CHOICES: compute label probabilities (default 1) */
@@ -136,6 +144,12 @@ int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_lim
  * default mode, false = off) into r->speculate.  Same output either way;
  * only the speed changes (engine/generate.h). */
 int  sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err);
+/* Reads the beam-search options num_beams, length_penalty,
+ * num_return_sequences (into r->n) and early_stopping from obj (the
+ * request, or the OpenAI route's `strux` object; `at` is its JSON Pointer)
+ * once sampling, n, logprobs and the mode are parsed; refuses them with
+ * sampling, n > 1, logprobs or choices, and the others without num_beams. */
+int  sx_rpc_req_set_beams(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err);
 
 /* Checks a `messages` array (role system/user/assistant, content a
  * string) into r->msgs.  strict: other members of a message are errors,
@@ -166,6 +180,7 @@ typedef struct sx_rpc_choice {
     const char   *finish_reason;
     int           n_completion, n_forced;
     const json_t *logprobs;      /* borrowed, or NULL */
+    const double *score;         /* beam search: the sequence's score, else NULL */
 } sx_rpc_choice;
 
 /* The outcome of a finished generation, for sx_rpc_response_dump.  With
@@ -183,7 +198,7 @@ typedef struct sx_rpc_result {
     const double *scores;        /* CHOICES with scores: per label, NULL otherwise */
     const json_t *logprobs;      /* array built by the server (borrowed) or NULL */
     int           cache_hit;     /* the constraint came from the compiled-schema cache */
-    const sx_rpc_choice *choices; /* n > 1: n_choices entries; else NULL */
+    const sx_rpc_choice *choices; /* n > 1 or beam search: n_choices entries; else NULL */
     int           n_choices;
 } sx_rpc_result;
 
@@ -205,8 +220,9 @@ int  sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
 #define SX_RPC_JSON_PRECISION JSON_REAL_PRECISION(15)
 
 /* Serialises a success response; *out is malloc'd, NUL-terminated.  With
- * res->n_choices > 1 it adds "choices": [{index, output, text,
- * finish_reason, usage: {completion_tokens, forced_tokens}, logprobs}]. */
+ * res->n_choices > 1 (or any choices, from a beam search) it adds
+ * "choices": [{index, output, text, finish_reason, usage:
+ * {completion_tokens, forced_tokens}, logprobs, score (beam search)}]. */
 int  sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **out, size_t *len);
 /* Serialises {ok:false, id, error:{code, message, pointer}}; id may be NULL
  * (JSON null) and pointer NULL or "" (omitted).  `extra` (may be NULL) is an

@@ -199,6 +199,18 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
             return bad(err, "/stream_options/include_usage", "include_usage must be a boolean");
         r->stream_usage = json_is_true(iu);
     }
+    /* the `strux` extension: beam search (temperature defaults to 0 there) */
+    const json_t *ext = json_object_get(root, "strux");
+    if (ext && !json_is_null(ext)) {
+        if (!json_is_object(ext))
+            return bad(err, "/strux", "strux must be an object");
+        if (json_object_get(ext, "num_beams") && !json_object_get(root, "temperature"))
+            s->temperature = 0;
+        if ((rc = sx_rpc_req_set_beams(r, ext, "/strux", err)))
+            return rc;
+        if (r->num_beams && r->stream)
+            return bad(err, "/stream", "beam search answers once, at the end: no stream");
+    }
     return SX_OK;
 }
 
@@ -309,9 +321,9 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
         return SX_ENOMEM;
     /* n = 1: the result itself is the one choice */
     sx_rpc_choice one = {res->text, res->text_len, res->output, res->finish_reason,
-                         res->n_completion, res->n_forced, res->logprobs};
-    const sx_rpc_choice *cs = res->n_choices > 1 ? res->choices : &one;
-    int n = res->n_choices > 1 ? res->n_choices : 1;
+                         res->n_completion, res->n_forced, res->logprobs, NULL};
+    const sx_rpc_choice *cs = res->choices ? res->choices : &one;
+    int n = res->choices ? res->n_choices : 1;
     if (set(o, "id", json_string(cid)) || set(o, "object", json_string("chat.completion")) ||
         set(o, "created", json_integer(created)) || set(o, "model", json_string(model)))
         goto fail;
@@ -337,6 +349,15 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
         for (int i = 0; i < n; i++)
             if (json_array_append_new(outs, cs[i].output ? json_deep_copy(cs[i].output)
                                                          : json_null()))
+                goto fail;
+    }
+    if (cs[0].score) {
+        /* beam search: each choice's sequence score */
+        json_t *bs = json_array();
+        if (!bs || set(strux, "beam_scores", bs))
+            goto fail;
+        for (int i = 0; i < n; i++)
+            if (json_array_append_new(bs, json_real(cs[i].score ? *cs[i].score : 0)))
                 goto fail;
     }
     if (res->scores && r->mode == SX_RPC_CHOICES) {

@@ -332,7 +332,8 @@ int sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_
 static const char *const known_fields[] = {
     "id", "schema", "choices", "regex", "json_object", "messages", "document", "instruction",
     "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
-    "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", "speculate", NULL,
+    "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", "speculate",
+    "num_beams", "length_penalty", "num_return_sequences", "early_stopping", NULL,
 };
 
 static int check_fields(const json_t *root, sx_error *err)
@@ -531,6 +532,90 @@ static int parse_sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits
         if ((rc = get_number(v, "timeout", 0, 1, lim->max_timeout_s, &d, err)))
             return rc;
         r->timeout_s = d;
+    }
+    return sx_rpc_req_set_beams(r, root, "", err);
+}
+
+/* One beam option: at is the JSON Pointer of the object holding it. */
+static void beam_ptr(char *buf, size_t cap, const char *at, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", at, name);
+}
+
+/* get_int / get_number name the field at the request's top level */
+static int repoint(int rc, sx_error *err, const char *ptr)
+{
+    if (err)
+        snprintf(err->pointer, sizeof err->pointer, "%s", ptr);
+    return rc;
+}
+
+int sx_rpc_req_set_beams(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err)
+{
+    const json_t *v;
+    char ptr[128];
+    long long i;
+    double d;
+    int rc;
+    r->length_penalty = 1.0f;
+    r->early_stopping = 0;
+    const json_t *nb = json_object_get(obj, "num_beams");
+    const json_t *lp = json_object_get(obj, "length_penalty");
+    const json_t *nr = json_object_get(obj, "num_return_sequences");
+    const json_t *es = json_object_get(obj, "early_stopping");
+    if (!nb) {
+        const char *stray = lp ? "length_penalty" : nr ? "num_return_sequences"
+                          : es ? "early_stopping" : NULL;
+        if (!stray)
+            return SX_OK;
+        beam_ptr(ptr, sizeof ptr, at, stray);
+        return sx_err_setp(err, SX_EINVAL, ptr, -1, "%s needs num_beams", stray);
+    }
+    beam_ptr(ptr, sizeof ptr, at, "num_beams");
+    if ((rc = get_int(nb, "num_beams", 1, SX_RPC_MAX_BEAMS, &i, err))) {
+        return repoint(rc, err, ptr);
+    }
+    r->num_beams = (int)i;
+    /* a deterministic search: no sampling, no n, no per-token log-probs */
+    if (r->sampling.temperature > 0 || r->sampling.top_p < 1 || r->sampling.top_k ||
+        r->sampling.min_p > 0 || r->sampling.repetition_penalty != 1 ||
+        r->sampling.no_repeat_ngram)
+        return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                           "beam search does not sample: give temperature 0 and no top_p, "
+                           "top_k, min_p, repetition_penalty or no_repeat_ngram");
+    if (r->n > 1)
+        return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                           "with num_beams, ask for several sequences with num_return_sequences, "
+                           "not n");
+    if (r->logprobs)
+        return sx_err_setp(err, SX_EINVAL, ptr, -1, "beam search does not report logprobs");
+    if (r->mode == SX_RPC_CHOICES)
+        return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                           "beam search does not apply to choices: the scores give every "
+                           "label's probability");
+    if (lp) {
+        beam_ptr(ptr, sizeof ptr, at, "length_penalty");
+        if ((rc = get_number(lp, "length_penalty", -100, 0, 100, &d, err))) {
+            return repoint(rc, err, ptr);
+        }
+        r->length_penalty = (float)d;
+    }
+    if (nr) {
+        beam_ptr(ptr, sizeof ptr, at, "num_return_sequences");
+        if ((rc = get_int(nr, "num_return_sequences", 1, r->num_beams, &i, err))) {
+            return repoint(rc, err, ptr);
+        }
+        r->n = (int)i;
+    }
+    if ((v = es)) {
+        beam_ptr(ptr, sizeof ptr, at, "early_stopping");
+        if (json_is_boolean(v))
+            r->early_stopping = json_is_true(v) ? 1 : 0;
+        else if (json_is_string(v) && !strcmp(json_string_value(v), "never"))
+            r->early_stopping = 2;
+        else
+            return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                               "early_stopping must be true, false or \"never\"");
     }
     return SX_OK;
 }

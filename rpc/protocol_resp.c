@@ -239,7 +239,8 @@ static json_t *choice_json(const sx_rpc_choice *c, int i, const char *mark)
                           json_stringn_nocheck(c->text ? c->text : "", c->text_len),
                           "finish_reason", c->finish_reason ? c->finish_reason : "stop", "usage",
                           "completion_tokens", c->n_completion, "forced_tokens", c->n_forced);
-    if (o && c->logprobs && set(o, "logprobs", json_deep_copy(c->logprobs))) {
+    if (o && ((c->logprobs && set(o, "logprobs", json_deep_copy(c->logprobs))) ||
+              (c->score && set(o, "score", json_real(*c->score))))) {
         json_decref(o);
         return NULL;
     }
@@ -297,7 +298,7 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
     }
     if (res->logprobs && set(o, "logprobs", json_deep_copy(res->logprobs)))
         goto fail;
-    if (res->n_choices > 1) {
+    if (res->choices) {
         json_t *a = json_array();
         if (!a || set(o, "choices", a))
             goto fail;

@@ -185,6 +185,7 @@ static void job_free(rpc_job *j)
     }
     free(j->seqs);
     free(j->scores);
+    free(j->beam_scores);
     sx_gr_free(j->best_only);
     free(j->body);
     free(j);

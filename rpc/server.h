@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "common/sx_error.h"
+#include "engine/beam.h"
 #include "engine/cpu/engine.h"
 #include "engine/generate.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -48,6 +49,10 @@ typedef struct sx_rpc_backend_ops {
      * cache may be reused. */
     int     (*score)(void *b, const int32_t *prompt, int n_prompt, int prefix_len,
                      const sx_ids *labels, size_t n_labels, double *logp, sx_error *err);
+    /* beam search over a prompt (engine/beam.h; the backend sets the end
+     * tokens), run to the end in the call; NULL when the backend has none */
+    int     (*beam)(void *b, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
+                    sx_beam_result *out, sx_error *err);
     int64_t (*kv_capacity)(void *b); /* tokens the cache holds in all */
     /* the engine's LM-head counters (engine.h); NULL when there are none */
     void    (*lm_stats)(void *b, sx_engine_lm_stats *out);

@@ -117,6 +117,7 @@ typedef struct rpc_job {
     sx_ids          prompt;
     sx_ids         *labels;        /* CHOICES with scores: tokens of each label + end of turn */
     double         *scores;
+    double         *beam_scores;   /* beam search: each returned sequence's score */
     sx_grammar     *best_only;     /* greedy CHOICES: the top-scored label alone */
     /* running */
     int             running, cancel_sent;

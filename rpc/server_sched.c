@@ -121,7 +121,7 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
         rpc_seq *q = seq_of(j, i);
         cs[i] = (sx_rpc_choice){q->text.v ? q->text.v : "", q->text.n, q->output,
                                 finish_name(q->finish), q->n_completion, q->n_forced,
-                                q->logprobs};
+                                q->logprobs, j->beam_scores ? &j->beam_scores[i] : NULL};
     }
     res->text = cs[0].text;
     res->text_len = cs[0].text_len;
@@ -138,7 +138,7 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
     res->total_ms = j->total_ms;
     res->scores = j->scores;
     res->cache_hit = j->cache_hit;
-    if (j->req.n > 1) {
+    if (j->req.n > 1 || j->req.num_beams) {
         res->choices = cs;
         res->n_choices = j->req.n;
     }
@@ -450,6 +450,60 @@ static void answer_label(rpc_job *j, size_t best)
     seq_done(q, &ev);
 }
 
+/* Beam search runs to the end here, between two generator steps (the
+ * running requests wait for it); each returned sequence then finishes as a
+ * choice would, re-check included. */
+static void admit_beams(sx_rpc_server *s, rpc_job *j)
+{
+    sx_error err;
+    sx_err_clear(&err);
+    if (!s->be->ops->beam) {
+        rpc_fail(j, SX_RPC_BAD_REQUEST, "this server's backend has no beam search", "/num_beams",
+                 NULL);
+        return;
+    }
+    sx_beam_params p = {.num_beams = j->req.num_beams, .num_return = j->req.n,
+                        .length_penalty = j->req.length_penalty,
+                        .early_stopping = j->req.early_stopping, .max_tokens = j->req.max_tokens,
+                        .grammar = j->comp ? j->comp->grammar : NULL};
+    sx_beam_result r;
+    int rc = s->be->ops->beam(s->be->b, j->prompt.v, (int)j->prompt.n, &p, &r, &err);
+    if (rc) {
+        rpc_fail(j, rc == SX_ELIMIT ? SX_RPC_OVERLOADED : SX_RPC_INTERNAL, err.msg, NULL, NULL);
+        return;
+    }
+    if (r.n == 0 || !(j->beam_scores = calloc((size_t)r.n, sizeof *j->beam_scores))) {
+        rpc_fail(j, r.n ? SX_RPC_INTERNAL : SX_RPC_INCOMPLETE,
+                 r.n ? "out of memory" : "beam search found no sequence", NULL, NULL);
+        sx_beam_result_free(&r);
+        return;
+    }
+    /* fewer sequences than asked when the search finished fewer */
+    int n = r.n;
+    j->req.n = j->n_seq = n;
+    int32_t eos[2] = {sx_tok_find(s->tok, "<|im_end|>", 10), sx_tok_find(s->tok, "<|endoftext|>", 13)};
+    sx_gen_event ev[SX_RPC_MAX_N];
+    for (int k = 0; k < n; k++) {
+        const sx_beam_seq *b = &r.seqs[k];
+        rpc_seq *q = &j->seqs[k];
+        int len = b->n - (b->n > 0 && (b->ids[b->n - 1] == eos[0] || b->ids[b->n - 1] == eos[1]));
+        if (sx_tok_decode(s->tok, b->ids, (size_t)len, &q->text, &err)) {
+            /* the re-check will refuse the empty text */
+        }
+        j->beam_scores[k] = b->score;
+        q->t_first = q->t_last = rpc_now_ms();
+        memset(&ev[k], 0, sizeof ev[k]);
+        ev[k].done = 1;
+        ev[k].finish = b->finish == SX_BEAM_STOP ? SX_FINISH_STOP : SX_FINISH_LENGTH;
+        ev[k].n_prompt = (int)j->prompt.n;
+        ev[k].n_completion = len;
+    }
+    sx_beam_result_free(&r);
+    /* the last seq_done answers the request (j is not touched after it) */
+    for (int k = 0; k < n; k++)
+        seq_done(&j->seqs[k], &ev[k]);
+}
+
 static void admit(sx_rpc_server *s, rpc_job *j)
 {
     sx_error err;
@@ -459,7 +513,7 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     if (j->api == API_OPENAI)
         snprintf(j->cid, sizeof j->cid, "chatcmpl-strux-%llu", (unsigned long long)j->no);
     /* greedy choices would all be the same document: it is made once */
-    int n_seq = j->req.sampling.temperature == 0 ? 1 : j->req.n;
+    int n_seq = j->req.sampling.temperature == 0 && !j->req.num_beams ? 1 : j->req.n;
     if (!(j->seqs = calloc((size_t)n_seq, sizeof *j->seqs))) {
         rpc_fail(j, SX_RPC_INTERNAL, "out of memory", NULL, NULL);
         return;
@@ -470,6 +524,10 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     int rc;
     if (j->labels && (rc = score(j, &err))) {
         rpc_fail(j, rc == SX_ELIMIT ? SX_RPC_OVERLOADED : SX_RPC_INTERNAL, err.msg, NULL, NULL);
+        return;
+    }
+    if (j->req.num_beams) {
+        admit_beams(s, j);
         return;
     }
     sx_gen_params p;

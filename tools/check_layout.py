@@ -42,7 +42,7 @@ MODULES = {
     "grammar/validator": {"validator.h"},
     "grammar/vocab": {"vocab.h"},
     "grammar/fuzzgen": {"fuzzgen.h"},
-    "engine": {"generate.h", "perplexity.h"},
+    "engine": {"generate.h", "perplexity.h", "beam.h"},
     "engine/tokenizer": {"tokenizer.h"},
     "engine/model": {"model.h"},
     "engine/cpu": {"engine.h"},

@@ -198,7 +198,8 @@ static void f_free(void *b)
     }
 }
 
-static const sx_rpc_backend_ops fake_ops = {f_bind, f_add, f_cancel, f_step, f_score, f_kv, NULL, f_free, NULL};
+static const sx_rpc_backend_ops fake_ops = {.bind = f_bind, .add = f_add, .cancel = f_cancel, .step = f_step,
+                                            .score = f_score, .kv_capacity = f_kv, .free = f_free};
 
 /* ---- fixtures --------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
 #include "tools/strux/commands.h"
+#include "tools/strux/gen_beam_cli.h"
 #include "tools/strux/tool_common.h"
 
 static void usage(FILE *f)
@@ -51,6 +52,14 @@ static void usage(FILE *f)
         "                       the reply so far) or draft (a draft model's greedy tokens)\n"
         "  --draft-k K          tokens drafted per step, verified in one pass (1..16, 4)\n"
         "  --draft-model DIR    the draft model: a smaller Qwen3 with the same tokenizer\n"
+        "beam search (Hugging Face generate(num_beams=B, do_sample=False) semantics):\n"
+        "  --beams B            B beams (1..64) over one prefill; with a grammar each beam\n"
+        "                       has its own matcher and every sequence validates; not\n"
+        "                       with sampling options, --n, --stream or --top-logprobs\n"
+        "  --length-penalty L   a finished sequence scores sum_logprob / length^L (default 1)\n"
+        "  --return N           print the N (1..B) best sequences (default 1)\n"
+        "  --early-stopping E   true (stop once B are finished), false (default: stop\n"
+        "                       when no running beam can do better) or never\n"
         "output:\n"
         "  --stream             print tokens as they are generated (default: at the end)\n"
         "  --print-ids          also print the generated token ids on one line\n"
@@ -290,8 +299,9 @@ int cmd_generate(int argc, char **argv)
     sx_sampling_default(&gp.sampling);
     gp.sampling.temperature = 0;
     gp.max_tokens = 256;
-    int top_logprobs = 0, n_replies = 1;
+    int top_logprobs = 0, n_replies = 1, sampling_set = 0;
     const char *draft_dir = NULL;
+    gen_beam_cli_opts bo = {.ret = 1, .length_penalty = 1.0f, .early = SX_BEAM_EARLY_FALSE};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -330,6 +340,12 @@ int cmd_generate(int argc, char **argv)
         double x;
         unsigned long long u;
         int bad = 0;
+        /* what beam search refuses (--temperature 0 is greedy: not sampling) */
+        static const char *const sampling_opts[] = { "--temperature", "--top-p", "--top-k", "--min-p",
+                                                     "--repetition-penalty", "--no-repeat-ngram" };
+        for (size_t k = 0; k < sizeof sampling_opts / sizeof *sampling_opts; k++)
+            if (!strcmp(a, sampling_opts[k]))
+                sampling_set |= strcmp(a, "--temperature") || atof(val) > 0;
         if (!strcmp(a, "--model")) model_dir = val;
         else if (!strcmp(a, "--prompt")) prompt = val;
         else if (!strcmp(a, "--prompt-file")) prompt_file = val;
@@ -339,7 +355,18 @@ int cmd_generate(int argc, char **argv)
         else if (!strcmp(a, "--regex")) regex = val;
         else if (!strcmp(a, "--max-tokens"))
             bad = tool_parse_long("generate", a, val, 1, 1 << 24, &n) || (gp.max_tokens = (int)n, 0);
-        else if (!strcmp(a, "--top-k"))
+        else if (!strcmp(a, "--beams"))
+            bad = tool_parse_long("generate", a, val, 1, SX_BEAM_MAX, &n) || (bo.beams = (int)n, 0);
+        else if (!strcmp(a, "--return"))
+            bad = tool_parse_long("generate", a, val, 1, SX_BEAM_MAX, &n) || (bo.ret = (int)n, 0);
+        else if (!strcmp(a, "--length-penalty"))
+            bad = tool_parse_double("generate", a, val, &x) || (bo.length_penalty = (float)x, 0);
+        else if (!strcmp(a, "--early-stopping")) {
+            if ((bo.early = gen_beam_cli_early(val)) < 0) {
+                fprintf(stderr, "strux generate: --early-stopping takes true, false or never\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--top-k"))
             bad = tool_parse_long("generate", a, val, 0, 1 << 30, &n) || (gp.sampling.top_k = (int)n, 0);
         else if (!strcmp(a, "--no-repeat-ngram"))
             bad = tool_parse_long("generate", a, val, 0, 64, &n) || (gp.sampling.no_repeat_ngram = (int)n, 0);
@@ -392,6 +419,21 @@ int cmd_generate(int argc, char **argv)
     }
     if ((gp.speculate == SX_SPEC_DRAFT) != !!draft_dir) {
         fprintf(stderr, "strux generate: --draft-model goes with --speculate draft\n");
+        return 2;
+    }
+    if (bo.beams && gp.speculate != SX_SPEC_OFF) {
+        fprintf(stderr, "strux generate: --beams and --speculate do not combine: beam search "
+                        "scores every beam each step; drop --speculate\n");
+        return 2;
+    }
+    if (bo.beams && (sampling_set || n_replies > 1 || stream || top_logprobs)) {
+        fprintf(stderr, "strux generate: --beams is a deterministic search: it does not sample "
+                        "(drop --temperature/--top-p/--top-k/--min-p/--repetition-penalty/"
+                        "--no-repeat-ngram) and takes no --n, --stream or --top-logprobs\n");
+        return 2;
+    }
+    if (bo.ret > (bo.beams ? bo.beams : 1)) {
+        fprintf(stderr, "strux generate: --return N needs --beams B with N <= B\n");
         return 2;
     }
     gp.sampling.top_n = top_logprobs;
@@ -454,7 +496,7 @@ int cmd_generate(int argc, char **argv)
     eo.act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32;
     eo.kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32;
     eo.dense_logits = dense;
-    eo.max_seqs = n_replies;
+    eo.max_seqs = bo.beams ? 2 * bo.beams : n_replies;   /* beams: old and new during a step */
     if (sx_engine_new(model, &eo, &eng, &err) ||
         sx_gen_new(eng, tok, NULL, on_event, NULL, &gen, &err)) {
         fprintf(stderr, "strux generate: %s\n", err.msg);
@@ -484,6 +526,12 @@ int cmd_generate(int argc, char **argv)
     msgs[nm++] = (sx_chat_msg){"user", prompt};
     if (sx_chat_encode(tok, msgs, nm, 1, &pids, &err)) {
         fprintf(stderr, "strux generate: prompt: %s\n", err.msg);
+        goto done;
+    }
+    if (bo.beams) {
+        bo.max_tokens = gp.max_tokens;
+        bo.print_ids = print_ids;
+        rc = gen_beam_cli_run(eng, tok, g, schema, pids.v, (int)pids.n, &bo);
         goto done;
     }
     double t_start = tool_now_us() / 1e3;
