@@ -32,11 +32,11 @@ STATE, FIRST, ADDRS = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 N = int(os.environ.get("STRUX_SPARK_ROWS", "2000"))
 
 ITEM = {"type": "object", "additionalProperties": False, "required": ["name", "n", "tag"],
-        "properties": {"name": {"type": "string", "maxLength": 12},
+        "properties": {"name": {"type": "string", "maxLength": 10},
                        "n": {"type": "integer", "minimum": 0, "maximum": 1000000},
                        "tag": {"enum": ["a", "b", "c"]},
                        "nums": {"type": "array", "items": {"type": "integer", "minimum": 0,
-                                                            "maximum": 999}, "maxItems": 3}}}
+                                                            "maximum": 999}, "maxItems": 2}}}
 LABELS = ["red", "green", "blue"]
 
 num = FIRST - 1
@@ -87,7 +87,7 @@ st = spark_type(ITEM)
 check("spark_type: struct<name string, n bigint, tag string, nums array<bigint>>",
       st.simpleString() == "struct<name:string,n:bigint,tag:string,nums:array<bigint>>")
 out = extract(docs(N, 8), "doc", ITEM, addrs=ADDRS, id_column="id", seed_column="seed",
-              options={"temperature": 1.0, "max_tokens": 40}, concurrency=16,
+              options={"temperature": 1.0, "max_tokens": 32}, concurrency=16,
               client_options={"timeout": 30, "retries": 5})
 open(os.path.join(STATE, "extract.started"), "w").close()
 t0 = time.monotonic()
@@ -106,7 +106,7 @@ bad = [r["id"] for r in rows if r["output"] is None or not valid(from_struct(r["
 check(f"extract: every output valid under jsonschema ({len(bad)} not: {bad[:5]})", not bad)
 
 # ---- 2. classification with label scores -----------------------------------------------------
-NC = max(40, N // 4)
+NC = max(40, N // 10)
 lab = classify(docs(NC, 4), "doc", LABELS, addrs=ADDRS, keep=["id"], options={"max_tokens": 8})
 check("classify: columns id, label, scores (map<string,double>), error columns",
       lab.schema.simpleString() == "struct<id:bigint,label:string,scores:map<string,double>,"
@@ -126,7 +126,7 @@ check("classify: every label in the set; scores over all labels summing to 1 (1e
 NS = max(20, N // 10)
 t0 = time.monotonic()
 srows = extract(docs(NS, 2), "doc", ITEM, addrs=ADDRS, output="string", keep=["id"],
-                seed_column="seed", options={"temperature": 1.0, "max_tokens": 40}).collect()
+                seed_column="seed", options={"temperature": 1.0, "max_tokens": 32}).collect()
 print(f"# extract(output='string'): {NS} rows in {time.monotonic() - t0:.1f} s", flush=True)
 check(f"extract(output='string'): {NS} rows once each, every text valid JSON under the schema",
       answered_once(srows, NS) and all(r["error_code"] is None and valid(json.loads(r["output"]), ITEM)

@@ -80,7 +80,7 @@ start r2
 JOB=$!
 # the kill: once the extract job has answered ~1/5 of its rows, with requests
 # in flight on r2
-for _ in $(seq 1 1200); do
+for _ in $(seq 1 3000); do
     [ -f "$T/extract.started" ] && [ "$(served)" -ge 400 ] && break
     kill -0 $JOB 2>/dev/null || break
     sleep 0.05

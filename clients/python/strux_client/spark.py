@@ -157,7 +157,7 @@ def _of_values(values: List[Any]) -> _Col:
 
 
 def _derive(s: Any, root: Any, seen: Tuple[str, ...]) -> _Col:
-    if not isinstance(s, dict):
+    if not isinstance(s, Mapping):
         return _Col("json")  # true / false schemas: any value
     ref = s.get("$ref")
     if isinstance(ref, str):
@@ -205,11 +205,11 @@ def _derive(s: Any, root: Any, seen: Tuple[str, ...]) -> _Col:
     return _Col("json")
 
 
-def _column(schema: Mapping[str, Any]) -> _Col:
-    return _derive(dict(schema), dict(schema), ())
+def _column(schema: Union[Mapping[str, Any], bool]) -> _Col:
+    return _derive(schema, schema, ())
 
 
-def spark_type(schema: Mapping[str, Any]) -> Any:
+def spark_type(schema: Union[Mapping[str, Any], bool]) -> Any:
     """The Spark type :func:`extract` gives the output of ``schema`` (a JSON Schema).
 
     An object with ``properties`` becomes a struct (members not listed there
@@ -357,7 +357,7 @@ def _apply(df: Any, column: str, base: Dict[str, Any], outputs: List[Tuple[str, 
     return df.mapInArrow(fn, T.StructType(fields))
 
 
-def extract(df: Any, column: str, schema: Mapping[str, Any], *, addrs: Addrs,
+def extract(df: Any, column: str, schema: Union[Mapping[str, Any], bool], *, addrs: Addrs,
             output: str = "struct", output_column: str = "output",
             options: Optional[Mapping[str, Any]] = None, keep: Optional[Sequence[str]] = None,
             id_column: Optional[str] = None, seed_column: Optional[str] = None,
@@ -398,7 +398,7 @@ def extract(df: Any, column: str, schema: Mapping[str, Any], *, addrs: Addrs,
         raise ValueError("output must be 'struct' or 'string'")
     from pyspark.sql import types as T
     base = dict(options or {})
-    base["schema"] = dict(schema)
+    base["schema"] = schema
     if output == "struct":
         col = _column(schema)
         outputs = [(output_column, col.spark(), col.arrow())]
