@@ -34,12 +34,12 @@ from strux_client.spark import extract
 T, N, ROUNDS, STRUX = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 ADDRS = [f"ipc://{T}/r1.ipc", f"ipc://{T}/r2.ipc"]
 ITEM = {"type": "object", "additionalProperties": False, "required": ["name", "n", "tag"],
-        "properties": {"name": {"type": "string", "maxLength": 12},
+        "properties": {"name": {"type": "string", "maxLength": 10},
                        "n": {"type": "integer", "minimum": 0, "maximum": 1000000},
                        "tag": {"enum": ["a", "b", "c"]},
                        "nums": {"type": "array", "items": {"type": "integer", "minimum": 0,
-                                                            "maximum": 999}, "maxItems": 3}}}
-OPTS = {"temperature": 1.0, "max_tokens": 40}
+                                                            "maximum": 999}, "maxItems": 2}}}
+OPTS = {"temperature": 1.0, "max_tokens": 32}
 with open(f"{T}/in.jsonl", "w") as f:
     for i in range(N):
         f.write(json.dumps({"id": i, "schema": ITEM, "document": f"Item {i}: name x{i}, n {i * 7}",

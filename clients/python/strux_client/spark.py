@@ -22,19 +22,14 @@ Needs ``pyspark`` and ``pyarrow`` (``pip install 'strux-client[spark]'``).
 """
 from __future__ import annotations
 
-import atexit
 import json
-import threading
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
-from ._client import Client, transport_failure
-from ._errors import StruxError, TransportError
+from ._workers import ERROR_COLUMNS, Unfit, answer_rows, request_maker
 
 __all__ = ["extract", "classify", "spark_type", "ERROR_COLUMNS"]
 
-#: the columns every result carries; all null on a row that was answered
-ERROR_COLUMNS = ("error_code", "error_message", "error_pointer")
 
 Addrs = Union[str, Sequence[str]]
 
@@ -85,7 +80,7 @@ class _Col:
                 "double": pa.float64(), "boolean": pa.bool_()}[self.kind]
 
     def convert(self, v: Any, ptr: str) -> Any:
-        """The output value ``v`` as this column holds it; raises _Unfit when it cannot."""
+        """The output value ``v`` as this column holds it; raises Unfit when it cannot."""
         if v is None:
             return None
         k = self.kind
@@ -104,21 +99,15 @@ class _Col:
         if k == "long" and isinstance(v, int) and not isinstance(v, bool):
             if -2**63 <= v < 2**63:
                 return v
-            raise _Unfit(ptr, f"integer {v} does not fit a 64-bit column")
+            raise Unfit(ptr, f"integer {v} does not fit a 64-bit column")
         if k == "long" and isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
             return int(v)  # 1.0 is an integer under JSON Schema
         if k == "double" and isinstance(v, (int, float)) and not isinstance(v, bool):
             try:
                 return float(v)
             except OverflowError:
-                raise _Unfit(ptr, f"integer {v} does not fit a double column") from None
-        raise _Unfit(ptr, f"a {type(v).__name__} where the column holds {k}")
-
-
-class _Unfit(Exception):
-    def __init__(self, pointer: str, message: str) -> None:
-        super().__init__(message)
-        self.pointer = pointer
+                raise Unfit(ptr, f"integer {v} does not fit a double column") from None
+        raise Unfit(ptr, f"a {type(v).__name__} where the column holds {k}")
 
 
 def _escape(name: str) -> str:
@@ -223,49 +212,7 @@ def spark_type(schema: Union[Mapping[str, Any], bool]) -> Any:
     return _column(schema).spark()
 
 
-# ---- one client per Python worker process --------------------------------------------------
-
-_clients: Dict[Tuple[Any, ...], Client] = {}
-_clients_lock = threading.Lock()
-
-
-def _client(addrs: Tuple[str, ...], options: Tuple[Tuple[str, Any], ...]) -> Client:
-    """The worker's client for these replicas and options, made on first use."""
-    key = (addrs, options)
-    with _clients_lock:
-        c = _clients.get(key)
-        if c is None:
-            c = Client(list(addrs), **dict(options))
-            _clients[key] = c
-        return c
-
-
-@atexit.register
-def _close_clients() -> None:
-    with _clients_lock:
-        for c in _clients.values():
-            c.close()
-        _clients.clear()
-
-
 # ---- the mapInArrow function ----------------------------------------------------------------
-
-def _request_maker(column: str, base: Mapping[str, Any], id_column: Optional[str],
-                   seed_column: Optional[str]) -> Callable[[Dict[str, List[Any]], int], Dict[str, Any]]:
-    def make(cols: Dict[str, List[Any]], i: int) -> Dict[str, Any]:
-        q = dict(base)
-        q["document"] = cols[column][i]
-        q["id"] = cols[id_column][i] if id_column else i
-        if seed_column and cols[seed_column][i] is not None:
-            q["seed"] = int(cols[seed_column][i])
-        return q
-    return make
-
-
-def _error(resp: Mapping[str, Any]) -> Tuple[str, Optional[str], Optional[str]]:
-    e = resp.get("error") or {}
-    return e.get("code") or "internal", e.get("message"), e.get("pointer")
-
 
 def _map_fn(*, column: str, keep: List[str], base: Mapping[str, Any], addrs: Tuple[str, ...],
             client_options: Tuple[Tuple[str, Any], ...], concurrency: int, raise_on_error: bool,
@@ -275,9 +222,9 @@ def _map_fn(*, column: str, keep: List[str], base: Mapping[str, Any], addrs: Tup
     """The function mapInArrow runs on each partition's record batches.
 
     ``answer(resp)`` turns one ok response into the values of ``outputs``
-    (name, arrow type); it may raise _Unfit.
+    (name, arrow type); it may raise Unfit.
     """
-    make = _request_maker(column, base, id_column, seed_column)
+    make = request_maker(column, base, id_column, seed_column)
     needed = sorted({column, *keep, *(c for c in (id_column, seed_column) if c)})
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -286,38 +233,11 @@ def _map_fn(*, column: str, keep: List[str], base: Mapping[str, Any], addrs: Tup
             if batch.num_rows == 0:
                 continue
             cols = {n: batch.column(batch.schema.get_field_index(n)).to_pylist() for n in needed}
-            rows = range(batch.num_rows)
-            # rows with no document are error rows without a request
-            live = [i for i in rows if cols[column][i] is not None]
-            reqs = [make(cols, i) for i in live]
-            try:
-                resps = _client(addrs, client_options).batch(reqs, concurrency=concurrency)
-            except TransportError as e:  # no replica reachable when the client was made
-                resps = [transport_failure(q, str(e)) for q in reqs]
-            by_row: Dict[int, Mapping[str, Any]] = dict(zip(live, resps))
-            values: List[List[Any]] = [[] for _ in outputs]
-            errors: List[List[Any]] = [[], [], []]
-            for i in rows:
-                resp = by_row.get(i)
-                err: Tuple[Optional[str], Optional[str], Optional[str]] = (None, None, None)
-                vals: List[Any] = [None] * len(outputs)
-                if resp is None:
-                    err = ("bad_request", f"{column} is null", "/document")
-                elif not resp.get("ok"):
-                    err = _error(resp)
-                else:
-                    try:
-                        vals = answer(resp)
-                    except _Unfit as e:
-                        err = ("unrepresentable", str(e), e.pointer)
-                if err[0] is not None and raise_on_error:
-                    rid = cols[id_column][i] if id_column else None
-                    raise StruxError(err[1] or "", code=err[0], pointer=err[2], request_id=rid,
-                                     response=dict(resp) if resp else None)
-                for k, v in enumerate(vals):
-                    values[k].append(v)
-                for k, v in enumerate(err):
-                    errors[k].append(v)
+            values, errors = answer_rows(
+                cols[column], lambda i: make(cols, i), answer, len(outputs), addrs=addrs,
+                client_options=client_options, concurrency=concurrency,
+                raise_on_error=raise_on_error, column=column,
+                row_id=lambda i: cols[id_column][i] if id_column else None)
             arrays = [batch.column(batch.schema.get_field_index(n)) for n in keep]
             arrays += [pa.array(v, type=t) for v, (_, t) in zip(values, outputs)]
             arrays += [pa.array(v, type=pa.string()) for v in errors]
@@ -450,7 +370,7 @@ def classify(df: Any, column: str, labels: Sequence[str], *, addrs: Addrs,
     def answer(resp: Mapping[str, Any]) -> List[Any]:
         label = resp.get("output")
         if not isinstance(label, str):
-            raise _Unfit("/output", "the answer's label is not a string")
+            raise Unfit("/output", "the answer's label is not a string")
         if scores_column is None:
             return [label]
         scores = resp.get("scores") or {}
