@@ -21,7 +21,7 @@ export PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" PYSPARK_PYTHO
 start() {
     "$B/struxd" --model "$T/model" --threads 1 --listen "ipc://$T/$1.ipc" 2>"$T/$1.log" &
     PID[$1]=$!
-    until grep -q '^struxd: ready' "$T/$1.log"; do sleep 0.1; done
+    until grep -q "^struxd: ready" "$T/$1.log" 2>/dev/null; do sleep 0.1; done
 }
 start r1
 start r2

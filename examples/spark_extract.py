@@ -43,7 +43,8 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=16, help="requests in flight per worker")
     args = ap.parse_args()
 
-    spark = SparkSession.builder.master(args.master).appName("strux-extract").getOrCreate()
+    spark = (SparkSession.builder.master(args.master).appName("strux-extract")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     docs = (spark.read.text(args.docs, wholetext=True).withColumnRenamed("value", "text")
             .withColumn("path", F.input_file_name()))
