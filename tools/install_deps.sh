@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev
       libnng-dev libjansson-dev libpcre2-dev libutf8proc-dev libcmocka-dev
-      python3 python3-venv curl systemd)
+      python3 python3-venv curl systemd default-jre-headless)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,7 @@
         answers = c.batch(requests, concurrency=32, progress=True)  # dicts, input order
 
 Retries never double an answer: see the README and docs/PROTOCOL.md.
+DataFrame jobs: strux_client.spark (Apache Spark) and strux_client.dask (Dask), imported on their own.
 """
 from ._client import AsyncClient, Client, Stats, transport_failure
 from ._errors import StruxError, TransportError
