@@ -27,6 +27,9 @@
 
 typedef struct sx_engine sx_engine;
 
+/* An AWQ checkpoint's layer matrices (sx_layer_weights.q4) are 4-bit in
+ * every mode: they go into the q4 panels unchanged plus a per-group zero
+ * correction, and the mode then decides the lm_head alone. */
 typedef enum sx_weight_mode {
     SX_W_BF16 = 0, /* use the bf16 weights as loaded */
     SX_W_INT8 = 1, /* quantise matrices to int8 (per-row scale) at start-up */

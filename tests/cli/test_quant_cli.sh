@@ -61,6 +61,14 @@ run gen_awq_choices generate --model $Q/awq --prompt "pick" --choices "yes,no,ma
 check "generate awq --choices: the reply is one of the labels" sh -c \
     "$(declare -f ok_run rc); T=$T; ok_run gen_awq_choices && grep -qx -e '\"yes\"' -e '\"no\"' -e '\"maybe\"' '$T/gen_awq_choices.out'"
 
+# model info counts the quantised dtypes and names the method
+run info_awq model info $Q/awq
+check "model info awq: I32 tensors and the AWQ group" sh -c \
+    "grep -q '28 I32 tensors' '$T/info_awq.out' && grep -q '^quantised: *AWQ, 4 bits, group 64' '$T/info_awq.out'"
+run info_fp8 model info $Q/fp8
+check "model info fp8: F8_E4M3 tensors and the blocks" sh -c \
+    "grep -q '14 F8_E4M3 tensors' '$T/info_fp8.out' && grep -q '^quantised: *FP8 e4m3, blocks 128 x 128' '$T/info_fp8.out'"
+
 # perplexity over a short text, every mode
 printf 'The invoice total is 1,234.50 EUR, due on 2024-11-30. Pay to Mueller & Soehne.\n' >"$T/text.txt"
 for d in awq fp8; do

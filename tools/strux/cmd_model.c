@@ -241,7 +241,7 @@ static void print_files(const char *dir)
     sx_error err;
     if (sx_st_set_open(dir, &set, &err))
         return; /* the load just succeeded; nothing new to say */
-    long long count[3] = {0}, bytes[3] = {0};
+    long long count[SX_ST_NDTYPES] = {0}, bytes[SX_ST_NDTYPES] = {0};
     for (size_t i = 0; i < sx_st_set_files(set); i++) {
         const sx_st_file *f = sx_st_set_file(set, i);
         for (size_t k = 0; k < sx_st_count(f); k++) {
@@ -252,7 +252,7 @@ static void print_files(const char *dir)
     }
     printf("files:        %zu safetensors file%s;", sx_st_set_files(set),
            sx_st_set_files(set) == 1 ? "" : "s");
-    for (int d = 0; d < 3; d++)
+    for (int d = 0; d < SX_ST_NDTYPES; d++)
         if (count[d])
             printf(" %lld %s tensors (%lld bytes)", count[d], sx_st_dtype_name(d), bytes[d]);
     printf("\n");
@@ -325,6 +325,12 @@ static int cmd_info(int argc, char **argv)
     double t = now_s() - t0;
     printf("model:        %s (loaded and checked in %.3f s)\n", dir, t);
     print_files(dir);
+    if (m->quant.method == SX_QUANT_AWQ)
+        printf("quantised:    AWQ, 4 bits, group %d (layer matrices stay 4-bit; the weights line "
+               "below counts bf16)\n", m->quant.group);
+    else if (m->quant.method == SX_QUANT_FP8)
+        printf("quantised:    FP8 e4m3, blocks %d x %d (dequantised to bf16 at start-up)\n",
+               m->quant.block[0], m->quant.block[1]);
     print_info(&m->cfg, budget, from);
     sx_model_free(m);
     return 0;
