@@ -99,7 +99,8 @@ static int hyp_push(hyp *list, int *n, int cap, const beam *parent, int32_t tok,
     int32_t *ids = malloc(((size_t)parent->n + 1) * sizeof *ids);
     if (!ids)
         return SX_ENOMEM;
-    memcpy(ids, parent->ids, (size_t)parent->n * sizeof *ids);
+    if (parent->n)   /* the prompt-only beam has no ids yet */
+        memcpy(ids, parent->ids, (size_t)parent->n * sizeof *ids);
     ids[parent->n] = tok;
     if (*n == cap)
         free(list[cap - 1].ids);
@@ -202,7 +203,8 @@ static int advance(run *r, sx_error *err)
             n_next = j + 1;
             goto fail;
         }
-        memcpy(nb->ids, par->ids, (size_t)par->n * sizeof *nb->ids);
+        if (par->n)
+            memcpy(nb->ids, par->ids, (size_t)par->n * sizeof *nb->ids);
         nb->ids[par->n] = pick[j]->tok;
         nb->n = par->n + 1;
         if (--children[pick[j]->parent] == 0 && !taken[pick[j]->parent]) {

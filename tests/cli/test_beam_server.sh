@@ -116,6 +116,10 @@ PY
 "$PY" "$T/t.py" "ipc://$T/s.ipc" "http://127.0.0.1:$HPORT" "$T/s.json" "$T/cli.out"
 rc=$?
 kill -TERM "$SPID"
-wait "$SPID" 2>/dev/null
+wait "$SPID"
+st=$?
 SPID=
+# exit status 0 after SIGTERM (under ASan: no leak either)
+if [ "$st" = 0 ]; then echo "ok 99 - struxd exits 0 on SIGTERM"; else
+    echo "not ok 99 - struxd exits 0 on SIGTERM (status $st)"; tail -20 "$T/log"; rc=1; fi
 exit $rc
