@@ -35,6 +35,7 @@ RES=$WORK/results
 THREADS=${THREADS:-1}
 ROUNDS=${ROUNDS:-3}
 MAXT=${MAXT:-96}
+PPL_TOKENS=${PPL_TOKENS:-2048}
 MB_EVERY=${MB_EVERY:-15}
 GEN_ENGINES=${GEN_ENGINES:-llamacpp strux}
 VER=0.3.36
@@ -128,10 +129,10 @@ ppl() {
         flag=""; [ "$m" = bf16 ] || flag="--$m --kl-to bf16"
         # shellcheck disable=SC2086
         build/strux perplexity --model "$MODEL" --threads "$THREADS" --window 512 --stride 256 \
-            --max-tokens 2048 $flag "$WORK/ppl_text.txt" >"$RES/ppl-strux-$m.txt"
+            --max-tokens "$PPL_TOKENS" $flag "$WORK/ppl_text.txt" >"$RES/ppl-strux-$m.txt"
     done
     stamp "ppl llama.cpp"
-    "$PYL" "$HERE/llamacpp_peer.py" ppl --threads "$THREADS" --window 512 --stride 256 --max-tokens 2048 \
+    "$PYL" "$HERE/llamacpp_peer.py" ppl --threads "$THREADS" --window 512 --stride 256 --max-tokens "$PPL_TOKENS" \
         --text "$WORK/ppl_text.txt" --ref "$G-bf16.gguf" --gguf "$G-q8_0.gguf" --gguf "$G-q4_0.gguf" \
         --gguf "$G-q4_k_m.gguf" >"$RES/ppl-llamacpp.jsonl"
 }

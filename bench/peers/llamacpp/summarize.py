@@ -169,7 +169,7 @@ def tables(res):
                      f"{row['top1_same']:.4f}" if "top1_same" in row else "—",
                      row["tokens_scored"], row["bytes_scored"]))
     if prow:
-        out.append("Perplexity (window 512, stride 256, first 2,048 tokens):\n")
+        out.append("Perplexity (window 512, stride 256; tokens and bytes scored in the table):\n")
         out.append("| weights | perplexity | bits per byte | mean KL to own bf16 | top-1 same | "
                    "tokens scored | bytes scored |")
         out.append("|---|---:|---:|---:|---:|---:|---:|")
