@@ -92,7 +92,7 @@ setup() {
 versions() {
     {
         echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-        echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs"
+        echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) CPUs"
         echo "llama_cpp_python: $("$PYL" -c 'import llama_cpp; print(llama_cpp.__version__)')"
         echo "llama_cpp_system_info: $("$PYL" -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode())')"
         echo "strux: $(git rev-parse --short HEAD)"
