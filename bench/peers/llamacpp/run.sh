@@ -10,10 +10,10 @@
 #            bf16 (convert_hf_to_gguf.py from the sdist), Q8_0, Q4_0, Q4_K_M
 #            (llama_model_quantize from the bf16 file)
 #   speed    ROUNDS rounds (default 3), each strux bench_decode (bf16, int8,
-#            q4) then llama.cpp (bf16, Q8_0, Q4_0, Q4_K_M): prefill 512
+#            q4) beside llama.cpp (bf16, Q8_0, Q4_0, Q4_K_M): prefill 512
 #            tokens, decode after 16 tokens, batched decode B = 1/4/16
 #   ppl      perplexity, bits per byte, KL to bf16 on one text, window 512,
-#            stride 256, the first 2,048 tokens, both engines
+#            stride 256, the first PPL_TOKENS tokens, both engines
 #   grammar  accept, then gen:
 #   accept   JSON Schema acceptance over schemas/ and the MaskBench sample,
 #            both engines (llama.cpp: GBNF built and parsed on the vocabulary;
@@ -24,7 +24,7 @@
 #   summary  the markdown tables (bench/peers/llamacpp/summarize.py)
 # Environment: THREADS (default 1: fairest on a shared box -- neither engine
 # gets a core the other's helper threads compete for), ROUNDS, MAXT (96), MB_EVERY,
-# GEN_ENGINES ("llamacpp strux"),
+# GEN_ENGINES ("llamacpp strux"), SPEED_TOGETHER (1), REPS (3), PPL_TOKENS (2048),
 # WORK (default bench/peers/llamacpp/work; results in $WORK/results).
 set -euo pipefail
 SELF=$(realpath "$0")
@@ -36,6 +36,8 @@ THREADS=${THREADS:-1}
 ROUNDS=${ROUNDS:-3}
 MAXT=${MAXT:-96}
 PPL_TOKENS=${PPL_TOKENS:-2048}
+SPEED_TOGETHER=${SPEED_TOGETHER:-1}
+REPS=${REPS:-3}
 MB_EVERY=${MB_EVERY:-15}
 GEN_ENGINES=${GEN_ENGINES:-llamacpp strux}
 VER=0.3.36
@@ -105,15 +107,22 @@ speed() {
     versions
     : >"$RES/speed-llamacpp.jsonl"
     : >"$RES/speed-strux.txt"
+    local r sx ll
     for r in $(seq 1 "$ROUNDS"); do
-        stamp "speed round $r of $ROUNDS: strux"
-        echo "== round $r" >>"$RES/speed-strux.txt"
+        # SPEED_TOGETHER=1 (default): both engines at once, so a shared machine's load falls on
+        # both alike (each has its own thread); 0: strux, then llama.cpp
+        stamp "speed round $r of $ROUNDS (together: $SPEED_TOGETHER)"
+        sx=$WORK/speed-strux-r$r.txt ll=$WORK/speed-llamacpp-r$r.jsonl
+        echo "== round $r" >"$sx"
         build/bench_decode --model "$MODEL" --threads "$THREADS" --prompt 512 --decode 24 \
-            --decode-context 16 --modes bf16,int8,q4 --rounds 1 --bw-mib 1024 >>"$RES/speed-strux.txt"
-        stamp "speed round $r of $ROUNDS: llama.cpp"
+            --decode-context 16 --modes bf16,int8,q4 --rounds 1 --bw-mib 1024 >>"$sx" &
+        [ "$SPEED_TOGETHER" = 1 ] || wait
         "$PYL" "$HERE/llamacpp_peer.py" speed --threads "$THREADS" --prompt 512 --decode 24 \
-            --decode-context 16 --gguf "$G-bf16.gguf" --gguf "$G-q8_0.gguf" --gguf "$G-q4_0.gguf" \
-            --gguf "$G-q4_k_m.gguf" | sed "s/^{/{\"round\": $r, /" >>"$RES/speed-llamacpp.jsonl"
+            --decode-context 16 --reps "$REPS" --gguf "$G-bf16.gguf" --gguf "$G-q8_0.gguf" \
+            --gguf "$G-q4_0.gguf" --gguf "$G-q4_k_m.gguf" | sed "s/^{/{\"round\": $r, /" >"$ll"
+        wait
+        cat "$sx" >>"$RES/speed-strux.txt"
+        cat "$ll" >>"$RES/speed-llamacpp.jsonl"
     done
 }
 
