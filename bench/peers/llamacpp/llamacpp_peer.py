@@ -35,6 +35,23 @@ import numpy as np
 import llama_cpp
 from llama_cpp import Llama, LlamaGrammar
 
+# llama.cpp's "extra buffer types" (weights repacked for the CPU's AMX / AVX512 kernels) crash
+# this native build on this CPU (Xeon with AMX) for Q8_0: SIGILL on a `tileloadd` in the AMX
+# buffer type's matrix kernel (ggml-cpu/amx/mmq.cpp) under llama_decode, although the process
+# has the kernel's AMX permission; bf16 runs.  LLAMACPP_EXTRA_BUFTS=0 (run.sh's default)
+# (the default) loads every model without them (model param use_extra_bufts = false,
+# what llama.cpp's --no-repack sets); Llama() has no argument for it, so the default params are
+# wrapped.
+if os.environ.get("LLAMACPP_EXTRA_BUFTS", "0") == "0":
+    import llama_cpp.llama_cpp as _llc  # the module llama.py calls through
+    _default_params = _llc.llama_model_default_params
+
+    def _no_extra_bufts():
+        p = _default_params()
+        p.use_extra_bufts = False
+        return p
+    _llc.llama_model_default_params = _no_extra_bufts
+
 FTYPES = {
     "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
     "q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0,

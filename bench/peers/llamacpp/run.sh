@@ -10,10 +10,10 @@
 #            bf16 (convert_hf_to_gguf.py from the sdist), Q8_0, Q4_0, Q4_K_M
 #            (llama_model_quantize from the bf16 file)
 #   speed    ROUNDS rounds (default 3), each strux bench_decode (bf16, int8,
-#            q4) then llama.cpp (bf16, Q8_0, Q4_0, Q4_K_M): prefill 512
+#            q4) beside llama.cpp (bf16, Q8_0, Q4_0, Q4_K_M): prefill 512
 #            tokens, decode after 16 tokens, batched decode B = 1/4/16
 #   ppl      perplexity, bits per byte, KL to bf16 on one text, window 512,
-#            stride 256, the first 2,048 tokens, both engines
+#            stride 256, the first PPL_TOKENS tokens, both engines
 #   grammar  accept, then gen:
 #   accept   JSON Schema acceptance over schemas/ and the MaskBench sample,
 #            both engines (llama.cpp: GBNF built and parsed on the vocabulary;
@@ -24,7 +24,7 @@
 #   summary  the markdown tables (bench/peers/llamacpp/summarize.py)
 # Environment: THREADS (default 1: fairest on a shared box -- neither engine
 # gets a core the other's helper threads compete for), ROUNDS, MAXT (96), MB_EVERY,
-# GEN_ENGINES ("llamacpp strux"),
+# GEN_ENGINES ("llamacpp strux"), SPEED_TOGETHER (1), REPS (3), PPL_TOKENS (2048),
 # WORK (default bench/peers/llamacpp/work; results in $WORK/results).
 set -euo pipefail
 SELF=$(realpath "$0")
@@ -35,6 +35,9 @@ RES=$WORK/results
 THREADS=${THREADS:-1}
 ROUNDS=${ROUNDS:-3}
 MAXT=${MAXT:-96}
+PPL_TOKENS=${PPL_TOKENS:-2048}
+SPEED_TOGETHER=${SPEED_TOGETHER:-1}
+REPS=${REPS:-3}
 MB_EVERY=${MB_EVERY:-15}
 GEN_ENGINES=${GEN_ENGINES:-llamacpp strux}
 VER=0.3.36
@@ -51,6 +54,8 @@ MB_PROMPT="Write one JSON document that satisfies the schema."
 export CMAKE_ARGS=${CMAKE_ARGS:-"-DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF"}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 export OMP_NUM_THREADS=$THREADS
+# see llamacpp_peer.py: the AMX / repacked weight buffers crash this build on AMX CPUs
+export LLAMACPP_EXTRA_BUFTS=${LLAMACPP_EXTRA_BUFTS:-0}
 
 stamp() { echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC') $*" >&2; }
 
@@ -89,7 +94,7 @@ setup() {
 versions() {
     {
         echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-        echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs"
+        echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) CPUs"
         echo "llama_cpp_python: $("$PYL" -c 'import llama_cpp; print(llama_cpp.__version__)')"
         echo "llama_cpp_system_info: $("$PYL" -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode())')"
         echo "strux: $(git rev-parse --short HEAD)"
@@ -102,15 +107,22 @@ speed() {
     versions
     : >"$RES/speed-llamacpp.jsonl"
     : >"$RES/speed-strux.txt"
+    local r sx ll
     for r in $(seq 1 "$ROUNDS"); do
-        stamp "speed round $r of $ROUNDS: strux"
-        echo "== round $r" >>"$RES/speed-strux.txt"
+        # SPEED_TOGETHER=1 (default): both engines at once, so a shared machine's load falls on
+        # both alike (each has its own thread); 0: strux, then llama.cpp
+        stamp "speed round $r of $ROUNDS (together: $SPEED_TOGETHER)"
+        sx=$WORK/speed-strux-r$r.txt ll=$WORK/speed-llamacpp-r$r.jsonl
+        echo "== round $r" >"$sx"
         build/bench_decode --model "$MODEL" --threads "$THREADS" --prompt 512 --decode 24 \
-            --decode-context 16 --modes bf16,int8,q4 --rounds 1 --bw-mib 1024 >>"$RES/speed-strux.txt"
-        stamp "speed round $r of $ROUNDS: llama.cpp"
+            --decode-context 16 --modes bf16,int8,q4 --rounds 1 --bw-mib 1024 >>"$sx" &
+        [ "$SPEED_TOGETHER" = 1 ] || wait
         "$PYL" "$HERE/llamacpp_peer.py" speed --threads "$THREADS" --prompt 512 --decode 24 \
-            --decode-context 16 --gguf "$G-bf16.gguf" --gguf "$G-q8_0.gguf" --gguf "$G-q4_0.gguf" \
-            --gguf "$G-q4_k_m.gguf" | sed "s/^{/{\"round\": $r, /" >>"$RES/speed-llamacpp.jsonl"
+            --decode-context 16 --reps "$REPS" --gguf "$G-bf16.gguf" --gguf "$G-q8_0.gguf" \
+            --gguf "$G-q4_0.gguf" --gguf "$G-q4_k_m.gguf" | sed "s/^{/{\"round\": $r, /" >"$ll"
+        wait
+        cat "$sx" >>"$RES/speed-strux.txt"
+        cat "$ll" >>"$RES/speed-llamacpp.jsonl"
     done
 }
 
@@ -126,10 +138,10 @@ ppl() {
         flag=""; [ "$m" = bf16 ] || flag="--$m --kl-to bf16"
         # shellcheck disable=SC2086
         build/strux perplexity --model "$MODEL" --threads "$THREADS" --window 512 --stride 256 \
-            --max-tokens 2048 $flag "$WORK/ppl_text.txt" >"$RES/ppl-strux-$m.txt"
+            --max-tokens "$PPL_TOKENS" $flag "$WORK/ppl_text.txt" >"$RES/ppl-strux-$m.txt"
     done
     stamp "ppl llama.cpp"
-    "$PYL" "$HERE/llamacpp_peer.py" ppl --threads "$THREADS" --window 512 --stride 256 --max-tokens 2048 \
+    "$PYL" "$HERE/llamacpp_peer.py" ppl --threads "$THREADS" --window 512 --stride 256 --max-tokens "$PPL_TOKENS" \
         --text "$WORK/ppl_text.txt" --ref "$G-bf16.gguf" --gguf "$G-q8_0.gguf" --gguf "$G-q4_0.gguf" \
         --gguf "$G-q4_k_m.gguf" >"$RES/ppl-llamacpp.jsonl"
 }

@@ -122,7 +122,7 @@ def tables(res):
                 ("prefill tok/s per CPU-second", "prefill_tok_s_per_cpu", "prefill_tok_s_per_cpu"),
                 ("decode tok/s per CPU-second", "decode_tok_s_per_cpu", "decode_tok_s_per_cpu")]
         out.append(f"Speed, medians of {len(set(sx) | set(ll))} rounds "
-                   "(strux and llama.cpp alternate within each round):\n")
+                   "(strux then llama.cpp in each round, or both at once; the text says which):\n")
         hdr = "| figure | " + " | ".join(f"strux {m}" for m in STRUX_MODES) + " | " + \
             " | ".join(f"llama.cpp {m.upper()}" for m in LLAMA_MODELS) + " |"
         out.append(hdr)
@@ -169,7 +169,7 @@ def tables(res):
                      f"{row['top1_same']:.4f}" if "top1_same" in row else "—",
                      row["tokens_scored"], row["bytes_scored"]))
     if prow:
-        out.append("Perplexity (window 512, stride 256, first 2,048 tokens):\n")
+        out.append("Perplexity (window 512, stride 256; tokens and bytes scored in the table):\n")
         out.append("| weights | perplexity | bits per byte | mean KL to own bf16 | top-1 same | "
                    "tokens scored | bytes scored |")
         out.append("|---|---:|---:|---:|---:|---:|---:|")
