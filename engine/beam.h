@@ -33,6 +33,14 @@
  * ones were found.  Without a grammar a hypothesis cut by max_tokens is a
  * finished one, as in transformers, with finish SX_BEAM_LENGTH.
  *
+ * Budget under a grammar (when `tok` is given), the invariant sx_gen keeps
+ * for sampling: a candidate after which the document's shortest completion
+ * no longer fits in the tokens left is dropped (neither runs on nor
+ * finishes).  When no candidate runs on and fewer than R hypotheses are
+ * finished, each running beam is closed with its shortest completion
+ * (forced tokens, scored 0 as forced tokens are) and becomes a finished
+ * hypothesis, so a tight max_tokens still returns complete documents.
+ *
  * KV cache: the prompt is prefilled once; beams are forks of its engine
  * sequence (sx_engine_seq_fork shares full blocks), and when one beam has
  * several children the others fork it, so no beam ever copies the prompt.
@@ -46,6 +54,7 @@
 #include <stdint.h>
 #include "common/sx_error.h"
 #include "engine/cpu/engine.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
 
 typedef enum sx_beam_early {
@@ -65,6 +74,7 @@ typedef struct sx_beam_params {
     const int32_t   *eos;             /* end tokens (n_eos of them; 0..8) */
     int              n_eos;
     const sx_grammar *grammar;        /* NULL = unconstrained */
+    const sx_tokenizer *tok;          /* with a grammar: steers the budget (below); may be NULL */
     int              prefill_chunk;   /* prompt tokens per forward pass (0 = 512) */
 } sx_beam_params;
 

@@ -1,6 +1,7 @@
 /* sx_beam_run: beam search as transformers' _beam_search does it (see
  * engine/beam.h for the rules), over forks of one prefilled prompt. */
 #include "engine/beam.h"
+#include "engine/gen_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ typedef struct cand {
     int     ends;         /* a stopping criterion hit (EOS, budget, complete document) */
     int     complete;     /* ... and the hypothesis is a finished one (not cut short) */
     int     stop;         /* ... by an EOS or a complete document, not the budget */
+    int     dead;         /* the document could no longer close within the budget */
 } cand;
 
 typedef struct hyp {
@@ -43,6 +45,8 @@ typedef struct run {
     float            *logits;
     uint32_t         *mask;
     int64_t           forks;
+    uint8_t          *cbuf;     /* shortest-completion scratch (budget steering) */
+    sx_ids            cids;
 } run;
 
 static void beam_drop(sx_engine *e, beam *b)
@@ -90,11 +94,28 @@ static void cand_push(run *r, const cand *x)
         r->n_c++;
 }
 
+/* Inserts ids (taken: freed when it does not make the cut) into a list. */
+static void hyp_insert(hyp *list, int *n, int cap, int32_t *ids, int n_ids, float score, float sum,
+                       int finish)
+{
+    int at = topk_slot(&list[0].score, sizeof(hyp), *n, cap, score);
+    if (at < 0) {
+        free(ids);
+        return;
+    }
+    if (*n == cap)
+        free(list[cap - 1].ids);
+    int last = *n < cap ? *n : cap - 1;
+    memmove(list + at + 1, list + at, (size_t)(last - at) * sizeof *list);
+    list[at] = (hyp){score, sum, ids, n_ids, finish};
+    if (*n < cap)
+        (*n)++;
+}
+
 static int hyp_push(hyp *list, int *n, int cap, const beam *parent, int32_t tok, float score,
                     float sum, int finish)
 {
-    int at = topk_slot(&list[0].score, sizeof(hyp), *n, cap, score);
-    if (at < 0)
+    if (topk_slot(&list[0].score, sizeof(hyp), *n, cap, score) < 0)
         return SX_OK;
     int32_t *ids = malloc(((size_t)parent->n + 1) * sizeof *ids);
     if (!ids)
@@ -102,13 +123,7 @@ static int hyp_push(hyp *list, int *n, int cap, const beam *parent, int32_t tok,
     if (parent->n)   /* the prompt-only beam has no ids yet */
         memcpy(ids, parent->ids, (size_t)parent->n * sizeof *ids);
     ids[parent->n] = tok;
-    if (*n == cap)
-        free(list[cap - 1].ids);
-    int last = *n < cap ? *n : cap - 1;
-    memmove(list + at + 1, list + at, (size_t)(last - at) * sizeof *list);
-    list[at] = (hyp){score, sum, ids, parent->n + 1, finish};
-    if (*n < cap)
-        (*n)++;
+    hyp_insert(list, n, cap, ids, parent->n + 1, score, sum, finish);
     return SX_OK;
 }
 
@@ -133,7 +148,7 @@ static int expand(run *r, int b, const float *row, sx_error *err)
         float s = x->score + (row[t] - lse);
         if (r->n_c == r->K && !(s > r->c[r->K - 1].score))
             continue;
-        cand c = {s, b, t, 0, 0, 0};
+        cand c = {s, b, t, 0, 0, 0, 0};
         cand_push(r, &c);
     }
     return SX_OK;
@@ -156,11 +171,56 @@ static int classify(run *r, int gen_len, sx_error *err)
             if (rc)
                 return rc;
             complete = sx_matcher_is_complete(m);
+            if (!complete && r->cbuf) {
+                int need = gen_matcher_completion(p->tok, m, r->cbuf, GEN_CBUF, &r->cids);
+                c->dead = need >= 0 && need > p->max_tokens - (gen_len + 1);
+            }
             sx_matcher_rollback(m, 1);
+            if (c->dead)
+                continue;
         }
         c->ends = complete || gen_len + 1 >= p->max_tokens;
         c->complete = complete || (c->ends && !m);
         c->stop = complete;
+    }
+    return SX_OK;
+}
+
+/* No candidate runs on and too few documents are finished: every running
+ * beam (whose completion fits, by the budget rule) is closed with its
+ * shortest completion and becomes a finished hypothesis. */
+static int close_running(run *r, sx_error *err)
+{
+    const sx_beam_params *p = r->p;
+    for (int b = 0; b < r->n_run; b++) {
+        beam *x = &r->run[b];
+        int need = gen_matcher_completion(p->tok, x->m, r->cbuf, GEN_CBUF, &r->cids);
+        if (need < 0 || need > p->max_tokens - x->n)
+            continue;
+        int32_t *ids = malloc(((size_t)x->n + (size_t)need + 1) * sizeof *ids);
+        if (!ids)
+            return sx_err_set(err, SX_ENOMEM, "beam search: out of memory");
+        if (x->n)
+            memcpy(ids, x->ids, (size_t)x->n * sizeof *ids);
+        for (int i = 0; i < need; i++) {
+            int rc = sx_matcher_accept(x->m, r->cids.v[i], err);
+            if (rc) {
+                free(ids);
+                return rc;
+            }
+            ids[x->n + i] = r->cids.v[i];
+        }
+        if (!sx_matcher_can_end(x->m)) {
+            free(ids);
+            return sx_err_set(err, SX_EINTERNAL, "beam search: a shortest completion left the document open");
+        }
+        int len = x->n + need;
+        /* a document that could go on (trailing space) ends with an end
+         * token, as a sampled one does, where the budget has room */
+        if (!sx_matcher_is_complete(x->m) && p->n_eos > 0 && len < p->max_tokens)
+            ids[len++] = p->eos[0];
+        float div = (float)pow((double)len, (double)p->length_penalty);
+        hyp_insert(r->pool, &r->n_pool, r->B, ids, len, x->score / div, x->score, SX_BEAM_STOP);
     }
     return SX_OK;
 }
@@ -185,7 +245,7 @@ static int advance(run *r, sx_error *err)
     int n_next = 0, children[SX_BEAM_MAX] = {0}, rc = SX_OK;
     const cand *pick[SX_BEAM_MAX];
     for (int k = 0; k < r->n_c && n_next < r->B; k++)
-        if (!r->c[k].ends) {
+        if (!r->c[k].ends && !r->c[k].dead) {
             pick[n_next++] = &r->c[k];
             children[r->c[k].parent]++;
         }
@@ -310,6 +370,10 @@ int sx_beam_run(sx_engine *e, const int32_t *prompt, int n_prompt, const sx_beam
     r->c = malloc((size_t)r->K * sizeof *r->c);
     r->logits = malloc((size_t)r->B * (size_t)r->V * sizeof *r->logits);
     r->mask = malloc((size_t)r->mask_words * sizeof *r->mask);
+    if (p->grammar && p->tok && !(r->cbuf = malloc(GEN_CBUF))) {
+        rc = sx_err_set(err, SX_ENOMEM, "beam search: out of memory");
+        goto fail;
+    }
     if (!r->c || !r->logits || !r->mask) {
         rc = sx_err_set(err, SX_ENOMEM, "beam search: out of memory");
         goto fail;
@@ -347,6 +411,13 @@ int sx_beam_run(sx_engine *e, const int32_t *prompt, int n_prompt, const sx_beam
                 sx_err_set(err, rc, "beam search: out of memory");
                 goto fail;
             }
+        }
+        if (r->cbuf && r->n_pool < (p->num_return ? p->num_return : 1)) {
+            int live = 0;
+            for (int k = 0; k < r->n_c && !live; k++)
+                live = !r->c[k].ends && !r->c[k].dead;
+            if (!live && (rc = close_running(r, err)))
+                goto fail;
         }
         if ((rc = advance(r, err)))
             goto fail;
@@ -394,6 +465,8 @@ done:
     free(r->c);
     free(r->logits);
     free(r->mask);
+    free(r->cbuf);
+    sx_ids_free(&r->cids);
     free(r);
     return rc;
 }

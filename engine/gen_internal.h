@@ -125,5 +125,10 @@ int    gen_grow_rows(sx_gen *g, int rows);
  * current state (left in g->cids), 0 when complete, -1 when none was found
  * within GEN_CBUF bytes or the text does not tokenize. */
 int    gen_completion_tokens(sx_gen *g, gen_seq *s);
+/* The same for any matcher m: the tokens of its shortest completion into
+ * *out (cleared first; buf, cap bytes, is scratch), their count, 0 when
+ * complete, -1 when unknown.  Beam search steers its budget with it. */
+int    gen_matcher_completion(const sx_tokenizer *tok, const sx_matcher *m, uint8_t *buf,
+                              size_t cap, sx_ids *out);
 
 #endif

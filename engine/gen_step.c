@@ -55,19 +55,25 @@ static int encode_grammar_bytes(const sx_tokenizer *tok, const uint8_t *b, size_
     return tail ? push_byte_tokens(tok, b + hi, n - hi, out) : 0;
 }
 
-int gen_completion_tokens(sx_gen *g, gen_seq *s)
+int gen_matcher_completion(const sx_tokenizer *tok, const sx_matcher *m, uint8_t *buf,
+                           size_t cap, sx_ids *out)
 {
-    g->cids.n = 0;
-    if (sx_matcher_is_complete(s->m))
+    out->n = 0;
+    if (sx_matcher_is_complete(m))
         return 0;
-    size_t n = sx_matcher_shortest_completion(s->m, g->cbuf, GEN_CBUF);
+    size_t n = sx_matcher_shortest_completion(m, buf, cap);
     if (n == (size_t)-1)
         return -1;
     if (n == 0)
         return 0;
-    if (encode_grammar_bytes(g->tok, g->cbuf, n, 1, &g->cids))
+    if (encode_grammar_bytes(tok, buf, n, 1, out))
         return -1;
-    return (int)g->cids.n;
+    return (int)out->n;
+}
+
+int gen_completion_tokens(sx_gen *g, gen_seq *s)
+{
+    return gen_matcher_completion(g->tok, s->m, g->cbuf, GEN_CBUF, &g->cids);
 }
 
 static int is_eos(const sx_gen *g, int32_t t)

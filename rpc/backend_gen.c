@@ -81,6 +81,7 @@ static int gb_beam(void *b, const int32_t *prompt, int n_prompt, const sx_beam_p
     sx_beam_params q = *p;
     q.eos = eos;
     q.n_eos = 2;
+    q.tok = gb->tok;
     q.prefill_chunk = gb->o.prefill_chunk;
     return sx_beam_run(gb->e, prompt, n_prompt, &q, out, err);
 }

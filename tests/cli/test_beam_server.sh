@@ -111,6 +111,28 @@ ok("refuses length_penalty without num_beams", not e["ok"] and e["error"]["point
 code, o = post("/v1/chat/completions", {"model": "m", "messages": msgs, "stream": True,
                "strux": {"num_beams": 2}})
 ok("openai: refuses a streamed beam search", code == 400)
+# tight budgets: beams keep their documents closable, so every answer is ok
+# and complete (or `incomplete` when even the shortest document cannot fit,
+# never a cut or invalid one); the invoice schema's shortest is long
+inv = json.load(open("schemas/invoice.json"))
+all_good = True
+seen_ok = False
+for mt in (8, 24, 40, 64):
+    for nb in (2, 4):
+        a = call({"schema": inv, "messages": msgs, "max_tokens": mt, "num_beams": nb,
+                  "num_return_sequences": nb, "early_stopping": True})
+        if a.get("ok"):
+            seen_ok = True
+            for c in a["choices"]:
+                try:
+                    jsonschema.validate(c["output"], inv)
+                    all_good &= c["finish_reason"] == "stop" and json.loads(c["text"]) == c["output"]
+                except Exception as e:
+                    print("#", mt, nb, e); all_good = False
+        elif a["error"]["code"] != "incomplete":
+            print("#", mt, nb, a["error"]); all_good = False
+ok("tight max_tokens: beams answer complete, valid documents (invoice, 8..64 tokens)",
+   seen_ok and all_good)
 sys.exit(1 if bad else 0)
 PY
 "$PY" "$T/t.py" "ipc://$T/s.ipc" "http://127.0.0.1:$HPORT" "$T/s.json" "$T/cli.out"

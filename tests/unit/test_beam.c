@@ -193,9 +193,11 @@ static char *text_of(const sx_beam_seq *s, size_t *len)
     return b.v;
 }
 
-static void constrained(void **state)
+/* Every schema, B = 2 and 4, every sequence checked token by token and
+ * validated.  max_tokens < 0: tight budgets, -max_tokens tokens beyond each
+ * schema's shortest document (at most); steer: pass the tokenizer. */
+static int run_constrained(int max_tokens, int steer)
 {
-    (void)state;
     static const char *schemas[] = {
         "{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"},"
         "\"n\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":99}},\"required\":[\"ok\",\"n\"],"
@@ -226,9 +228,24 @@ static void constrained(void **state)
         sx_validator *val = NULL;
         assert_int_equal(sx_val_compile(schema, NULL, &val, &err), 0);
         for (int b = 2; b <= 4; b += 2) {
+            int budget = max_tokens;
+            if (budget < 0) {
+                /* the shortest document's tokens, plus the slack */
+                sx_matcher *m0 = NULL;
+                uint8_t buf[4096];
+                assert_int_equal(sx_matcher_new(gr, &m0, &err), 0);
+                size_t nb = sx_matcher_shortest_completion(m0, buf, sizeof buf);
+                sx_matcher_free(m0);
+                assert_true(nb > 0 && nb < sizeof buf);
+                sx_ids t0 = {0};
+                assert_int_equal(sx_tok_encode(TOK, (const char *)buf, nb, 0, &t0, NULL), 0);
+                budget = (int)t0.n + (-max_tokens - 1);
+                sx_ids_free(&t0);
+            }
             sx_beam_params p = {.num_beams = b, .num_return = b, .length_penalty = 1.0f,
-                                .early_stopping = SX_BEAM_EARLY_TRUE, .max_tokens = 40,
-                                .eos = eos, .n_eos = 2, .grammar = gr};
+                                .early_stopping = SX_BEAM_EARLY_TRUE, .max_tokens = budget,
+                                .eos = eos, .n_eos = 2, .grammar = gr,
+                                .tok = steer ? TOK : NULL};
             sx_beam_result r;
             if (sx_beam_run(ENG, prompt.v, (int)prompt.n, &p, &r, &err))
                 fail_msg("schema %zu: %s", si, err.msg);
@@ -240,8 +257,19 @@ static void constrained(void **state)
                 if (s->finish != SX_BEAM_STOP) {
                     size_t len;
                     char *t = text_of(s, &len);
-                    fail_msg("schema %zu beams %d: sequence %d cut by the budget: %s", si, b, i, t);
+                    if (!steer) {   /* what the budget rule exists for */
+                        free(t);
+                        sx_beam_result_free(&r);
+                        sx_val_free(val);
+                        json_decref(schema);
+                        sx_gr_free(gr);
+                        sx_ids_free(&prompt);
+                        return -1;
+                    }
+                    fail_msg("schema %zu beams %d: sequence %d cut by the budget (%d tokens): %s",
+                             si, b, i, budget, t);
                 }
+                assert_true(s->n <= budget);
                 /* token by token allowed by a fresh matcher, complete at the end */
                 sx_matcher *mt = NULL;
                 assert_int_equal(sx_matcher_new(gr, &mt, &err), 0);
@@ -253,9 +281,11 @@ static void constrained(void **state)
                         fail_msg("schema %zu beam %d: token %d at %d refused: %s", si, i,
                                  (int)s->ids[k], k, err.msg);
                 }
-                /* a beam ends when its document is complete, not later */
+                /* a beam ends when its document is complete, not later (or,
+                 * closed at the very end of the budget, where it may end) */
                 if (!ended_by_eos)
-                    assert_true(sx_matcher_is_complete(mt));
+                    assert_true(sx_matcher_is_complete(mt) ||
+                                (s->n == budget && sx_matcher_can_end(mt)));
                 sx_matcher_free(mt);
                 size_t len;
                 char *text = text_of(s, &len);
@@ -277,7 +307,27 @@ static void constrained(void **state)
         sx_gr_free(gr);
     }
     sx_ids_free(&prompt);
-    assert_true(checked >= 10);
+    return checked;
+}
+
+static void constrained(void **state)
+{
+    (void)state;
+    assert_true(run_constrained(40, 1) >= 10);
+}
+
+/* Tight budgets: the shortest document's length and a little more.  Each
+ * beam keeps its document closable, so every sequence returned is a
+ * complete, valid document; without the rule some are cut. */
+static void tight_budgets(void **state)
+{
+    (void)state;
+    for (int slack = 1; slack <= 4; slack += 3)
+        assert_true(run_constrained(-slack, 1) >= 10);
+    int cut = 0;
+    for (int slack = 1; slack <= 4 && !cut; slack += 3)
+        cut = run_constrained(-slack, 0) < 0;
+    assert_true(cut);
 }
 
 /* One prefill for all beams: the model runs the prompt once, then one token
@@ -332,6 +382,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_transformers),
         cmocka_unit_test(constrained),
+        cmocka_unit_test(tight_budgets),
         cmocka_unit_test(shares_the_prompt),
         cmocka_unit_test(refuses_bad_params),
     };

@@ -51,7 +51,8 @@ int gen_beam_cli_run(sx_engine *eng, const sx_tokenizer *tok, const sx_grammar *
     int32_t eos[2] = {sx_tok_find(tok, "<|im_end|>", 10), sx_tok_find(tok, "<|endoftext|>", 13)};
     sx_beam_params p = {.num_beams = o->beams, .num_return = o->ret,
                         .length_penalty = o->length_penalty, .early_stopping = o->early,
-                        .max_tokens = o->max_tokens, .eos = eos, .n_eos = 2, .grammar = g};
+                        .max_tokens = o->max_tokens, .eos = eos, .n_eos = 2, .grammar = g,
+                        .tok = tok};
     sx_beam_result r;
     sx_error err;
     sx_err_clear(&err);
