@@ -105,6 +105,13 @@ for f in sorted(os.listdir("schemas")):
     for k, budget in enumerate([12, 16, 24, 32, 40, 48, 64, 96]):
         reqs.append({"id": f"sc-{f}-{k}", "schema": schema, "document": doc,
                      "max_tokens": budget, "temperature": temps[k % 3], "seed": k})
+    # every choice of n and every beam validates too (tight and loose budgets)
+    for k, budget in enumerate([16, 48]):
+        reqs.append({"id": f"sn-{f}-{k}", "schema": schema, "document": doc, "n": 3,
+                     "max_tokens": budget, "temperature": 1.0, "seed": 10 + k})
+        reqs.append({"id": f"sb-{f}-{k}", "schema": schema, "document": doc, "num_beams": 2,
+                     "num_return_sequences": 2, "early_stopping": True, "max_tokens": budget,
+                     "temperature": 0})
 labels = json.load(open("schemas/sentiment_labels.json"))["enum"]
 for k, f in enumerate(sorted(os.listdir("schemas/samples"))):
     if f.endswith(".txt"):
@@ -196,6 +203,9 @@ for q, r in zip(reqs, resps):
             print("jsonschema rejects", q["id"], errs[0].message[:200], file=sys.stderr); bad += 1
         if json.loads(r["text"]) != out:
             print("text and output differ", q["id"], file=sys.stderr); bad += 1
+        for i, c in enumerate(r.get("choices", [])):   # n choices and beams: each one
+            if list(v.iter_errors(c["output"])) or json.loads(c["text"]) != c["output"]:
+                print("choice", i, "of", q["id"], "is not valid", file=sys.stderr); bad += 1
     elif "choices" in q:
         if out not in q["choices"] or abs(sum(r["scores"].values()) - 1) > 1e-6:
             print("bad label or scores", q["id"], file=sys.stderr); bad += 1

@@ -121,36 +121,57 @@ static char *transport_line(const char *req, size_t len, const char *msg)
     return t;
 }
 
-/* The client's own check of a successful answer against its request: the
- * server already re-checked it, this makes the guarantee checkable from
- * outside.  Returns 1 when the output holds. */
-static int verify_output(const char *req, size_t len, const json_t *resp, char *why, size_t cap)
+/* One output against its request: the schema (compiled once into *v),
+ * one of the labels, or an object.  Returns 1 when it holds. */
+static int verify_one(const json_t *r, sx_validator **v, const json_t *out, char *why, size_t cap)
 {
-    json_t *r = json_loadb(req, len, JSON_ALLOW_NUL, NULL);
-    const json_t *out = json_object_get(resp, "output");
-    int good = 1;
     const json_t *schema = json_object_get(r, "schema"), *choices = json_object_get(r, "choices");
     if (schema) {
-        sx_validator *v = NULL;
         sx_error e;
         int valid = 0;
-        if (!out || sx_val_compile(schema, NULL, &v, &e) || sx_val_validate(v, out, &valid, &e) ||
-            !valid) {
+        sx_err_clear(&e);
+        if (!out || (!*v && sx_val_compile(schema, NULL, v, &e)) ||
+            sx_val_validate(*v, out, &valid, &e) || !valid) {
             snprintf(why, cap, "%s", out ? e.msg : "no output");
-            good = 0;
+            return 0;
         }
-        sx_val_free(v);
     } else if (choices) {
         size_t i;
         const json_t *l;
-        good = 0;
+        int good = 0;
         json_array_foreach(choices, i, l) good |= json_equal(l, out);
         if (!good)
             snprintf(why, cap, "output is not one of the labels");
+        return good;
     } else if (json_is_true(json_object_get(r, "json_object")) && !json_is_object(out)) {
         snprintf(why, cap, "output is not an object");
-        good = 0;
+        return 0;
     }
+    return 1;
+}
+
+/* The client's own check of a successful answer against its request: the
+ * server already re-checked it, this makes the guarantee checkable from
+ * outside.  With n choices or beams every choice's output is checked, not
+ * only the top-level one.  Returns 1 when every output holds. */
+static int verify_output(const char *req, size_t len, const json_t *resp, char *why, size_t cap)
+{
+    json_t *r = json_loadb(req, len, JSON_ALLOW_NUL, NULL);
+    sx_validator *v = NULL;
+    int good = verify_one(r, &v, json_object_get(resp, "output"), why, cap);
+    const json_t *cs = json_object_get(resp, "choices"), *c;
+    size_t i;
+    if (json_is_array(cs))
+        json_array_foreach(cs, i, c) {
+            if (!good)
+                break;
+            char w[512];
+            if (!verify_one(r, &v, json_object_get(c, "output"), w, sizeof w)) {
+                snprintf(why, cap, "choice %zu: %s", i, w);
+                good = 0;
+            }
+        }
+    sx_val_free(v);
     json_decref(r);
     return good;
 }
