@@ -129,6 +129,11 @@ void sx_avx512_att_qt(const float *qt, const float *kt, const float *v, int bt, 
 void sx_avx512_att_qt_dp(const float *qt, const float *kt, const float *v, int bt, int nj,
                          int hd, float scale, int vis0, int vstep, float *m, float *l,
                          float *acct, float *kpad);
+/* The AMX bf16 kernel as it was before batch invariance: the AVX-512
+ * kernel below 8 tokens (other sums than the tiles'), for
+ * sx_engine_opts.batch_variant.  x86-64 only. */
+void sx_amx_mm_bf16_variant(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
+                            long ldy, int r0, int r1, int accumulate);
 /* int8 through AVX512-VNNI (SX_Q8_VNNI weights), which the AMX path uses. */
 void sx_vnni_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
                    float *y, long ldy, int r0, int r1, int accumulate);

@@ -1,7 +1,10 @@
-/* AMX kernels: bf16 tile products for prefill-sized inputs (8 tokens and
- * more); decode-sized inputs, int8 weights, attention and exp are the
- * AVX-512 kernels, which this path extends -- except int8, which is
- * AVX512-VNNI's (cpu_matmul_vnni.c).
+/* AMX kernels: bf16 tile products for every input, decode included, so a
+ * token's sums are the same alone or in any batch (batch invariance; the
+ * tiles stream weights at the memory's pace for one token as the AVX-512
+ * kernel does).  sx_amx_mm_bf16_variant keeps the AVX-512 kernel below 8
+ * tokens, for sx_engine_opts.batch_variant.  Attention and exp are the
+ * AVX-512 kernels, which this path extends; int8 is AVX512-VNNI's
+ * (cpu_matmul_vnni.c).
  *
  * The bf16 weight panels already have the layout AMX wants for its "B"
  * operand: for each k pair the 32 rows' (even, odd) values, so 16 k pairs
@@ -42,14 +45,17 @@ typedef struct tilecfg {
     uint8_t  rows[16];
 } tilecfg;
 
-INL void tiles_config(void)
+/* m token rows in the C and A tiles (fewer than TB for decode, which then
+ * loads and zeroes no padding rows); B tiles always 16 k pairs.  A row's
+ * sums do not depend on the others', so m changes no result. */
+INL void tiles_config(int m)
 {
     tilecfg c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
     for (int i = 0; i < 8; i++) {
         c.colsb[i] = 64;
-        c.rows[i] = 16;
+        c.rows[i] = (uint8_t)(i < 6 ? m : 16);
     }
     _tile_loadconfig(&c);
 }
@@ -59,10 +65,10 @@ INL void tiles_config(void)
  * each 16 rows of 64 bytes, contiguous: hi[(s*TB + u)*32 + i] is token u's
  * k = 32s + i; rows past nb and k past 2*k2 are zero.  A token's pairs
  * are gathered 8 at a time down its column of the packed tile. */
-INL void to_a(const float *xp, int n_tok, int t0, int nb, int k2, int kpad, uint16_t *hi,
-              uint16_t *lo)
+INL void to_a(const float *xp, int n_tok, int t0, int nb, int rows, int k2, int kpad,
+              uint16_t *hi, uint16_t *lo)
 {
-    if (nb < TB) {
+    if (nb < rows) {
         memset(hi, 0, (size_t)TB * kpad * sizeof *hi);
         memset(lo, 0, (size_t)TB * kpad * sizeof *lo);
     }
@@ -87,6 +93,21 @@ INL void to_a(const float *xp, int n_tok, int t0, int nb, int k2, int kpad, uint
 INL __mmask16 lanes(int n)
 {
     return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1);
+}
+
+/* a block's first nb tokens and nrows columns of y into c (TB x 32 sums,
+ * stride 32 floats), zeros elsewhere: the sums then start from y as a
+ * whole block's do (run_steps), so a token's result does not depend on
+ * whether its block is whole */
+INL void load_c(float *c, const float *y, long ldy, int nb, int nrows)
+{
+    __mmask16 m0 = lanes(nrows), m1 = lanes(nrows - 16);
+    for (int t = 0; t < TB; t++) {
+        _mm512_storeu_ps(c + t * 32, t < nb ? _mm512_maskz_loadu_ps(m0, y + t * ldy)
+                                            : _mm512_setzero_ps());
+        _mm512_storeu_ps(c + t * 32 + 16, t < nb ? _mm512_maskz_loadu_ps(m1, y + t * ldy + 16)
+                                                 : _mm512_setzero_ps());
+    }
 }
 
 /* c: a block's TB x 32 sums (stride 32 floats); its first nb tokens and
@@ -158,8 +179,10 @@ INL void run_steps(const uint16_t *pan, const uint16_t *btail, int tail, int ste
     }
 }
 
-TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
-                        long ldy, int r0, int r1, int accumulate)
+/* min_tok: fewer tokens run the AVX-512 kernel (whose sums differ from
+ * the tiles'), 1 for none */
+INL void mm_bf16_from(const uint16_t *wp, int k, const float *xp, int n_tok, float *y, long ldy,
+                      int r0, int r1, int accumulate, int min_tok)
 {
     int k2 = (k + 1) / 2, steps = (k2 + 15) / 16, kpad = steps * 32;
     int nblk = (n_tok + TB - 1) / TB;
@@ -170,7 +193,7 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
     size_t per_blk = (size_t)TB * kpad; /* uint16 of one block's hi (then lo) */
     uint16_t *abuf = NULL;
     float *cmem = NULL;
-    if (n_tok >= MIN_TOK) {
+    if (n_tok >= (min_tok > 0 ? min_tok : 1)) {
         /* tile rows are whole cache lines only when the buffers are
          * line-aligned (a split row costs two loads); sizes are multiples
          * of 64 bytes already */
@@ -189,17 +212,24 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
      * read past the panel) */
     _Alignas(64) uint16_t btail[16 * 64];
     int tail = k2 % 16;
-    tiles_config();
+    int rows = n_tok < TB ? n_tok : TB;
+    tiles_config(rows);
     for (int c0 = 0; c0 < nblk; c0 += cb) {
         int c1 = c0 + cb < nblk ? c0 + cb : nblk;
         for (int b = c0; b < c1; b++) {
             int nb = n_tok - b * TB < TB ? n_tok - b * TB : TB;
             uint16_t *h = abuf + (size_t)(b - c0) * 2 * per_blk;
-            to_a(xp, n_tok, b * TB, nb, k2, kpad, h, h + per_blk);
+            to_a(xp, n_tok, b * TB, nb, rows, k2, kpad, h, h + per_blk);
         }
         for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
             const uint16_t *pan = wp + (size_t)(p0 / SX_PANEL) * pstride;
             int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
+            for (int b = c0; b < c1 && accumulate; b++) {
+                int nb = n_tok - b * TB < TB ? n_tok - b * TB : TB;
+                if (nb < TB || nrows < SX_PANEL)
+                    load_c(cmem + (size_t)(b - c0) * TB * 32, y + (long)b * TB * ldy + p0, ldy,
+                           nb, nrows);
+            }
             if (tail) {
                 memset(btail, 0, sizeof btail);
                 memcpy(btail, pan + (size_t)(steps - 1) * 16 * 64, (size_t)tail * 64 * sizeof *btail);
@@ -219,7 +249,8 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
                         int direct = n_tok - (b + u) * TB >= TB && nrows == SX_PANEL;
                         float *cm = cmem + (size_t)(b + u - c0) * TB * 32;
                         float *yb = y + (long)(b + u) * TB * ldy + p0;
-                        in[u] = s0 ? cm : direct && accumulate ? yb : NULL;
+                        in[u] = s0 || (accumulate && !direct) ? cm
+                                : direct && accumulate ? yb : NULL;
                         ld_in[u] = s0 || !direct ? 128 : ldy * (long)sizeof *y;
                         out[u] = s1 == steps && direct ? yb : cm;
                         ld_out[u] = s1 == steps && direct ? ldy * (long)sizeof *y : 128;
@@ -232,13 +263,28 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
                 int nb = n_tok - b * TB < TB ? n_tok - b * TB : TB;
                 if (nb < TB || nrows < SX_PANEL)
                     store_c(cmem + (size_t)(b - c0) * TB * 32, y + (long)b * TB * ldy + p0, ldy,
-                            nb, nrows, accumulate);
+                            nb, nrows, 0);
             }
         }
     }
     _tile_release();
     free(abuf);
     free(cmem);
+}
+
+/* Batch-invariant (the default): the tiles for every input, so a token's
+ * sums are the same alone or in a batch of any size. */
+TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
+                        long ldy, int r0, int r1, int accumulate)
+{
+    mm_bf16_from(wp, k, xp, n_tok, y, ldy, r0, r1, accumulate, 1);
+}
+
+/* The AVX-512 kernel below MIN_TOK tokens (sx_engine_opts.batch_variant) */
+TGT void sx_amx_mm_bf16_variant(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
+                                long ldy, int r0, int r1, int accumulate)
+{
+    mm_bf16_from(wp, k, xp, n_tok, y, ldy, r0, r1, accumulate, MIN_TOK);
 }
 
 const sx_cpu_kernels sx_cpu_amx_kernels = {

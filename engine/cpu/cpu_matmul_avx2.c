@@ -94,9 +94,10 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
     int k2 = (k + 1) / 2;
     size_t pstride = (size_t)SX_PANEL * 2 * k2;
     int tc = token_chunk(n_tok, k);
-    /* several tiles: walk k in slices so a panel slice and a tile's
-     * activations share L1 */
-    int ks = n_tok <= TT ? k2 : KSLICE;
+    /* k in the same slices whatever n_tok, so a token's sums do not
+     * depend on its batch (each slice's sums are added to y); several
+     * tiles share a panel slice in L1 */
+    int ks = KSLICE;
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
         for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
@@ -169,7 +170,7 @@ TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *
 {
     int k2 = (k + 1) / 2;
     int tc = token_chunk(n_tok, k);
-    int ks = n_tok <= TT ? k2 : KSLICE;
+    int ks = KSLICE;   /* as mm_bf16's */
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
         for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {

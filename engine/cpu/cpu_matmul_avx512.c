@@ -86,24 +86,35 @@ INL void tile_bf16(const uint16_t *pan, int k2, const float *xt, float *y, long 
     store_tile(y, ldy, T, nrows, a0, a1, add);
 }
 
-/* decode (one token): four independent sums so the loads, not the FMA
- * latency, set the pace; bf16 needs no software prefetch at this rate */
-INL void vec_bf16(const uint16_t *pan, int k2, const float *xt, float *y, int nrows, int add)
+/* decode (one token): tile_bf16's sums for T = 1 -- each row's products
+ * added in k order into one sum, so a token's result does not depend on
+ * how many tokens share its call (batch invariance, docs/PROTOCOL.md).
+ * Two panels at once when there are two, so four independent chains hide
+ * the FMA latency; bf16 needs no software prefetch at this rate. */
+INL void vec_bf16(const uint16_t *pan, size_t pstride, int np, int k2, const float *xt, float *y,
+                  int nrows, int nrows2, int add)
 {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    const uint16_t *pb = pan + (np > 1 ? pstride : 0);
     for (int kp = 0; kp < k2; kp++) {
         __m512i v0 = _mm512_loadu_si512((const void *)(pan + (size_t)kp * 64));
         __m512i v1 = _mm512_loadu_si512((const void *)(pan + (size_t)kp * 64 + 32));
+        __m512i u0 = _mm512_loadu_si512((const void *)(pb + (size_t)kp * 64));
+        __m512i u1 = _mm512_loadu_si512((const void *)(pb + (size_t)kp * 64 + 32));
         __m512 xa = _mm512_set1_ps(xt[2 * kp]), xb = _mm512_set1_ps(xt[2 * kp + 1]);
         a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)), xa, a0);
         a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v1, 16)), xa, a1);
-        b0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hi)), xb, b0);
-        b1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v1, hi)), xb, b1);
+        b0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u0, 16)), xa, b0);
+        b1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u1, 16)), xa, b1);
+        a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hi)), xb, a0);
+        a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v1, hi)), xb, a1);
+        b0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u0, hi)), xb, b0);
+        b1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u1, hi)), xb, b1);
     }
-    a0 = _mm512_add_ps(a0, b0);
-    a1 = _mm512_add_ps(a1, b1);
     store_tile(y, 0, 1, nrows, &a0, &a1, add);
+    if (np > 1)
+        store_tile(y + SX_PANEL, 0, 1, nrows2, &b0, &b1, add);
 }
 
 #define BF16_CASE(N) case N: tile_bf16(pan, k2, xt, y, ldy, nrows, N, add, pf); break
@@ -112,29 +123,38 @@ TGT static void tile_bf16_any(const uint16_t *pan, int k2, const float *xt, floa
                               int nrows, int T, int add, int pf)
 {
     switch (T) {
-    case 1: vec_bf16(pan, k2, xt, y, nrows, add); break;
-    BF16_CASE(2); BF16_CASE(3); BF16_CASE(4); BF16_CASE(5); BF16_CASE(6);
+    BF16_CASE(1); BF16_CASE(2); BF16_CASE(3); BF16_CASE(4); BF16_CASE(5); BF16_CASE(6);
     BF16_CASE(7); BF16_CASE(8); BF16_CASE(9); BF16_CASE(10); BF16_CASE(11);
     default: tile_bf16(pan, k2, xt, y, ldy, nrows, TT, add, pf); break;
     }
 }
 
+/* Every call walks k in the same slices, whatever n_tok (the sums of a
+ * slice are added to y before the next starts), and every tile size adds
+ * a row's products in the same order: a token's result is bitwise the same
+ * alone or in any batch.  Several tiles share a panel slice in L1. */
 TGT void sx_avx512_mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float *y,
                           long ldy, int r0, int r1, int accumulate)
 {
     int k2 = (k + 1) / 2;
     size_t pstride = (size_t)SX_PANEL * 2 * k2;
     int tc = token_chunk(n_tok, k);
-    /* several tiles: walk k in slices so a panel slice and a tile's
-     * activations share L1 */
-    int ks = n_tok <= TT ? k2 : KSLICE;
+    int ks = KSLICE;
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
-        for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+        int np = n_tok == 1 ? 2 : 1;   /* decode: two panels per call */
+        for (int p0 = r0; p0 < r1; p0 += np * SX_PANEL) {
             const uint16_t *pan = wp + (size_t)(p0 / SX_PANEL) * pstride;
             int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
             for (int s0 = 0; s0 < k2; s0 += ks) {
                 int ns = k2 - s0 < ks ? k2 - s0 : ks;
+                if (n_tok == 1) {
+                    int rest = r1 - p0 - SX_PANEL;
+                    vec_bf16(pan + (size_t)s0 * 2 * SX_PANEL, pstride, rest > 0 ? 2 : 1, ns,
+                             xp + (size_t)s0 * 2, y + p0, nrows, rest < SX_PANEL ? rest : SX_PANEL,
+                             s0 ? 1 : accumulate);
+                    continue;
+                }
                 for (int t0 = c0; t0 < c1; t0 += TT) {
                     int T = n_tok - t0 < TT ? n_tok - t0 : TT;
                     tile_bf16_any(pan + (size_t)s0 * 2 * SX_PANEL, ns,
@@ -179,23 +199,35 @@ INL void tile_q8(const int8_t *pan, const float *scale, int k2, const float *xt,
     store_tile(y, ldy, T, nrows, a0, a1, add);
 }
 
-INL void vec_q8(const int8_t *pan, const float *scale, int k2, const float *xt, float *y,
-                int nrows, int add)
+/* decode: tile_q8's order for T = 1 (see vec_bf16), two panels at once */
+INL void vec_q8(const int8_t *pan, size_t pstride, int np, const float *scale, int k2,
+                const float *xt, float *y, int nrows, int nrows2, int add)
 {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    const int8_t *pb = pan + (np > 1 ? pstride : 0);
     for (int kp = 0; kp < k2; kp++) {
-        const int8_t *p = pan + (size_t)kp * 2 * SX_PANEL;
+        const int8_t *p = pan + (size_t)kp * 2 * SX_PANEL, *u = pb + (size_t)kp * 2 * SX_PANEL;
         /* int8 streams faster than the hardware prefetcher asks */
         _mm_prefetch((const char *)(p + PF_AHEAD), _MM_HINT_T0);
+        _mm_prefetch((const char *)(u + PF_AHEAD), _MM_HINT_T0);
         __m512 xa = _mm512_set1_ps(xt[2 * kp]), xb = _mm512_set1_ps(xt[2 * kp + 1]);
         a0 = _mm512_fmadd_ps(widen16(p), xa, a0);
         a1 = _mm512_fmadd_ps(widen16(p + 16), xa, a1);
-        b0 = _mm512_fmadd_ps(widen16(p + 32), xb, b0);
-        b1 = _mm512_fmadd_ps(widen16(p + 48), xb, b1);
+        b0 = _mm512_fmadd_ps(widen16(u), xa, b0);
+        b1 = _mm512_fmadd_ps(widen16(u + 16), xa, b1);
+        a0 = _mm512_fmadd_ps(widen16(p + 32), xb, a0);
+        a1 = _mm512_fmadd_ps(widen16(p + 48), xb, a1);
+        b0 = _mm512_fmadd_ps(widen16(u + 32), xb, b0);
+        b1 = _mm512_fmadd_ps(widen16(u + 48), xb, b1);
     }
-    a0 = _mm512_mul_ps(_mm512_add_ps(a0, b0), _mm512_loadu_ps(scale));
-    a1 = _mm512_mul_ps(_mm512_add_ps(a1, b1), _mm512_loadu_ps(scale + 16));
+    a0 = _mm512_mul_ps(a0, _mm512_loadu_ps(scale));
+    a1 = _mm512_mul_ps(a1, _mm512_loadu_ps(scale + 16));
     store_tile(y, 0, 1, nrows, &a0, &a1, add);
+    if (np > 1) {
+        b0 = _mm512_mul_ps(b0, _mm512_loadu_ps(scale + SX_PANEL));
+        b1 = _mm512_mul_ps(b1, _mm512_loadu_ps(scale + SX_PANEL + 16));
+        store_tile(y + SX_PANEL, 0, 1, nrows2, &b0, &b1, add);
+    }
 }
 
 #define Q8_CASE(N) case N: tile_q8(pan, scale, k2, xt, y, ldy, nrows, N, add, pf); break
@@ -204,26 +236,35 @@ TGT static void tile_q8_any(const int8_t *pan, const float *scale, int k2, const
                             float *y, long ldy, int nrows, int T, int add, int pf)
 {
     switch (T) {
-    case 1: vec_q8(pan, scale, k2, xt, y, nrows, add); break;
-    Q8_CASE(2); Q8_CASE(3); Q8_CASE(4); Q8_CASE(5); Q8_CASE(6);
+    Q8_CASE(1); Q8_CASE(2); Q8_CASE(3); Q8_CASE(4); Q8_CASE(5); Q8_CASE(6);
     Q8_CASE(7); Q8_CASE(8); Q8_CASE(9); Q8_CASE(10); Q8_CASE(11);
     default: tile_q8(pan, scale, k2, xt, y, ldy, nrows, TT, add, pf); break;
     }
 }
 
+/* k slices and sum order as sx_avx512_mm_bf16's, whatever n_tok */
 TGT void sx_avx512_mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
                         float *y, long ldy, int r0, int r1, int accumulate)
 {
     int k2 = (k + 1) / 2;
     int tc = token_chunk(n_tok, k);
-    int ks = n_tok <= TT ? k2 : KSLICE;
+    int ks = KSLICE;
+    size_t pstride = (size_t)SX_PANEL * 2 * k2;
     for (int c0 = 0; c0 < n_tok; c0 += tc) {
         int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
-        for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
+        int np = n_tok == 1 ? 2 : 1;   /* decode: two panels per call */
+        for (int p0 = r0; p0 < r1; p0 += np * SX_PANEL) {
             const int8_t *pan = wp + (size_t)p0 * 2 * k2;
             int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
             for (int s0 = 0; s0 < k2; s0 += ks) {
                 int ns = k2 - s0 < ks ? k2 - s0 : ks;
+                if (n_tok == 1) {
+                    int rest = r1 - p0 - SX_PANEL;
+                    vec_q8(pan + (size_t)s0 * 2 * SX_PANEL, pstride, rest > 0 ? 2 : 1, scale + p0,
+                           ns, xp + (size_t)s0 * 2, y + p0, nrows,
+                           rest < SX_PANEL ? rest : SX_PANEL, s0 ? 1 : accumulate);
+                    continue;
+                }
                 for (int t0 = c0; t0 < c1; t0 += TT) {
                     int T = n_tok - t0 < TT ? n_tok - t0 : TT;
                     tile_q8_any(pan + (size_t)s0 * 2 * SX_PANEL, scale + p0, ns,
@@ -272,48 +313,33 @@ INL __m512 kcol(const float *kc, int d, int bt, __mmask16 km)
     return _mm512_maskz_loadu_ps(km, kc + (size_t)d * bt);
 }
 
-/* One query's softmax step over 16 scores sv (already scaled; lanes
- * outside km ignored): updates m, l, rescales its accumulator row a when
- * the running max grows, and leaves the weights e^(s - m) in p[16]. */
-INL void soft16(__m512 sv, __mmask16 km, int hd, float *m, float *l, float *a, float *p)
-{
-    float mx = _mm512_mask_reduce_max_ps(km, sv);
-    if (mx > *m) {
-        float corr = *m == -INFINITY ? 0.0f : expf(*m - mx);
-        *l *= corr;
-        for (int e = 0; e < hd; e += 16) {
-            __mmask16 me = lanes(hd - e);
-            __m512 ae = _mm512_maskz_loadu_ps(me, a + e);
-            _mm512_mask_storeu_ps(a + e, me, _mm512_mul_ps(_mm512_set1_ps(corr), ae));
-        }
-        *m = mx;
-    }
-    __m512 pv = _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(sv, _mm512_set1_ps(*m))));
-    *l += _mm512_reduce_add_ps(pv);
-    _mm512_storeu_ps(p, pv);
-}
-
-/* Four queries at once: each key column and value row is loaded once for
- * all four (the single-query loop below loads them per query). */
+/* U (1..4) queries at once: each key column and value row is loaded once
+ * for all U.  Each query's arithmetic is the same whatever U and its place
+ * among them, so a query's result does not depend on how many share its
+ * call (batch invariance). */
 INL void att_four(const float *q, long ldq, const float *kc, const float *vj, int bt, int nc,
-                  __mmask16 km, int hd, float scale, float *m, float *l, float *acc)
+                  __mmask16 km, int hd, float scale, float *m, float *l, float *acc, const int U)
 {
     __m512 s[4][2];
     float p[4][16];
     for (int u = 0; u < 4; u++)
         s[u][0] = s[u][1] = _mm512_setzero_ps();
+    /* four lanes of state whatever U: the rest run on -inf and are not stored */
+    float mu[4] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY };
+    for (int u = 0; u < U; u++)
+        mu[u] = m[u];
     int d = 0;
     for (; d + 2 <= hd; d += 2) {
         __m512 k0 = kcol(kc, d, bt, km), k1 = kcol(kc, d + 1, bt, km);
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; u++) {
+        for (int u = 0; u < U; u++) {
             s[u][0] = _mm512_fmadd_ps(_mm512_set1_ps(q[u * ldq + d]), k0, s[u][0]);
             s[u][1] = _mm512_fmadd_ps(_mm512_set1_ps(q[u * ldq + d + 1]), k1, s[u][1]);
         }
     }
     for (; d < hd; d++) {
         __m512 k0 = kcol(kc, d, bt, km);
-        for (int u = 0; u < 4; u++)
+        for (int u = 0; u < U; u++)
             s[u][0] = _mm512_fmadd_ps(_mm512_set1_ps(q[u * ldq + d]), k0, s[u][0]);
     }
     /* the four softmax steps side by side and without branches: the new
@@ -321,21 +347,22 @@ INL void att_four(const float *q, long ldq, const float *kc, const float *vj, in
      * accumulators rescaled as the value loop loads them (a rescale
      * branch per query mispredicts while the maxima still grow) */
     __m512 sv[4];
-    float mx[4], corr[4];
+    float mx[4] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY }, corr[4];
 #pragma GCC unroll 4
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < U; u++) {
         sv[u] = _mm512_mul_ps(_mm512_add_ps(s[u][0], s[u][1]), _mm512_set1_ps(scale));
         mx[u] = _mm512_mask_reduce_max_ps(km, sv[u]);
     }
-    __m128 m_old = _mm_loadu_ps(m), m_new = _mm_max_ps(m_old, _mm_loadu_ps(mx));
-    _mm_storeu_ps(m, m_new);
+    __m128 m_old = _mm_loadu_ps(mu), m_new = _mm_max_ps(m_old, _mm_loadu_ps(mx));
     _mm_storeu_ps(mx, m_new);
+    for (int u = 0; u < U; u++)
+        m[u] = mx[u];
     /* m_old = -inf on the first block: e^-104 (exp16's floor) times the
      * zero sums there */
     _mm_storeu_ps(corr, _mm512_castps512_ps128(
                             exp16(_mm512_castps128_ps512(_mm_sub_ps(m_old, m_new)))));
 #pragma GCC unroll 4
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < U; u++) {
         __m512 pv = _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(sv[u], _mm512_set1_ps(mx[u]))));
         l[u] = l[u] * corr[u] + _mm512_reduce_add_ps(pv);
         _mm512_storeu_ps(p[u], pv);
@@ -346,7 +373,7 @@ INL void att_four(const float *q, long ldq, const float *kc, const float *vj, in
                             lanes(hd - e - 48) };
         __m512 av[4][4];
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; u++)
+        for (int u = 0; u < U; u++)
 #pragma GCC unroll 4
             for (int w = 0; w < 4; w++)
                 av[u][w] = _mm512_mul_ps(_mm512_set1_ps(corr[u]),
@@ -358,7 +385,7 @@ INL void att_four(const float *q, long ldq, const float *kc, const float *vj, in
             for (int w = 0; w < 4; w++)
                 vv[w] = _mm512_maskz_loadu_ps(mk[w], vr + 16 * w);
 #pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) {
+            for (int u = 0; u < U; u++) {
                 __m512 pj = _mm512_set1_ps(p[u][j]);
 #pragma GCC unroll 4
                 for (int w = 0; w < 4; w++)
@@ -366,7 +393,7 @@ INL void att_four(const float *q, long ldq, const float *kc, const float *vj, in
             }
         }
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; u++)
+        for (int u = 0; u < U; u++)
 #pragma GCC unroll 4
             for (int w = 0; w < 4; w++)
                 _mm512_mask_storeu_ps(acc + (size_t)u * hd + e + 16 * w, mk[w], av[u][w]);
@@ -379,7 +406,6 @@ INL void att_four(const float *q, long ldq, const float *kc, const float *vj, in
 TGT void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, const float *v,
                             int bt, int nj, int hd, float scale, float *m, float *l, float *acc)
 {
-    float p[16];
     for (int j0 = 0; j0 < nj; j0 += 16) {
         int nc = nj - j0 < 16 ? nj - j0 : 16;
         __mmask16 km = lanes(nc);
@@ -388,44 +414,16 @@ TGT void sx_avx512_att_block(const float *q, long ldq, int nq, const float *kt, 
         int i = 0;
         for (; i + 4 <= nq; i += 4)
             att_four(q + i * ldq, ldq, kc, vj, bt, nc, km, hd, scale, m + i, l + i,
-                     acc + (size_t)i * hd);
-        for (; i < nq; i++) {
-            const float *qi = q + i * ldq;
-            float *a = acc + (size_t)i * hd;
-            /* scores of 16 keys: one vector, four partial sums over d */
-            __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-            int d = 0;
-            for (; d + 4 <= hd; d += 4) {
-                s0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), kcol(kc, d, bt, km), s0);
-                s1 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 1]), kcol(kc, d + 1, bt, km), s1);
-                s2 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 2]), kcol(kc, d + 2, bt, km), s2);
-                s3 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 3]), kcol(kc, d + 3, bt, km), s3);
-            }
-            for (; d < hd; d++)
-                s0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), kcol(kc, d, bt, km), s0);
-            __m512 sv = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
-            soft16(_mm512_mul_ps(sv, _mm512_set1_ps(scale)), km, hd, m + i, l + i, a, p);
-            /* values row by row into 64-wide slices of the accumulator */
-            for (int e = 0; e < hd; e += 64) {
-                __mmask16 mk[4] = { lanes(hd - e), lanes(hd - e - 16), lanes(hd - e - 32),
-                                    lanes(hd - e - 48) };
-                __m512 av[4];
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
-                    av[u] = _mm512_maskz_loadu_ps(mk[u], a + e + 16 * u);
-                for (int j = 0; j < nc; j++) {
-                    const float *vr = vj + (size_t)j * hd + e;
-                    __m512 pj = _mm512_set1_ps(p[j]);
-#pragma GCC unroll 4
-                    for (int u = 0; u < 4; u++)
-                        av[u] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(mk[u], vr + 16 * u),
-                                                av[u]);
-                }
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
-                    _mm512_mask_storeu_ps(a + e + 16 * u, mk[u], av[u]);
-            }
-        }
+                     acc + (size_t)i * hd, 4);
+        if (nq - i == 3)
+            att_four(q + i * ldq, ldq, kc, vj, bt, nc, km, hd, scale, m + i, l + i,
+                     acc + (size_t)i * hd, 3);
+        else if (nq - i == 2)
+            att_four(q + i * ldq, ldq, kc, vj, bt, nc, km, hd, scale, m + i, l + i,
+                     acc + (size_t)i * hd, 2);
+        else if (nq - i == 1)
+            att_four(q + i * ldq, ldq, kc, vj, bt, nc, km, hd, scale, m + i, l + i,
+                     acc + (size_t)i * hd, 1);
     }
 }
 

@@ -222,6 +222,14 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
         goto fail;
     e->mm_bf16 = e->kr->mm_bf16;
     e->path_name = e->kr->name;
+    {
+        const char *bi = getenv("STRUX_BATCH_INVARIANT");
+        e->batch_variant = o.batch_variant || (bi && strcmp(bi, "0") == 0);
+    }
+#if defined(__x86_64__)
+    if (e->batch_variant && e->kr->path == SX_CPU_AMX)
+        e->mm_bf16 = sx_amx_mm_bf16_variant;
+#endif
     /* AMX keeps its own bf16 tile products: f32-accurate and faster */
     if (o.act_mode == SX_ACT_BF16 && e->kr->path != SX_CPU_AMX) {
         if (e->kr->path != SX_CPU_AVX512 || !sx_dpbf16_usable()) {

@@ -71,6 +71,18 @@ typedef struct sx_engine_opts {
     int     kv_mode;         /* sx_kv_mode */
     int     dense_logits;    /* 1: compute every logit even for masked rows
                               * (same results, slower; for A/B benchmarks) */
+    int     batch_variant;   /* 0 (default): batch-invariant -- a sequence's
+                              * logits are bitwise the same whatever shares
+                              * its step, how its prompt is split into
+                              * chunks and the thread count, so a request
+                              * retried on a replica with the same build and
+                              * model gets the same answer.  1: kernels may
+                              * be chosen by batch shape (prefill attention
+                              * with queries in vector lanes, AMX bf16 tiles
+                              * only from 8 tokens), faster prefill, results
+                              * move by f32 rounding with the batch.  The
+                              * environment's STRUX_BATCH_INVARIANT=0 sets
+                              * it too.  SX_ACT_BF16 is never invariant. */
 } sx_engine_opts;
 
 int  sx_engine_new(const sx_model *m, const sx_engine_opts *opts,

@@ -63,6 +63,7 @@ struct sx_engine {
                                     float *y, long ldy, int r0, int r1, int accumulate);
     const char            *path_name;
     int                    att_dp;      /* prefill attention on bf16 dot products (SX_ACT_BF16) */
+    int                    batch_variant; /* sx_engine_opts.batch_variant */
     sx_elayer             *layers;
     sx_wmat                lm_head;
     void                  *wmem;        /* packed weights (mmap) */

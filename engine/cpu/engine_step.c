@@ -279,7 +279,10 @@ static void stage_att(void *arg, int tid, int nth)
     float *scr = thr_scratch(e, tid) + e->cfg.hidden;
     float *kvs = thr_scratch(e, tid) + e->thr_kv_off;
     int G = e->cfg.n_heads / e->cfg.n_kv_heads;
-    int lanes = e->kr->path >= SX_CPU_AVX512 && G <= 32;
+    /* queries in lanes (prefill-sized tasks) sum in another order than
+     * the key-vector kernel: not when batch-invariant, where a query's
+     * kernel must not depend on how its prompt was split */
+    int lanes = e->batch_variant && e->kr->path >= SX_CPU_AVX512 && G <= 32;
     for (;;) {
         int i = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
         if (i >= p->n_tasks)
