@@ -62,15 +62,15 @@ INL void tiles_config(int m)
 
 /* Tokens [t0, t0 + nb) (nb <= TB) of the packed activations (tiles of TT
  * tokens, each [k pair][Tj][2] floats) into A tiles, one per k step of 32,
- * each 16 rows of 64 bytes, contiguous: hi[(s*TB + u)*32 + i] is token u's
+ * each `rows` rows of 64 bytes, contiguous: hi[(s*rows + u)*32 + i] is token u's
  * k = 32s + i; rows past nb and k past 2*k2 are zero.  A token's pairs
  * are gathered 8 at a time down its column of the packed tile. */
 INL void to_a(const float *xp, int n_tok, int t0, int nb, int rows, int k2, int kpad,
               uint16_t *hi, uint16_t *lo)
 {
     if (nb < rows) {
-        memset(hi, 0, (size_t)TB * kpad * sizeof *hi);
-        memset(lo, 0, (size_t)TB * kpad * sizeof *lo);
+        memset(hi, 0, (size_t)rows * kpad * sizeof *hi);
+        memset(lo, 0, (size_t)rows * kpad * sizeof *lo);
     }
     for (int u = 0; u < nb; u++) {
         uint16_t *h = hi + (size_t)u * 32, *l = lo + (size_t)u * 32;
@@ -84,8 +84,8 @@ INL void to_a(const float *xp, int n_tok, int t0, int nb, int rows, int k2, int 
             __m512 h1 = _mm512_castsi512_ps(
                 _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hb, 1)), 16));
             __m512i lb = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(v1, h1), _mm512_sub_ps(v0, h0));
-            _mm512_storeu_si512((void *)(h + (size_t)kp * TB * 2), hb);
-            _mm512_storeu_si512((void *)(l + (size_t)kp * TB * 2), lb);
+            _mm512_storeu_si512((void *)(h + (size_t)kp * rows * 2), hb);
+            _mm512_storeu_si512((void *)(l + (size_t)kp * rows * 2), lb);
         }
     }
 }
@@ -130,7 +130,7 @@ INL void store_c(const float *c, float *y, long ldy, int nb, int nrows, int add)
  * u's 16 x 32 sums come from in[u] (ld_in[u] bytes per token row), or
  * start from zero when in[u] is NULL, and go to out[u] (ld_out[u]). */
 INL void run_steps(const uint16_t *pan, const uint16_t *btail, int tail, int steps, int s0,
-                   int s1, const uint16_t *ha, const uint16_t *hb, size_t per_blk,
+                   int s1, const uint16_t *ha, const uint16_t *hb, int rows, size_t per_blk,
                    float *const in[2], const long ld_in[2], float *const out[2],
                    const long ld_out[2], int two)
 {
@@ -152,21 +152,21 @@ INL void run_steps(const uint16_t *pan, const uint16_t *btail, int tail, int ste
      * would wait for the first's latency */
     for (int s = s0; s < s1; s++) {
         const uint16_t *b = tail && s == steps - 1 ? btail : pan + (size_t)s * 16 * 64;
-        _tile_loadd(4, ha + (size_t)s * TB * 32, 64);
+        _tile_loadd(4, ha + (size_t)s * rows * 32, 64);
         _tile_loadd(6, b, 128);
         _tile_loadd(7, b + 32, 128);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
         if (two) {
-            _tile_loadd(5, hb + (size_t)s * TB * 32, 64);
+            _tile_loadd(5, hb + (size_t)s * rows * 32, 64);
             _tile_dpbf16ps(2, 5, 6);
             _tile_dpbf16ps(3, 5, 7);
         }
-        _tile_loadd(4, ha + per_blk + (size_t)s * TB * 32, 64);
+        _tile_loadd(4, ha + per_blk + (size_t)s * rows * 32, 64);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
         if (two) {
-            _tile_loadd(5, hb + per_blk + (size_t)s * TB * 32, 64);
+            _tile_loadd(5, hb + per_blk + (size_t)s * rows * 32, 64);
             _tile_dpbf16ps(2, 5, 6);
             _tile_dpbf16ps(3, 5, 7);
         }
@@ -190,7 +190,10 @@ INL void mm_bf16_from(const uint16_t *wp, int k, const float *xp, int n_tok, flo
     cb = cb < 2 ? 2 : cb & ~1;
     if (cb > nblk)
         cb = nblk;
-    size_t per_blk = (size_t)TB * kpad; /* uint16 of one block's hi (then lo) */
+    /* token rows per tile: a decode-sized input configures and converts
+     * only its own rows (a small buffer, no zeroing) */
+    int rows = n_tok < TB ? n_tok : TB;
+    size_t per_blk = (size_t)rows * kpad; /* uint16 of one block's hi (then lo) */
     uint16_t *abuf = NULL;
     float *cmem = NULL;
     if (n_tok >= (min_tok > 0 ? min_tok : 1)) {
@@ -212,7 +215,6 @@ INL void mm_bf16_from(const uint16_t *wp, int k, const float *xp, int n_tok, flo
      * read past the panel) */
     _Alignas(64) uint16_t btail[16 * 64];
     int tail = k2 % 16;
-    int rows = n_tok < TB ? n_tok : TB;
     tiles_config(rows);
     for (int c0 = 0; c0 < nblk; c0 += cb) {
         int c1 = c0 + cb < nblk ? c0 + cb : nblk;
@@ -255,7 +257,7 @@ INL void mm_bf16_from(const uint16_t *wp, int k, const float *xp, int n_tok, flo
                         out[u] = s1 == steps && direct ? yb : cm;
                         ld_out[u] = s1 == steps && direct ? ldy * (long)sizeof *y : 128;
                     }
-                    run_steps(pan, btail, tail, steps, s0, s1, ha, ha + 2 * per_blk, per_blk, in,
+                    run_steps(pan, btail, tail, steps, s0, s1, ha, ha + 2 * per_blk, rows, per_blk, in,
                               ld_in, out, ld_out, b + 1 < c1);
                 }
             }
