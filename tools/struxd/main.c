@@ -50,6 +50,10 @@ static void usage(FILE *f)
         "  --kv-bf16                keep the KV cache in bf16: half the memory per cached\n"
         "                           token (--kv-tokens can double in the same RAM) and\n"
         "                           less to read per decoded token; logits change slightly\n"
+        "  --no-batch-invariant     let kernels depend on the batch's shape: faster long\n"
+        "                           prompts (~10-20%% at 512 tokens), but a retried request\n"
+        "                           may then differ at near-ties (docs/PROTOCOL.md); also\n"
+        "                           STRUX_BATCH_INVARIANT=0\n"
         "speculative decoding (opt-in; same outputs, faster when drafts are right)\n"
         "  --speculate MODE         ngram (drafts copied from the prompt and the text so\n"
         "                           far) or draft (a draft model's tokens): the default of\n"
@@ -128,7 +132,7 @@ int main(int argc, char **argv)
     atexit(nng_fini);
     const char *model_dir = NULL, *tok_path = NULL, *model_name = NULL, *http = NULL;
     const char *listen[MAX_LISTEN];
-    int n_listen = 0, quiet = 0, int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0;
+    int n_listen = 0, quiet = 0, int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0, bvariant = 0;
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
@@ -210,6 +214,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--bf16-act")) {
             bf16act = 1;
             takes = 0;
+        } else if (!strcmp(a, "--no-batch-invariant")) {
+            bvariant = 1;
         } else if (!strcmp(a, "--kv-bf16")) {
             kvbf16 = 1;
             takes = 0;
@@ -286,7 +292,8 @@ int main(int argc, char **argv)
                          .block_tokens = 16,
                          .weight_mode = q4 ? SX_W_Q4 : int8 ? SX_W_INT8 : SX_W_BF16,
                          .act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32,
-                         .kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32};
+                         .kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32,
+                         .batch_variant = bvariant};
     if (sx_engine_new(model, &eo, &engine, &err)) {
         fprintf(stderr, "struxd: cannot start the engine: %s\n", err.msg);
         goto done;
