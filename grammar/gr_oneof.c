@@ -1,0 +1,146 @@
+/* oneOf split by JSON type: "exactly one branch" decided one type at a
+ * time.  Branches that overlap only on a type both admit wholesale (a
+ * string is a valid object-rules branch) leave that type out: every such
+ * value matches two branches.  Types where the branches are disjoint go to
+ * their branches; any other overlap is not decided here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_compile_internal.h"
+
+enum {
+    K_NULL = 1, K_BOOL = 2, K_INT = 4, K_NUM = 8, K_STR = 16, K_OBJ = 32, K_ARR = 64
+};
+
+/* The type classes the split decides one by one (integers go with the
+ * numbers: an integer branch and a number branch overlap). */
+static const int classes[] = {K_NULL, K_BOOL, K_INT | K_NUM, K_STR, K_OBJ, K_ARR};
+
+/* Keywords that constrain values of one type class only. */
+static const char *const str_kw[] = {"minLength", "maxLength", "pattern", "format", NULL};
+static const char *const num_kw[] = {"minimum", "maximum", "exclusiveMinimum",
+                                     "exclusiveMaximum", "multipleOf", NULL};
+static const char *const obj_kw[] = {"properties", "required", "additionalProperties",
+                                     "patternProperties", "propertyNames", "minProperties",
+                                     "maxProperties", "dependentRequired", "dependentSchemas",
+                                     "dependencies", "unevaluatedProperties", NULL};
+static const char *const arr_kw[] = {"items", "prefixItems", "additionalItems", "minItems",
+                                     "maxItems", "uniqueItems", "contains", "minContains",
+                                     "maxContains", "unevaluatedItems", GC_MORE_CONTAINS, NULL};
+
+static int listed(const char *const *l, const char *s)
+{
+    for (; *l; l++)
+        if (!strcmp(*l, s))
+            return 1;
+    return 0;
+}
+
+/* The class an assertion keyword constrains alone; 0 for keywords that
+ * apply to every value (enum, const, applicators). */
+static int keyword_class(const char *k)
+{
+    if (listed(str_kw, k))
+        return K_STR;
+    if (listed(num_kw, k))
+        return K_INT | K_NUM;
+    if (listed(obj_kw, k))
+        return K_OBJ;
+    if (listed(arr_kw, k))
+        return K_ARR;
+    return 0;
+}
+
+/* 1 when branch b (types bt) admits every value of class k: its type takes
+ * the whole class and none of its assertions reach that class. */
+static int admits_all(const json_t *b, int bt, int k)
+{
+    const char *kw;
+    json_t *v;
+    if ((bt & k) != k)
+        return 0;
+    json_object_foreach((json_t *)b, kw, v) {
+        if (!gc_is_assertion(kw) || !strcmp(kw, "type"))
+            continue;
+        int kc = keyword_class(kw);
+        if (!kc || (kc & k))
+            return 0;
+    }
+    return 1;
+}
+
+static const char *class_name(int k)
+{
+    switch (k) {
+    case K_NULL: return "null";
+    case K_BOOL: return "boolean";
+    case K_STR: return "string";
+    case K_OBJ: return "object";
+    case K_ARR: return "array";
+    default: return "number";
+    }
+}
+
+int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *const *eff,
+                     const int *bt, size_t n, gc_disjoint_fn disjoint, json_t **out)
+{
+    *out = NULL;
+    if (json_object_get(s, "anyOf") || n > 64)
+        return SX_OK; /* the split is written as anyOf */
+    int *give = calloc(n, sizeof *give);
+    if (!give)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    int rc = SX_OK, decided = 1;
+    for (size_t ci = 0; ci < sizeof classes / sizeof *classes && decided; ci++) {
+        int k = classes[ci], in = 0, whole = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!(bt[i] & k) || !json_is_object(br[i]))
+                continue;
+            in++;
+            whole += admits_all(br[i], bt[i], k);
+        }
+        if (in == 0 || whole >= 2)
+            continue; /* no branch takes the class, or every value of it matches two */
+        int ok = 1;
+        for (size_t i = 0; i < n && ok; i++)
+            for (size_t j = i + 1; j < n && ok; j++)
+                if ((bt[i] & k) && (bt[j] & k) && json_is_object(br[i]) &&
+                    json_is_object(br[j]))
+                    ok = eff[i] && eff[j] && disjoint(c, eff[i], eff[j], bt[i] & k, bt[j] & k);
+        if (!ok) {
+            decided = 0;
+            break;
+        }
+        for (size_t i = 0; i < n; i++)
+            if ((bt[i] & k) && json_is_object(br[i]))
+                give[i] |= k;
+    }
+    json_t *any = decided ? json_array() : NULL, *res = NULL;
+    for (size_t i = 0; i < n && any && !rc; i++) {
+        if (!give[i])
+            continue;
+        json_t *m = json_deep_copy(br[i]), *names = json_array();
+        for (size_t ci = 0; ci < sizeof classes / sizeof *classes && names; ci++)
+            if (give[i] & classes[ci])
+                json_array_append_new(names, json_string(class_name(classes[ci])));
+        json_t *ty = names ? json_pack("{s:o}", "type", names) : NULL;
+        rc = m && ty ? gc_merge(c, m, ty) : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        json_decref(ty);
+        if (!rc && json_array_append(any, m))
+            rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        json_decref(m);
+    }
+    if (!rc && any && json_array_size(any) > 0) {
+        res = json_deep_copy(s);
+        if (!res || json_object_del(res, "oneOf") || json_object_set(res, "anyOf", any))
+            rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    json_decref(any);
+    free(give);
+    if (rc) {
+        json_decref(res);
+        return rc;
+    }
+    *out = res;
+    return SX_OK;
+}
