@@ -81,6 +81,52 @@ static const char *class_name(int k)
     }
 }
 
+/* The keys of `required` in a and not in b (strings only), new. */
+static json_t *required_minus(const json_t *a, const json_t *b)
+{
+    const json_t *ra = json_object_get(a, "required"), *rb = json_object_get(b, "required");
+    json_t *d = json_array(), *e, *f;
+    size_t i, j;
+    if (!d || !json_is_array(ra))
+        return d;
+    json_array_foreach((json_t *)ra, i, e) {
+        int have = !json_is_string(e);
+        if (json_is_array(rb))
+            json_array_foreach((json_t *)rb, j, f)
+                have |= json_equal(e, f);
+        if (!have)
+            json_array_append(d, e);
+    }
+    return d;
+}
+
+/* "not all of the keys d" as a schema: `properties: {k: false}` for one
+ * key, `not: {required: d}` for more (both compiled exactly).  New. */
+static json_t *lacks_one(const json_t *d)
+{
+    if (json_array_size(d) == 1)
+        return json_pack("{s:{s:b}}", "properties", json_string_value(json_array_get(d, 0)), 0);
+    return json_pack("{s:{s:O}}", "not", "required", d);
+}
+
+/* Objects that may match both a and b: each side narrowed so that it
+ * cannot match the other (the deliberate narrowing of docs/ORACLE.md).
+ * An object of a that lacks one of the keys b requires beyond a's own
+ * fails b, and the other way round; so a gets "not all of b's required
+ * less a's" and b the converse.  Both differences must be non-empty.
+ * Values lost: objects with every key both require (valid when the rest
+ * of one branch fails).  0 when they cannot be told apart this way. */
+static int narrow_pair(const json_t *a, const json_t *b, json_t *xa, json_t *xb)
+{
+    json_t *da = required_minus(b, a), *db = required_minus(a, b);
+    int ok = da && db && json_array_size(da) > 0 && json_array_size(db) > 0;
+    if (ok)
+        ok = !json_array_append_new(xa, lacks_one(da)) && !json_array_append_new(xb, lacks_one(db));
+    json_decref(da);
+    json_decref(db);
+    return ok;
+}
+
 int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *const *eff,
                      const int *bt, size_t n, gc_disjoint_fn disjoint, json_t **out)
 {
@@ -88,9 +134,15 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
     if (json_object_get(s, "anyOf") || n > 64)
         return SX_OK; /* the split is written as anyOf */
     int *give = calloc(n, sizeof *give);
-    if (!give)
-        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    int rc = SX_OK, decided = 1;
+    json_t **extra = calloc(n, sizeof *extra);
+    int rc = give && extra ? SX_OK : SX_ENOMEM, decided = 1;
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!(extra[i] = json_array()))
+            rc = SX_ENOMEM;
+    if (rc) {
+        decided = 0;
+        rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
     for (size_t ci = 0; ci < sizeof classes / sizeof *classes && decided; ci++) {
         int k = classes[ci], in = 0, whole = 0;
         for (size_t i = 0; i < n; i++) {
@@ -105,8 +157,11 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
         for (size_t i = 0; i < n && ok; i++)
             for (size_t j = i + 1; j < n && ok; j++)
                 if ((bt[i] & k) && (bt[j] & k) && json_is_object(br[i]) &&
-                    json_is_object(br[j]))
+                    json_is_object(br[j])) {
                     ok = eff[i] && eff[j] && disjoint(c, eff[i], eff[j], bt[i] & k, bt[j] & k);
+                    if (!ok && k == K_OBJ && eff[i] && eff[j])
+                        ok = narrow_pair(eff[i], eff[j], extra[i], extra[j]);
+                }
         if (!ok) {
             decided = 0;
             break;
@@ -126,6 +181,14 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
         json_t *ty = names ? json_pack("{s:o}", "type", names) : NULL;
         rc = m && ty ? gc_merge(c, m, ty) : sx_err_set(c->err, SX_ENOMEM, "out of memory");
         json_decref(ty);
+        if (!rc && json_array_size(extra[i]) > 0) {
+            /* the narrowing, as more allOf members */
+            json_t *all = json_pack("{s:[O]}", "allOf", m);
+            if (!all || json_array_extend(json_object_get(all, "allOf"), extra[i]))
+                rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            json_decref(m);
+            m = all;
+        }
         if (!rc && json_array_append(any, m))
             rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
         json_decref(m);
@@ -136,6 +199,9 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
             rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }
     json_decref(any);
+    for (size_t i = 0; extra && i < n; i++)
+        json_decref(extra[i]);
+    free(extra);
     free(give);
     if (rc) {
         json_decref(res);
