@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "grammar/gr_compile_internal.h"
+#include "grammar/regex/regex.h"
 
 enum {
-    K_NULL = 1, K_BOOL = 2, K_INT = 4, K_NUM = 8, K_STR = 16, K_OBJ = 32, K_ARR = 64
+    K_NULL = 1, K_BOOL = 2, K_INT = 4, K_NUM = 8, K_STR = 16, K_OBJ = 32, K_ARR = 64, K_ALL = 127
 };
 
 /* The type classes the split decides one by one (integers go with the
@@ -81,6 +82,57 @@ static const char *class_name(int k)
     }
 }
 
+/* The strings schema b may take, as an automaton over the decoded text: its
+ * enum/const strings when it lists values (other values are not strings),
+ * else its pattern.  *out NULL when b says neither (or it fails to
+ * compile: then nothing is decided). */
+static void string_language(const json_t *b, sx_re **out)
+{
+    const json_t *en = json_object_get(b, "enum"), *cn = json_object_get(b, "const");
+    const json_t *pat = json_object_get(b, "pattern");
+    *out = NULL;
+    if (cn || json_is_array(en)) {
+        enum { MAX = 256 };
+        const char *strs[MAX];
+        size_t lens[MAX], n = 0, i;
+        json_t *e;
+        if (cn) {
+            if (json_is_string(cn)) {
+                strs[n] = json_string_value(cn);
+                lens[n++] = json_string_length(cn);
+            }
+        } else {
+            if (json_array_size(en) > MAX)
+                return;
+            json_array_foreach((json_t *)en, i, e)
+                if (json_is_string(e)) {
+                    strs[n] = json_string_value(e);
+                    lens[n++] = json_string_length(e);
+                }
+        }
+        sx_re_from_literals(strs, lens, n, NULL, out, NULL);
+        return;
+    }
+    if (json_is_string(pat))
+        sx_re_compile(json_string_value(pat), json_string_length(pat), SX_RE_SEARCH, NULL, out,
+                      NULL);
+}
+
+/* No string satisfies both a and b: their listed strings or patterns share
+ * none (decided on the automata; 0 when either says nothing). */
+static int strings_disjoint(const json_t *a, const json_t *b)
+{
+    sx_re *la, *lb, *both = NULL;
+    string_language(a, &la);
+    string_language(b, &lb);
+    int disjoint = la && lb && !sx_re_intersect(la, lb, NULL, &both, NULL) && both &&
+                   sx_re_is_empty(both);
+    sx_re_free(la);
+    sx_re_free(lb);
+    sx_re_free(both);
+    return disjoint;
+}
+
 /* The keys of `required` in a and not in b (strings only), new. */
 static json_t *required_minus(const json_t *a, const json_t *b)
 {
@@ -107,6 +159,29 @@ static json_t *lacks_one(const json_t *d)
     if (json_array_size(d) == 1)
         return json_pack("{s:{s:b}}", "properties", json_string_value(json_array_get(d, 0)), 0);
     return json_pack("{s:{s:O}}", "not", "required", d);
+}
+
+/* Objects that may match both a and b, told apart by a property both
+ * list with disjoint values: each side narrowed to require that key (the
+ * deliberate narrowing of docs/ORACLE.md).  Values lost: objects without
+ * the key.  0 when no such key. */
+static int narrow_by_key(gc_ctx *c, const json_t *a, const json_t *b, json_t *xa, json_t *xb,
+                         gc_disjoint_fn disjoint)
+{
+    const json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
+    const char *k;
+    json_t *va;
+    if (!json_is_object(pa) || !json_is_object(pb))
+        return 0;
+    json_object_foreach((json_t *)pa, k, va) {
+        const json_t *vb = json_object_get(pb, k);
+        if (!vb || !json_is_object(va) || !json_is_object(vb) ||
+            !disjoint(c, va, vb, K_ALL, K_ALL))
+            continue;
+        json_t *r = json_pack("{s:[s]}", "required", k);
+        return r && !json_array_append(xa, r) && !json_array_append_new(xb, r);
+    }
+    return 0;
 }
 
 /* Objects that may match both a and b: each side narrowed so that it
@@ -157,10 +232,13 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
         for (size_t i = 0; i < n && ok; i++)
             for (size_t j = i + 1; j < n && ok; j++)
                 if ((bt[i] & k) && (bt[j] & k) && json_is_object(br[i]) &&
-                    json_is_object(br[j])) {
+                    json_is_object(br[j]) && !json_equal(br[i], br[j])) {
                     ok = eff[i] && eff[j] && disjoint(c, eff[i], eff[j], bt[i] & k, bt[j] & k);
+                    if (!ok && k == K_STR && eff[i] && eff[j] && n <= 16)
+                        ok = strings_disjoint(eff[i], eff[j]);
                     if (!ok && k == K_OBJ && eff[i] && eff[j])
-                        ok = narrow_pair(eff[i], eff[j], extra[i], extra[j]);
+                        ok = narrow_by_key(c, eff[i], eff[j], extra[i], extra[j], disjoint) ||
+                             narrow_pair(eff[i], eff[j], extra[i], extra[j]);
                 }
         if (!ok) {
             decided = 0;
@@ -170,6 +248,11 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
             if ((bt[i] & k) && json_is_object(br[i]))
                 give[i] |= k;
     }
+    /* a branch written twice: whatever matches it matches two */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (i != j && json_equal(br[i], br[j]))
+                give[i] = 0;
     json_t *any = decided ? json_array() : NULL, *res = NULL;
     for (size_t i = 0; i < n && any && !rc; i++) {
         if (!give[i])

@@ -1647,7 +1647,41 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
 /* The finite set of values a schema admits, if it says so through
  * enum/const (directly, through $ref or allOf); NULL when unbounded.
  * Returns a new array. */
+static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth);
+
+/* vals less the strings that s's own pattern refuses (a narrower, still
+ * complete list of what s admits).  Takes vals. */
+static json_t *pattern_filter(const json_t *s, json_t *vals)
+{
+    const json_t *pat = json_is_object(s) ? json_object_get(s, "pattern") : NULL;
+    sx_re *re = NULL;
+    if (!vals || !json_is_string(pat) ||
+        sx_re_compile(json_string_value(pat), json_string_length(pat), SX_RE_SEARCH, NULL, &re,
+                      NULL))
+        return vals;
+    json_t *keep = json_array(), *x;
+    size_t i;
+    json_array_foreach(vals, i, x)
+        if (!json_is_string(x) || sx_re_matches(re, json_string_value(x), json_string_length(x)))
+            json_array_append(keep, x);
+    sx_re_free(re);
+    json_decref(vals);
+    return keep;
+}
+
 static json_t *schema_values(gc_ctx *c, const json_t *s, int depth)
+{
+    json_t *v = pattern_filter(s, schema_values_(c, s, depth));
+    const json_t *all = json_is_object(s) ? json_object_get(s, "allOf") : NULL;
+    size_t i;
+    json_t *e;
+    if (v && json_is_array(all))
+        json_array_foreach((json_t *)all, i, e)
+            v = pattern_filter(e, v);
+    return v;
+}
+
+static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
 {
     if (depth > 16 || !json_is_object(s))
         return NULL;
