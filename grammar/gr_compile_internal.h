@@ -119,7 +119,8 @@ int gc_rewrite_if(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out
 int gc_rewrite_not(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out);
 
 /* gr_oneof.c: a test that no value of types ta (in a) and tb (in b)
- * satisfies both schemas; 0 when it cannot tell. */
+ * satisfies both schemas (ta/tb -1: all the types the schema admits); 0
+ * when it cannot tell. */
 typedef int (*gc_disjoint_fn)(gc_ctx *c, const json_t *a, const json_t *b, int ta, int tb);
 /* gr_oneof.c: oneOf s (branches br[0..n), $refs inlined, admitting types
  * bt[i] within s's own; eff[i]: br[i] with s's other keywords and its

@@ -161,6 +161,57 @@ static json_t *lacks_one(const json_t *d)
     return json_pack("{s:{s:O}}", "not", "required", d);
 }
 
+/* Closed objects (additionalProperties false, no patternProperties) whose
+ * property names share nothing: only {} may match both, so both get
+ * minProperties 1 -- exact where {} matches both, else it only narrows
+ * away {}.  0 when not of this form. */
+static int closed_apart(const json_t *a, const json_t *b, json_t *xa, json_t *xb)
+{
+    const json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
+    const char *k;
+    json_t *v;
+    if (!json_is_false(json_object_get(a, "additionalProperties")) ||
+        !json_is_false(json_object_get(b, "additionalProperties")) ||
+        json_object_get(a, "patternProperties") || json_object_get(b, "patternProperties"))
+        return 0;
+    if (json_is_object(pa) && json_is_object(pb))
+        json_object_foreach((json_t *)pa, k, v)
+            if (json_object_get(pb, k))
+                return 0;
+    json_t *m = json_pack("{s:i}", "minProperties", 1);
+    return m && !json_array_append(xa, m) && !json_array_append_new(xb, m);
+}
+
+/* Arrays whose items are disjoint: only [] may match both.  Where one
+ * side already needs an item, they are disjoint; where both keep [] (no
+ * keyword that could refuse it), both get minItems 1, exactly.  0 when
+ * not of this form. */
+static int arrays_apart(gc_ctx *c, const json_t *a, const json_t *b, json_t *xa, json_t *xb,
+                        gc_disjoint_fn disjoint)
+{
+    static const char *const empty_ok[] = {"type", "items", "maxItems", "uniqueItems",
+                                           "additionalItems", NULL};
+    const json_t *ia = json_object_get(a, "items"), *ib = json_object_get(b, "items");
+    /* items must govern every position, the first included */
+    if (json_object_get(a, "prefixItems") || json_object_get(b, "prefixItems") ||
+        !json_is_object(ia) || !json_is_object(ib) || !disjoint(c, ia, ib, -1, -1))
+        return 0;
+    const json_t *ma = json_object_get(a, "minItems"), *mb = json_object_get(b, "minItems");
+    if ((json_is_number(ma) && json_number_value(ma) >= 1) ||
+        (json_is_number(mb) && json_number_value(mb) >= 1))
+        return 1;
+    const json_t *sides[2] = {a, b};
+    for (int s = 0; s < 2; s++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)sides[s], k, v)
+            if (gc_is_assertion(k) && !listed(empty_ok, k))
+                return 0;
+    }
+    json_t *m = json_pack("{s:i}", "minItems", 1);
+    return m && !json_array_append(xa, m) && !json_array_append_new(xb, m);
+}
+
 /* Objects that may match both a and b, told apart by a property both
  * list with disjoint values: each side narrowed to require that key (the
  * deliberate narrowing of docs/ORACLE.md).  Values lost: objects without
@@ -236,8 +287,11 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
                     ok = eff[i] && eff[j] && disjoint(c, eff[i], eff[j], bt[i] & k, bt[j] & k);
                     if (!ok && k == K_STR && eff[i] && eff[j] && n <= 16)
                         ok = strings_disjoint(eff[i], eff[j]);
+                    if (!ok && k == K_ARR && eff[i] && eff[j])
+                        ok = arrays_apart(c, eff[i], eff[j], extra[i], extra[j], disjoint);
                     if (!ok && k == K_OBJ && eff[i] && eff[j])
-                        ok = narrow_by_key(c, eff[i], eff[j], extra[i], extra[j], disjoint) ||
+                        ok = closed_apart(eff[i], eff[j], extra[i], extra[j]) ||
+                             narrow_by_key(c, eff[i], eff[j], extra[i], extra[j], disjoint) ||
                              narrow_pair(eff[i], eff[j], extra[i], extra[j]);
                 }
         if (!ok) {

@@ -1924,6 +1924,10 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
 
 static int pair_disjoint(gc_ctx *c, const json_t *a, const json_t *b, int ta, int tb)
 {
+    if (ta < 0)
+        ta = schema_types(c, a, 0);
+    if (tb < 0)
+        tb = schema_types(c, b, 0);
     return !types_overlap(ta, tb) || values_disjoint(c, a, b) || keyed_disjoint(c, a, b, ta, tb);
 }
 
