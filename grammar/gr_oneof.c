@@ -10,7 +10,7 @@
 #include "grammar/regex/regex.h"
 
 enum {
-    K_NULL = 1, K_BOOL = 2, K_INT = 4, K_NUM = 8, K_STR = 16, K_OBJ = 32, K_ARR = 64, K_ALL = 127
+    K_NULL = 1, K_BOOL = 2, K_INT = 4, K_NUM = 8, K_STR = 16, K_OBJ = 32, K_ARR = 64
 };
 
 /* The type classes the split decides one by one (integers go with the
@@ -133,6 +133,60 @@ static int strings_disjoint(const json_t *a, const json_t *b)
     return disjoint;
 }
 
+/* s, or the target of its $ref when that is all it says (one level). */
+static const json_t *deref(gc_ctx *c, const json_t *s)
+{
+    const json_t *r = json_is_object(s) ? json_object_get(s, "$ref") : NULL;
+    const json_t *t = json_is_string(r) ? gc_resolve_ref(c, json_string_value(r)) : NULL;
+    return t && json_is_object(t) ? t : s;
+}
+
+/* 1 when s admits strings only, by its type keyword. */
+static int string_only(const json_t *s)
+{
+    const json_t *t = json_object_get(s, "type");
+    return json_is_string(t) && !strcmp(json_string_value(t), "string");
+}
+
+/* Two property schemas no value satisfies both: by the compiler's own
+ * tests, or as strings whose patterns/lists share nothing. */
+static int values_apart(gc_ctx *c, const json_t *va, const json_t *vb, gc_disjoint_fn disjoint)
+{
+    if (!json_is_object(va) || !json_is_object(vb))
+        return 0;
+    if (disjoint(c, va, vb, -1, -1))
+        return 1;
+    va = deref(c, va);
+    vb = deref(c, vb);
+    return string_only(va) && string_only(vb) && strings_disjoint(va, vb);
+}
+
+/* No object satisfies both: a key one requires has values, in the two,
+ * that share nothing (exact). */
+static int required_apart(gc_ctx *c, const json_t *a, const json_t *b, gc_disjoint_fn disjoint)
+{
+    const json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
+    const json_t *sides[2][2] = {{a, b}, {b, a}};
+    if (!json_is_object(pa) || !json_is_object(pb))
+        return 0;
+    for (int s = 0; s < 2; s++) {
+        const json_t *req = json_object_get(sides[s][0], "required");
+        size_t i;
+        json_t *e;
+        if (!json_is_array(req))
+            continue;
+        json_array_foreach((json_t *)req, i, e) {
+            if (!json_is_string(e))
+                continue;
+            const json_t *va = json_object_get(pa, json_string_value(e));
+            const json_t *vb = json_object_get(pb, json_string_value(e));
+            if (va && vb && values_apart(c, va, vb, disjoint))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* The keys of `required` in a and not in b (strings only), new. */
 static json_t *required_minus(const json_t *a, const json_t *b)
 {
@@ -226,8 +280,7 @@ static int narrow_by_key(gc_ctx *c, const json_t *a, const json_t *b, json_t *xa
         return 0;
     json_object_foreach((json_t *)pa, k, va) {
         const json_t *vb = json_object_get(pb, k);
-        if (!vb || !json_is_object(va) || !json_is_object(vb) ||
-            !disjoint(c, va, vb, K_ALL, K_ALL))
+        if (!vb || !values_apart(c, va, vb, disjoint))
             continue;
         json_t *r = json_pack("{s:[s]}", "required", k);
         return r && !json_array_append(xa, r) && !json_array_append_new(xb, r);
@@ -257,8 +310,11 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
                      const int *bt, size_t n, gc_disjoint_fn disjoint, json_t **out)
 {
     *out = NULL;
-    if (json_object_get(s, "anyOf") || n > 64)
-        return SX_OK; /* the split is written as anyOf */
+    /* the split is written as anyOf; unevaluatedProperties would see the
+     * narrowing's property names as evaluated */
+    if (json_object_get(s, "anyOf") || json_object_get(s, "unevaluatedProperties") ||
+        json_object_get(s, "unevaluatedItems") || n > 64)
+        return SX_OK;
     int *give = calloc(n, sizeof *give);
     json_t **extra = calloc(n, sizeof *extra);
     int rc = give && extra ? SX_OK : SX_ENOMEM, decided = 1;
@@ -290,7 +346,8 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
                     if (!ok && k == K_ARR && eff[i] && eff[j])
                         ok = arrays_apart(c, eff[i], eff[j], extra[i], extra[j], disjoint);
                     if (!ok && k == K_OBJ && eff[i] && eff[j])
-                        ok = closed_apart(eff[i], eff[j], extra[i], extra[j]) ||
+                        ok = required_apart(c, eff[i], eff[j], disjoint) ||
+                             closed_apart(eff[i], eff[j], extra[i], extra[j]) ||
                              narrow_by_key(c, eff[i], eff[j], extra[i], extra[j], disjoint) ||
                              narrow_pair(eff[i], eff[j], extra[i], extra[j]);
                 }

@@ -2015,7 +2015,7 @@ static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const
     size_t plen = strlen(c->ptr);
     rc = gc_schema(c, split, node);
     json_decref(split);
-    if (rc == SX_EUNSUPPORTED || rc == SX_ELIMIT) {
+    if (rc && rc != SX_ENOMEM) { /* the negations may still do it */
         c->g->n_nodes = n_nodes;
         c->any_node = any_node;
         c->any_built = any_built;
