@@ -126,7 +126,8 @@ typedef int (*gc_disjoint_fn)(gc_ctx *c, const json_t *a, const json_t *b, int t
  * bt[i] within s's own; eff[i]: br[i] with s's other keywords and its
  * allOf merged in, for the disjointness tests) written as an anyOf that is exactly it, one type
  * at a time: a type whose branches are pairwise disjoint goes to them, a
- * type that two branches admit wholesale goes to none.  *out new; NULL
+ * type that two branches admit wholesale goes to none; objects may be
+ * narrowed (docs/ORACLE.md) -- never looser than oneOf.  *out new; NULL
  * when some type has overlapping branches this cannot decide. */
 int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *const *eff,
                      const int *bt, size_t n, gc_disjoint_fn disjoint, json_t **out);

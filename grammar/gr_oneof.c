@@ -1,8 +1,14 @@
 /* oneOf split by JSON type: "exactly one branch" decided one type at a
  * time.  Branches that overlap only on a type both admit wholesale (a
  * string is a valid object-rules branch) leave that type out: every such
- * value matches two branches.  Types where the branches are disjoint go to
- * their branches; any other overlap is not decided here. */
+ * value matches two branches.  Within a type, each pair of branches must
+ * be disjoint (exact tests: types, listed values, a required key's values,
+ * string automata; [] or {} as the only common value, excluded) or, for
+ * objects, be narrowed so that neither side can match the other (a
+ * discriminator key made required, or a key only the other requires made
+ * absent): every value the result admits matches exactly one branch, and
+ * the narrowing is listed in docs/ORACLE.md.  Anything else is left to the
+ * negations of gr_schema.c. */
 #include <stdlib.h>
 #include <string.h>
 
