@@ -1644,9 +1644,6 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
     return t;
 }
 
-/* The finite set of values a schema admits, if it says so through
- * enum/const (directly, through $ref or allOf); NULL when unbounded.
- * Returns a new array. */
 static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth);
 
 /* vals less the strings that s's own pattern refuses (a narrower, still
@@ -1669,6 +1666,9 @@ static json_t *pattern_filter(const json_t *s, json_t *vals)
     return keep;
 }
 
+/* The finite set of values a schema admits, if it says so through
+ * enum/const (directly, through $ref or allOf; strings its patterns refuse
+ * left out); NULL when unbounded.  Returns a new array. */
 static json_t *schema_values(gc_ctx *c, const json_t *s, int depth)
 {
     json_t *v = pattern_filter(s, schema_values_(c, s, depth));
