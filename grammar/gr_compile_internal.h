@@ -118,6 +118,20 @@ int gc_rewrite_if(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out
  * new; NULL when there is nothing to rewrite). */
 int gc_rewrite_not(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out);
 
+/* gr_oneof.c: a test that no value of types ta (in a) and tb (in b)
+ * satisfies both schemas (ta/tb -1: all the types the schema admits); 0
+ * when it cannot tell. */
+typedef int (*gc_disjoint_fn)(gc_ctx *c, const json_t *a, const json_t *b, int ta, int tb);
+/* gr_oneof.c: oneOf s (branches br[0..n), $refs inlined, admitting types
+ * bt[i] within s's own; eff[i]: br[i] with s's other keywords and its
+ * allOf merged in, for the disjointness tests) written as an anyOf that is exactly it, one type
+ * at a time: a type whose branches are pairwise disjoint goes to them, a
+ * type that two branches admit wholesale goes to none; objects may be
+ * narrowed (docs/ORACLE.md) -- never looser than oneOf.  *out new; NULL
+ * when some type has overlapping branches this cannot decide. */
+int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *const *eff,
+                     const int *bt, size_t n, gc_disjoint_fn disjoint, json_t **out);
+
 /* gr_strx.c: the automaton of a string's pattern and/or format (either may
  * be NULL), less the strings in excl (a JSON array whose string members a
  * `not` leaves out; may be NULL); *out stays NULL when none applies. */

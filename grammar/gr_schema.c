@@ -1644,10 +1644,44 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
     return t;
 }
 
+static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth);
+
+/* vals less the strings that s's own pattern refuses (a narrower, still
+ * complete list of what s admits).  Takes vals. */
+static json_t *pattern_filter(const json_t *s, json_t *vals)
+{
+    const json_t *pat = json_is_object(s) ? json_object_get(s, "pattern") : NULL;
+    sx_re *re = NULL;
+    if (!vals || !json_is_string(pat) ||
+        sx_re_compile(json_string_value(pat), json_string_length(pat), SX_RE_SEARCH, NULL, &re,
+                      NULL))
+        return vals;
+    json_t *keep = json_array(), *x;
+    size_t i;
+    json_array_foreach(vals, i, x)
+        if (!json_is_string(x) || sx_re_matches(re, json_string_value(x), json_string_length(x)))
+            json_array_append(keep, x);
+    sx_re_free(re);
+    json_decref(vals);
+    return keep;
+}
+
 /* The finite set of values a schema admits, if it says so through
- * enum/const (directly, through $ref or allOf); NULL when unbounded.
- * Returns a new array. */
+ * enum/const (directly, through $ref or allOf; strings its patterns refuse
+ * left out); NULL when unbounded.  Returns a new array. */
 static json_t *schema_values(gc_ctx *c, const json_t *s, int depth)
+{
+    json_t *v = pattern_filter(s, schema_values_(c, s, depth));
+    const json_t *all = json_is_object(s) ? json_object_get(s, "allOf") : NULL;
+    size_t i;
+    json_t *e;
+    if (v && json_is_array(all))
+        json_array_foreach((json_t *)all, i, e)
+            v = pattern_filter(e, v);
+    return v;
+}
+
+static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
 {
     if (depth > 16 || !json_is_object(s))
         return NULL;
@@ -1662,17 +1696,34 @@ static json_t *schema_values(gc_ctx *c, const json_t *s, int depth)
         if (tg)
             return schema_values(c, tg, depth + 1);
     }
+    /* allOf: the values every listing member admits */
     const json_t *all = json_object_get(s, "allOf");
+    json_t *acc = NULL;
     if (json_is_array(all)) {
         size_t i;
         json_t *e;
         json_array_foreach((json_t *)all, i, e) {
             json_t *v = schema_values(c, e, depth + 1);
-            if (v)
-                return v;
+            if (!v)
+                continue;
+            if (acc) {
+                json_t *keep = json_array();
+                size_t a, b;
+                json_t *x, *y;
+                json_array_foreach(acc, a, x)
+                    json_array_foreach(v, b, y)
+                        if (json_equal(x, y)) {
+                            json_array_append(keep, x);
+                            break;
+                        }
+                json_decref(acc);
+                json_decref(v);
+                v = keep;
+            }
+            acc = v;
         }
     }
-    return NULL;
+    return acc;
 }
 
 /* Two schemas whose enum/const value sets share nothing. */
@@ -1871,6 +1922,115 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
     return rc;
 }
 
+static int pair_disjoint(gc_ctx *c, const json_t *a, const json_t *b, int ta, int tb)
+{
+    if (ta < 0)
+        ta = schema_types(c, a, 0);
+    if (tb < 0)
+        tb = schema_types(c, b, 0);
+    return !types_overlap(ta, tb) || values_disjoint(c, a, b) || keyed_disjoint(c, a, b, ta, tb);
+}
+
+/* Branch b as the value must meet it: with the keywords beside the oneOf
+ * and its allOf members merged in (exact merges only), so that a key the
+ * parent requires or an enum an allOf member lists tells branches apart.
+ * For the disjointness tests only; a new value, b's copy when a merge
+ * fails. */
+static json_t *effective_branch(gc_ctx *c, const json_t *s, const json_t *b)
+{
+    json_t *e = json_deep_copy(s);
+    if (!e || !json_is_object(b))
+        goto plain;
+    json_object_del(e, "oneOf");
+    if (gc_merge(c, e, b))
+        goto plain;
+    for (int round = 0; round < 4; round++) {
+        json_t *all = json_incref(json_object_get(e, "allOf"));
+        if (!json_is_array(all)) {
+            json_decref(all);
+            break;
+        }
+        json_object_del(e, "allOf");
+        size_t i;
+        json_t *m;
+        int bad = 0;
+        json_array_foreach(all, i, m) {
+            json_t *im = NULL;
+            bad = bad || inline_member(c, m, &im, 0) || gc_merge(c, e, im);
+            json_decref(im);
+        }
+        json_decref(all);
+        if (bad)
+            goto plain;
+    }
+    return e;
+plain:
+    json_decref(e);
+    sx_err_clear(c->err);
+    return json_deep_copy(b);
+}
+
+/* Overlapping oneOf: first split by type (gr_oneof.c), exact where it
+ * decides every type; else the negations of exactly_one. */
+static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const char *why,
+                           int32_t *node)
+{
+    size_t n = json_array_size(alts);
+    json_t **br = calloc(n, sizeof *br), *split = NULL;
+    int *bt = calloc(n, sizeof *bt);
+    int rc = br && bt ? SX_OK : SX_ENOMEM, tp = schema_types(c, s, 0);
+    json_t **eff = calloc(n, sizeof *eff);
+    if (!eff)
+        rc = SX_ENOMEM;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = inline_member(c, json_array_get(alts, i), &br[i], 0);
+        if (!rc)
+            bt[i] = schema_types(c, br[i], 0) & tp;
+        if (!rc)
+            eff[i] = effective_branch(c, s, br[i]);
+    }
+    if (!rc)
+        rc = gc_oneof_by_type(c, s, br, eff, bt, n, pair_disjoint, &split);
+    for (size_t i = 0; br && i < n; i++) {
+        json_decref(br[i]);
+        if (eff)
+            json_decref(eff[i]);
+    }
+    free(br);
+    free(eff);
+    free(bt);
+    if (rc == SX_ENOMEM)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (rc || !split) {
+        json_decref(split);
+        sx_err_clear(c->err);
+        return exactly_one(c, s, alts, why, node);
+    }
+    /* what a failed attempt must leave as it found it */
+    int32_t n_nodes = c->g->n_nodes, any_node = c->any_node;
+    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
+    gc_ref *refs = c->refs;
+    const json_t *pres = c->pres;
+    int pres_one = c->pres_one;
+    size_t plen = strlen(c->ptr);
+    rc = gc_schema(c, split, node);
+    json_decref(split);
+    if (rc && rc != SX_ENOMEM) { /* the negations may still do it */
+        c->g->n_nodes = n_nodes;
+        c->any_node = any_node;
+        c->any_built = any_built;
+        c->depth = depth;
+        c->n_forbid = n_forbid;
+        c->refs = refs;
+        c->pres = pres;
+        c->pres_one = pres_one;
+        c->ptr[plen] = '\0';
+        sx_err_clear(c->err);
+        return exactly_one(c, s, alts, why, node);
+    }
+    return rc;
+}
+
 static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int32_t *node)
 {
     const json_t *alts = json_object_get(s, kw);
@@ -1957,7 +2117,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
                 if (!disjoint) {
                     char why[96];
                     snprintf(why, sizeof why, "branches %zu and %zu may both match", i, j);
-                    return exactly_one(c, s, alts, why, node);
+                    return split_or_negate(c, s, alts, why, node);
                 }
             }
     }

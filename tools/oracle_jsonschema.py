@@ -103,6 +103,16 @@ def _explain(err, schema):
                 return name
         except Exception:  # a test that cannot tell does not explain
             pass
+    # "valid under none of" an anyOf/oneOf: explained when one branch fails
+    # only by departures (its errors are in err.context, by branch index)
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        branches = {}
+        for sub in err.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        for subs in branches.values():
+            names = [_explain(sub, schema) for sub in subs]
+            if all(names):
+                return names[0]
     return None
 
 

@@ -106,6 +106,13 @@ static void cases_from_file(void **state)
                 fail_msg("case %s: accepted invalid %s", name, json_string_value(x));
             checked++;
         }
+        /* "narrowed": valid by the specification, refused by a documented
+         * narrowing of the grammar (docs/ORACLE.md) */
+        json_array_foreach(json_object_get(c, "narrowed"), j, x) {
+            if (accepts(g, json_string_value(x)))
+                fail_msg("case %s: accepted narrowed %s", name, json_string_value(x));
+            checked++;
+        }
         /* "dead": prefixes with no valid completion, refused as they come */
         json_array_foreach(json_object_get(c, "dead"), j, x) {
             sx_matcher *m;

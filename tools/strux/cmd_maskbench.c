@@ -377,8 +377,10 @@ int cmd_maskbench(int argc, char **argv)
             last_pct = pc;
         }
     }
-    qsort(t.ttfm.v, t.ttfm.n, sizeof(double), cmp_d);
-    qsort(t.tbm.v, t.tbm.n, sizeof(double), cmp_d);
+    if (t.ttfm.n) /* no sample at all when nothing compiled (qsort wants an array) */
+        qsort(t.ttfm.v, t.ttfm.n, sizeof(double), cmp_d);
+    if (t.tbm.n)
+        qsort(t.tbm.v, t.tbm.n, sizeof(double), cmp_d);
     double sum = 0;
     for (size_t i = 0; i < t.tbm.n; i++)
         sum += t.tbm.v[i];
