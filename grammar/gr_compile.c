@@ -127,6 +127,7 @@ int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
 
 static int finish(gc_ctx *c, int rc, sx_grammar **out)
 {
+    gc_memo_free(c);
     if (rc == SX_OK)
         rc = gc_analyse(c);
     if (rc != SX_OK) {

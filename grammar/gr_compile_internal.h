@@ -11,6 +11,9 @@ typedef struct gc_ref {
     struct gc_ref *next;
     const json_t *target; /* the schema a $ref points at */
     int32_t node;
+    const char *text;     /* gr_memo.c: a copy's canonical text (NULL for $ref targets) */
+    size_t len;
+    uint64_t hash;
 } gc_ref;
 
 typedef struct gc_ctx {
@@ -29,6 +32,7 @@ typedef struct gc_ctx {
     int no_if;       /* before draft-07: if/then/else are unknown keywords */
     const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
     int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
+    struct gc_addrs *addrs; /* gr_memo.c: the document's object addresses, or NULL */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -52,6 +56,18 @@ int gc_is_assertion(const char *kw);
 int gc_schema(gc_ctx *c, const json_t *schema, int32_t *node);
 /* Resolves a $ref string against the root document; NULL if not found. */
 const json_t *gc_resolve_ref(gc_ctx *c, const char *ref);
+
+/* gr_memo.c: copies of schemas (merged, rewritten) remembered by content
+ * below this nesting depth, so that recursion through copies ends. */
+#define GC_MEMO_DEPTH 2
+/* If s is a copy already compiled (or being compiled), *node gets its node;
+ * else, when s is to be remembered, *entry gets a reserved entry whose node
+ * gc_memo_done fills with the compiled one (the caller restores c->refs if
+ * the compile fails).  *node -1 and *entry NULL: compile s as usual. */
+int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry);
+int gc_memo_done(gc_ctx *c, gc_ref *entry, int32_t inner);
+/* Frees what gc_memo_enter built outside the grammar (finish calls it). */
+void gc_memo_free(gc_ctx *c);
 
 /* gr_merge.c: merges schema object src into dst (allOf) exactly, or fails
  * naming the keyword that cannot be merged. */

@@ -73,10 +73,18 @@ static const json_t *find_anchor(const json_t *s, const char *name, int depth)
         const char *a = json_string_value(json_object_get(s, "$anchor"));
         if (a && !strcmp(a, name))
             return s;
+        /* before 2019-09 a plain-name fragment is an id of its own:
+         * "$id": "#name" (draft 6, 7) or "id": "#name" (draft 4) */
+        for (int i = 0; i < 2; i++) {
+            const char *id = json_string_value(json_object_get(s, i ? "id" : "$id"));
+            if (id && id[0] == '#' && !strcmp(id + 1, name))
+                return s;
+        }
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)s, k, v) {
-            if (!strcmp(k, "enum") || !strcmp(k, "const"))
+            if (!strcmp(k, "enum") || !strcmp(k, "const") || !strcmp(k, "default") ||
+                !strcmp(k, "examples"))
                 continue;
             const json_t *r = find_anchor(v, name, depth + 1);
             if (r)
@@ -653,6 +661,8 @@ static int string_not(const json_t *nt)
     return any;
 }
 
+static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth);
+
 /* propertyNames as one automaton over key contents: the string keywords
  * (pattern, format, lengths, enum/const) intersected, less the names a
  * `not` of listed values leaves out. */
@@ -671,6 +681,29 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     }
     if (!json_is_object(pn)) {
         rc = gc_invalid(c, NULL, "must be a schema");
+        goto done;
+    }
+    if (json_is_string(json_object_get(pn, "$ref"))) {
+        /* a referenced name schema: its target (with the siblings, from
+         * 2019-09 on), inlined; the copy is again a name schema */
+        json_t *in = NULL;
+        const json_t *t = NULL;
+        if (c->opts.draft7) {
+            t = gc_resolve_ref(c, json_string_value(json_object_get(pn, "$ref")));
+            if (!t)
+                rc = gc_unsupported(c, "$ref", "inside propertyNames: not found");
+            else if (!(in = json_is_object(t) ? json_deep_copy(t)
+                                              : json_is_false(t) ? json_false() : json_object()))
+                rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        } else {
+            rc = inline_member(c, pn, &in, 0);
+        }
+        if (!rc && json_is_object(in) && json_object_get(in, "$ref"))
+            rc = gc_unsupported(c, "$ref", "inside propertyNames: a chain of references");
+        gc_ptr_pop(c, old); /* the copy stands where pn stood */
+        if (!rc)
+            rc = names_automaton(c, in, kw, out);
+        json_decref(in);
         goto done;
     }
     const char *k;
@@ -2360,8 +2393,26 @@ static int finite_node(gc_ctx *c, const json_t *texts, const json_t *vals, int32
 }
 
 static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node);
+static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node);
 
 int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    gc_ref *entry, *refs = c->refs;
+    int rc = gc_memo_enter(c, s, node, &entry);
+    if (rc || *node >= 0)
+        return rc;
+    if (!entry)
+        return schema_fresh(c, s, node);
+    int32_t inner;
+    if ((rc = schema_fresh(c, s, &inner))) {
+        c->refs = refs;
+        return rc;
+    }
+    *node = entry->node;
+    return gc_memo_done(c, entry, inner);
+}
+
+static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
 {
     if (json_is_true(s))
         return any_node(c, node);
