@@ -33,6 +33,9 @@ typedef struct gc_ctx {
     const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
     int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
     struct gc_addrs *addrs; /* gr_memo.c: the document's object addresses, or NULL */
+    int memo_on;        /* copies are remembered (the second attempt) */
+    int memo_wanted;    /* the nesting passed GC_MEMO_TRIGGER without memo_on */
+    long n_compiles;    /* gc_schema calls so far (bounded by GC_MAX_COMPILES) */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -60,6 +63,14 @@ const json_t *gc_resolve_ref(gc_ctx *c, const char *ref);
 /* gr_memo.c: copies of schemas (merged, rewritten) remembered by content
  * below this nesting depth, so that recursion through copies ends. */
 #define GC_MEMO_DEPTH 2
+/* Remembering costs a serialisation per copy, so a compile starts without
+ * it and starts over with it when the nesting first passes this depth
+ * (recursion through copies; deeper schemas without it are rare). */
+#define GC_MEMO_TRIGGER 32
+/* A bound on the work of one compile: products of anyOf/if branches can
+ * ask for seconds (the slowest schema compiled before the bound took
+ * 5,752 subschema compilations, 0.1 s). */
+#define GC_MAX_COMPILES 12000
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
  * gc_memo_done fills with the compiled one (the caller restores c->refs if
@@ -133,6 +144,11 @@ int gc_rewrite_if(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out
  * to one) written as an allOf member that tests keys one by one (*out
  * new; NULL when there is nothing to rewrite). */
 int gc_rewrite_not(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out);
+
+/* gr_notforms.c: s with a `not` of key-name tests (not propertyNames,
+ * and anyOf/allOf/not of them) written as positive allOf members (*out
+ * new; NULL when s has no such `not`). */
+int gc_rewrite_not_forms(gc_ctx *c, const json_t *s, json_t **out);
 
 /* gr_strx.c: the automaton of a string's pattern and/or format (either may
  * be NULL), less the strings in excl (a JSON array whose string members a

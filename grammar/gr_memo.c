@@ -12,10 +12,10 @@
  * compiled, or compiled before, gets that node.
  *
  * Only copies are remembered (schemas of the document itself are bounded
- * by the document, and serialising them would tax every compile), and
- * only below GC_MEMO_DEPTH, where copies of recursive schemas pile up:
- * the set of the document's object addresses is built the first time a
- * compile gets that deep, which most schemas never do. */
+ * by the document, and serialising them would tax every compile), only
+ * below GC_MEMO_DEPTH, and only in a second attempt: a compile runs
+ * without this first and starts over with it when its nesting passes
+ * GC_MEMO_TRIGGER, which schemas without such recursion seldom do. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +124,7 @@ int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry)
 {
     *entry = NULL;
     *node = -1;
-    if (c->depth < GC_MEMO_DEPTH || c->pres || c->n_forbid || !json_is_object(s))
+    if (!c->memo_on || c->depth < GC_MEMO_DEPTH || c->pres || c->n_forbid || !json_is_object(s))
         return SX_OK;
     if (!c->addrs) {
         c->addrs = calloc(1, sizeof *c->addrs);

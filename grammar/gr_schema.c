@@ -2398,6 +2398,10 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node);
 int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
 {
     gc_ref *entry, *refs = c->refs;
+    if (++c->n_compiles > GC_MAX_COMPILES)
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "schema needs more than %d subschema compilations (at %s)",
+                           GC_MAX_COMPILES, c->ptr);
     int rc = gc_memo_enter(c, s, node, &entry);
     if (rc || *node >= 0)
         return rc;
@@ -2460,7 +2464,15 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
 static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node)
 {
     int rc;
-    if (++c->depth > c->opts.max_depth) {
+    if (++c->depth > GC_MEMO_TRIGGER && !c->memo_on && c->opts.max_depth > GC_MEMO_TRIGGER) {
+        /* probably recursion through copies: sx_gr_compile_json starts
+         * over with copies remembered (gr_memo.c) */
+        c->depth--;
+        c->memo_wanted = 1;
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "schema nesting deeper than %d at %s", GC_MEMO_TRIGGER, c->ptr);
+    }
+    if (c->depth > c->opts.max_depth) {
         c->depth--;
         return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
                            "schema nesting deeper than %d at %s", c->opts.max_depth, c->ptr);
@@ -2499,6 +2511,13 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
         work = iw;
         s = work;
     }
+    if ((rc = gc_rewrite_not_forms(c, s, &iw)))
+        goto out;
+    if (iw) {
+        json_decref(work);
+        work = iw;
+        s = work;
+    }
     if ((rc = gc_rewrite_not(c, s, NULL, &iw)))
         goto out;
     if (iw) {
@@ -2528,6 +2547,10 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
             rc = inline_member(c, m, &im, 0);
             json_t *imw = NULL;
             if (!rc && (rc = gc_rewrite_if(c, im, s, &imw)) == SX_OK && imw) {
+                json_decref(im);
+                im = imw;
+            }
+            if (!rc && (rc = gc_rewrite_not_forms(c, im, &imw)) == SX_OK && imw) {
                 json_decref(im);
                 im = imw;
             }
