@@ -36,11 +36,15 @@ typedef struct gc_ctx {
     int memo_on;        /* copies are remembered (the second attempt) */
     int memo_wanted;    /* the nesting passed GC_MEMO_TRIGGER without memo_on */
     long n_compiles;    /* gc_schema calls so far (bounded by GC_MAX_COMPILES) */
+    long more_pattern_states; /* gr_patterns.c: states of the intersections built */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
  * maxContains} objects) gathered when allOf members each have their own. */
 #define GC_MORE_CONTAINS "$strux:contains"
+/* Internal keyword: more patterns a string must also match (a list of
+ * strings), gathered when allOf members each have their own. */
+#define GC_MORE_PATTERNS "$strux:patterns"
 
 void *gc_alloc(gc_ctx *c, size_t n); /* zeroed, freed with the grammar */
 int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id);
@@ -60,6 +64,21 @@ int gc_schema(gc_ctx *c, const json_t *schema, int32_t *node);
 /* Resolves a $ref string against the root document; NULL if not found. */
 const json_t *gc_resolve_ref(gc_ctx *c, const char *ref);
 
+/* gr_patterns.c: adds pattern p (a string) or the patterns of list p to
+ * dst's GC_MORE_PATTERNS, leaving out those dst already has. */
+int gc_more_patterns(gc_ctx *c, json_t *dst, const json_t *p);
+/* gr_patterns.c: the strings that fail one of s's GC_MORE_PATTERNS, less
+ * also_minus (may be NULL), as *out (kept with the grammar); *out stays
+ * NULL without more patterns. */
+int gc_more_patterns_minus(gc_ctx *c, const json_t *s, const struct sx_re *also_minus,
+                           const struct sx_re **out);
+/* gr_patterns.c: v (changed in place) with every internal keyword written
+ * as the allOf members it stands for, for the validator; -1 on failure. */
+int gc_externalise(json_t *v, int depth);
+/* 1 if v holds an internal keyword ("$strux:...") anywhere: the validator
+ * would not know it (gr_finite.c then leaves v to the ordinary path). */
+int gc_has_internal(const json_t *v, int depth);
+
 /* gr_memo.c: copies of schemas (merged, rewritten) remembered by content
  * below this nesting depth, so that recursion through copies ends. */
 #define GC_MEMO_DEPTH 2
@@ -71,6 +90,10 @@ const json_t *gc_resolve_ref(gc_ctx *c, const char *ref);
  * ask for seconds (the slowest schema compiled before the bound took
  * 5,752 subschema compilations, 0.1 s). */
 #define GC_MAX_COMPILES 12000
+/* The same for strings with several patterns (gr_patterns.c): MaskBench's
+ * allOf-of-anyOf puzzles need up to 1,711 states (30 ms); one that needs
+ * 24,760 compiles for 1.5 s. */
+#define GC_MAX_PATTERN_STATES 5000
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
  * gc_memo_done fills with the compiled one (the caller restores c->refs if

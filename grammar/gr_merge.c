@@ -423,6 +423,13 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
                 scale *= 10;
             json_object_set_new(dst, k, K ? json_real((double)l / scale)
                                           : json_integer((json_int_t)l));
+        } else if ((!strcmp(k, "pattern") && json_is_string(dv) && json_is_string(sv)) ||
+                   (!strcmp(k, GC_MORE_PATTERNS) && json_is_array(dv) && json_is_array(sv))) {
+            /* a string matches both patterns: the others wait in a list
+             * that string_node intersects */
+            int rc = gc_more_patterns(c, dst, sv);
+            if (rc)
+                return rc;
         } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
             json_array_extend(dv, sv); /* all of both lists */
         } else if (!strcmp(k, "not")) {

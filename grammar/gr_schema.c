@@ -32,7 +32,7 @@ static const char *const known[] = {
     "unevaluatedProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems", "allOf",
     "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
-    "$recursiveAnchor", GC_MORE_CONTAINS, NULL};
+    "$recursiveAnchor", GC_MORE_CONTAINS, GC_MORE_PATTERNS, NULL};
 
 /* Formats with a defined meaning; others are annotations. */
 static const char *const formats[] = {
@@ -504,6 +504,11 @@ static int string_node(gc_ctx *c, const json_t *s, const json_t *excl, const jso
     sx_re *minus_re = NULL;
     if (not_str && (rc = names_automaton(c, not_str, "not", &minus_re)))
         return rc;
+    const sx_re *more = NULL;
+    if ((rc = gc_more_patterns_minus(c, s, minus_re, &more)))
+        return rc;
+    if (more)
+        minus_re = (sx_re *)more;
     if ((pat || fmt || has_excl || minus_re) &&
         (rc = gc_string_automaton(c, pat ? json_string_value(pat) : NULL,
                                   pat ? json_string_length(pat) : 0, fmt, excl, minus_re, mn, mx,
@@ -1513,6 +1518,10 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         json_object_del(rest, "enum");
         json_object_del(rest, "const");
+        if (gc_externalise(rest, 0)) { /* the validator knows no internal keyword */
+            json_decref(rest);
+            return gc_unsupported(c, sib, "combined with enum/const");
+        }
         char *txt = json_dumps(rest, JSON_COMPACT);
         int has_ref = !txt || strstr(txt, "\"$ref\"") != NULL;
         free(txt);
