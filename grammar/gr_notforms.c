@@ -4,6 +4,8 @@
  *   not {propertyNames: {not: {const: k}}}  some key is k: required [k]
  *   not {propertyNames: {not: {enum: K}}}   some key is in K: anyOf of required [k]
  *   not {not: A}                            A
+ *   not {items: S}                          an array that contains {not: S}
+ *   not {contains: S}                       an array whose items are {not: S}
  *   not {anyOf: [A, B]}                     allOf [not A, not B]
  *   not {allOf: [A, B]}                     anyOf [not A, not B]
  *
@@ -155,6 +157,17 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
             return NULL;
         const json_t *t = follow(c, v);
         return json_is_object(t) || json_is_boolean(t) ? json_deep_copy(t) : NULL;
+    }
+    if (!strcmp(only, "items") || !strcmp(only, "contains")) {
+        /* not {items: S}: an array with an item that fails S; not
+         * {contains: S}: an array whose items all fail S (non-arrays pass
+         * both, so fail their negation); the new keywords evaluate items
+         * where `not` did not */
+        if ((!json_is_object(v) && !json_is_boolean(v)) ||
+            mentions_unevaluated(c->root_schema, 0))
+            return NULL;
+        return json_pack("{s:s,s:{s:O}}", "type", "array", only[0] == 'i' ? "contains" : "items",
+                         "not", v);
     }
     if (!strcmp(only, "anyOf"))
         return negate_members(c, v, "allOf", depth);
