@@ -472,6 +472,11 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             int rc = gc_more_patterns(c, dst, sv);
             if (rc)
                 return rc;
+        } else if (!strcmp(k, "propertyNames")) {
+            /* every name passes both (names_automaton intersects them) */
+            json_t *both = json_pack("{s:[OO]}", "allOf", dv, sv);
+            if (!both || json_object_set_new(dst, k, both))
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
             json_array_extend(dv, sv); /* all of both lists */
         } else if (!strcmp(k, "not")) {

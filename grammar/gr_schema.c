@@ -674,7 +674,7 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth);
 static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **out)
 {
     static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength",
-                                          "enum", "const", "not", NULL};
+                                          "enum", "const", "not", "allOf", NULL};
     size_t old = gc_ptr_push(c, kw);
     int rc = SX_OK;
     sx_re *acc = NULL, *part = NULL;
@@ -682,6 +682,10 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     *out = NULL;
     if (json_is_false(pn)) {
         rc = compile_key_regex(c, "[]", 2, SX_RE_FULL, kw, out);
+        goto done;
+    }
+    if (json_is_true(pn)) {
+        rc = compile_key_regex(c, "[\\s\\S]*", 7, SX_RE_FULL, kw, out);
         goto done;
     }
     if (!json_is_object(pn)) {
@@ -837,6 +841,25 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
                 acc = less;
         }
         json_decref(ex);
+    }
+    /* allOf (two propertyNames merged): a name passes every member */
+    const json_t *pall = json_object_get(pn, "allOf");
+    if (!rc && pall && !json_is_array(pall))
+        rc = gc_invalid(c, "allOf", "must be an array");
+    for (size_t ai = 0; !rc && ai < json_array_size(pall); ai++) {
+        sx_re *sub = NULL, *both = NULL;
+        sx_error e3;
+        if ((rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
+            break;
+        if ((rc = sx_re_intersect(acc, sub, NULL, &both, &e3))) {
+            rc = sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e3.msg);
+            break;
+        }
+        if ((rc = gc_keep_re(c, both))) {
+            sx_re_free(both);
+            break;
+        }
+        acc = both;
     }
     *out = acc;
 done:
