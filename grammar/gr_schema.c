@@ -2619,7 +2619,9 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
     }
     int has_any = json_object_get(s, "anyOf") != NULL, has_one = json_object_get(s, "oneOf") != NULL;
     if (has_any && has_one) {
-        rc = gc_unsupported(c, "oneOf", "together with anyOf");
+        /* (a1 or a2) and oneOf(O) is (a1 and oneOf(O)) or (a2 and oneOf(O)):
+         * every anyOf branch keeps the oneOf of the base */
+        rc = compile_alternatives(c, s, "anyOf", node);
         goto out;
     }
     if (has_any || has_one) {
