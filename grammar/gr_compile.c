@@ -125,8 +125,16 @@ int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
 
 /* ---- public entry points ------------------------------------------------- */
 
+/* compile_json's answer when the first attempt asks for a second one with
+ * copies remembered (not an sx_err code: it never leaves this file) */
+#define SX_MEMO_RETRY (-1000)
+
+static int compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts *o, int memo,
+                        sx_grammar **out, sx_error *err);
+
 static int finish(gc_ctx *c, int rc, sx_grammar **out)
 {
+    gc_memo_free(c);
     if (rc == SX_OK)
         rc = gc_analyse(c);
     if (rc != SX_OK) {
@@ -176,10 +184,20 @@ static int begin(gc_ctx *c, const sx_vocab *v, const sx_gr_opts *o, sx_error *er
 int sx_gr_compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts *o,
                        sx_grammar **out, sx_error *err)
 {
+    int rc = compile_json(v, schema, o, 0, out, err);
+    if (rc == SX_MEMO_RETRY)
+        rc = compile_json(v, schema, o, 1, out, err);
+    return rc;
+}
+
+static int compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts *o, int memo,
+                        sx_grammar **out, sx_error *err)
+{
     gc_ctx c;
     int rc = begin(&c, v, o, err);
     if (rc)
         return rc;
+    c.memo_on = memo;
     c.root_schema = schema;
     if (json_is_object(schema)) {
         const char *dialect = json_string_value(json_object_get(schema, "$schema"));
@@ -194,6 +212,11 @@ int sx_gr_compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opts
             c.no_if = 1;
     }
     rc = gc_schema(&c, schema, &c.g->root);
+    if (rc && c.memo_wanted && !memo) {
+        gc_memo_free(&c);
+        sx_gr_free(c.g);
+        return SX_MEMO_RETRY;
+    }
     return finish(&c, rc, out);
 }
 

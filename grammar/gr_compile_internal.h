@@ -11,6 +11,9 @@ typedef struct gc_ref {
     struct gc_ref *next;
     const json_t *target; /* the schema a $ref points at */
     int32_t node;
+    const char *text;     /* gr_memo.c: a copy's canonical text (NULL for $ref targets) */
+    size_t len;
+    uint64_t hash;
 } gc_ref;
 
 typedef struct gc_ctx {
@@ -29,11 +32,19 @@ typedef struct gc_ctx {
     int no_if;       /* before draft-07: if/then/else are unknown keywords */
     const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
     int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
+    struct gc_addrs *addrs; /* gr_memo.c: the document's object addresses, or NULL */
+    int memo_on;        /* copies are remembered (the second attempt) */
+    int memo_wanted;    /* the nesting passed GC_MEMO_TRIGGER without memo_on */
+    long n_compiles;    /* gc_schema calls so far (bounded by GC_MAX_COMPILES) */
+    long more_pattern_states; /* gr_patterns.c: states of the intersections built */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
  * maxContains} objects) gathered when allOf members each have their own. */
 #define GC_MORE_CONTAINS "$strux:contains"
+/* Internal keyword: more patterns a string must also match (a list of
+ * strings), gathered when allOf members each have their own. */
+#define GC_MORE_PATTERNS "$strux:patterns"
 
 void *gc_alloc(gc_ctx *c, size_t n); /* zeroed, freed with the grammar */
 int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id);
@@ -52,6 +63,45 @@ int gc_is_assertion(const char *kw);
 int gc_schema(gc_ctx *c, const json_t *schema, int32_t *node);
 /* Resolves a $ref string against the root document; NULL if not found. */
 const json_t *gc_resolve_ref(gc_ctx *c, const char *ref);
+
+/* gr_patterns.c: adds pattern p (a string) or the patterns of list p to
+ * dst's GC_MORE_PATTERNS, leaving out those dst already has. */
+int gc_more_patterns(gc_ctx *c, json_t *dst, const json_t *p);
+/* gr_patterns.c: the strings that fail one of s's GC_MORE_PATTERNS, less
+ * also_minus (may be NULL), as *out (kept with the grammar); *out stays
+ * NULL without more patterns. */
+int gc_more_patterns_minus(gc_ctx *c, const json_t *s, const struct sx_re *also_minus,
+                           const struct sx_re **out);
+/* gr_patterns.c: v (changed in place) with every internal keyword written
+ * as the allOf members it stands for, for the validator; -1 on failure. */
+int gc_externalise(json_t *v, int depth);
+/* 1 if v holds an internal keyword ("$strux:...") anywhere: the validator
+ * would not know it (gr_finite.c then leaves v to the ordinary path). */
+int gc_has_internal(const json_t *v, int depth);
+
+/* gr_memo.c: copies of schemas (merged, rewritten) remembered by content
+ * below this nesting depth, so that recursion through copies ends. */
+#define GC_MEMO_DEPTH 2
+/* Remembering costs a serialisation per copy, so a compile starts without
+ * it and starts over with it when the nesting first passes this depth
+ * (recursion through copies; deeper schemas without it are rare). */
+#define GC_MEMO_TRIGGER 32
+/* A bound on the work of one compile: products of anyOf/if branches can
+ * ask for seconds (the slowest schema compiled before the bound took
+ * 5,752 subschema compilations, 0.1 s). */
+#define GC_MAX_COMPILES 12000
+/* The same for strings with several patterns (gr_patterns.c): MaskBench's
+ * allOf-of-anyOf puzzles need up to 1,711 states (30 ms); one that needs
+ * 24,760 compiles for 1.5 s. */
+#define GC_MAX_PATTERN_STATES 5000
+/* If s is a copy already compiled (or being compiled), *node gets its node;
+ * else, when s is to be remembered, *entry gets a reserved entry whose node
+ * gc_memo_done fills with the compiled one (the caller restores c->refs if
+ * the compile fails).  *node -1 and *entry NULL: compile s as usual. */
+int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry);
+int gc_memo_done(gc_ctx *c, gc_ref *entry, int32_t inner);
+/* Frees what gc_memo_enter built outside the grammar (finish calls it). */
+void gc_memo_free(gc_ctx *c);
 
 /* gr_merge.c: merges schema object src into dst (allOf) exactly, or fails
  * naming the keyword that cannot be merged. */
@@ -131,6 +181,10 @@ typedef int (*gc_disjoint_fn)(gc_ctx *c, const json_t *a, const json_t *b, int t
  * when some type has overlapping branches this cannot decide. */
 int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *const *eff,
                      const int *bt, size_t n, gc_disjoint_fn disjoint, json_t **out);
+/* gr_notforms.c: s with a `not` of key-name tests (not propertyNames,
+ * and anyOf/allOf/not of them) written as positive allOf members (*out
+ * new; NULL when s has no such `not`). */
+int gc_rewrite_not_forms(gc_ctx *c, const json_t *s, json_t **out);
 
 /* gr_strx.c: the automaton of a string's pattern and/or format (either may
  * be NULL), less the strings in excl (a JSON array whose string members a

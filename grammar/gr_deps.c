@@ -48,10 +48,8 @@ int gc_rewrite_dependencies(gc_ctx *c, const json_t *s, json_t **out)
         return gc_unsupported(c, json_object_get(s, "dependentSchemas") ? "dependentSchemas"
                                                                       : "dependencies",
                               "schema dependencies with more than 16 combinations");
-    /* unevaluatedProperties would see what the branches evaluate; an own
-     * anyOf/oneOf leaves no place for the branches */
-    static const char *const blockers[] = {"anyOf", "oneOf", "unevaluatedProperties",
-                                           "unevaluatedItems", NULL};
+    /* unevaluatedProperties would see what the branches evaluate */
+    static const char *const blockers[] = {"unevaluatedProperties", "unevaluatedItems", NULL};
     for (int i = 0; blockers[i]; i++)
         if (json_object_get(s, blockers[i]))
             return gc_unsupported(c, json_object_get(s, "dependentSchemas") ? "dependentSchemas"
@@ -108,11 +106,30 @@ int gc_rewrite_dependencies(gc_ctx *c, const json_t *s, json_t **out)
         if (json_array_append_new(alts, json_pack("{s:o}", "allOf", all)))
             goto nomem;
     }
-    json_object_set_new(base, "anyOf", alts);
+    if (!json_object_get(base, "anyOf") && !json_object_get(base, "oneOf")) {
+        json_object_set_new(base, "anyOf", alts);
+    } else {
+        /* an own anyOf/oneOf keeps its place: the branches join as one
+         * more allOf member (merged as the product of the two) */
+        json_t *all = json_object_get(base, "allOf");
+        json_t *m = json_pack("{s:o}", "anyOf", alts);
+        if (!m)
+            goto nomem_base;
+        if (json_is_array(all))
+            json_array_append_new(all, m);
+        else if (!all)
+            json_object_set_new(base, "allOf", json_pack("[o]", m));
+        else {
+            json_decref(m);
+            json_decref(base);
+            return gc_invalid(c, "allOf", "must be an array");
+        }
+    }
     *out = base;
     return SX_OK;
 nomem:
-    json_decref(base);
     json_decref(alts);
+nomem_base:
+    json_decref(base);
     return sx_err_set(c->err, SX_ENOMEM, "out of memory");
 }

@@ -1636,8 +1636,6 @@ void gr_feed_set(gr_ctx *cx, const gr_set *in, int c, gr_set *out)
         }
         feed(cx, f, c, out);
     }
-    if (out->overflow)
-        out->n = 0;
 }
 
 void gr_start(gr_ctx *cx, gr_set *out)

@@ -358,7 +358,9 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 typedef struct gr_set {
     const gr_frame *f[GR_MAX_THREADS];
     int n;
-    int overflow; /* more interpretations than fit: treated as failure */
+    int overflow; /* more interpretations than fit: the later ones were
+                     dropped (narrower, never looser: every kept one is a
+                     live parse, so masks stay sound and never empty) */
 } gr_set;
 
 typedef struct gr_ctx {

@@ -41,6 +41,48 @@ static json_t *type_json(int m)
     return a;
 }
 
+/* JSON Schema's equality: numbers by value (0 == 0.0), containers member
+ * by member. */
+static int value_equal(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b)) {
+        if (json_is_integer(a) && json_is_integer(b))
+            return json_integer_value(a) == json_integer_value(b);
+        if (json_is_integer(b)) {
+            const json_t *t = a;
+            a = b;
+            b = t;
+        }
+        if (json_is_integer(a)) { /* a integer, b real: exactly the same number? */
+            double r = json_real_value(b);
+            return r >= -9.2e18 && r <= 9.2e18 && r == floor(r) &&
+                   (json_int_t)r == json_integer_value(a);
+        }
+        return json_real_value(a) == json_real_value(b);
+    }
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b))
+            return 0;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!value_equal(json_array_get(a, i), json_array_get(b, i)))
+                return 0;
+        return 1;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *k;
+        json_t *v;
+        if (json_object_size(a) != json_object_size(b))
+            return 0;
+        json_object_foreach((json_t *)a, k, v) {
+            const json_t *w = json_object_get(b, k);
+            if (!w || !value_equal(v, w))
+                return 0;
+        }
+        return 1;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
 /* {"allOf": [a, b]} as a new value; boolean true members drop out. */
 static json_t *all_of(const json_t *a, const json_t *b)
 {
@@ -423,6 +465,18 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
                 scale *= 10;
             json_object_set_new(dst, k, K ? json_real((double)l / scale)
                                           : json_integer((json_int_t)l));
+        } else if ((!strcmp(k, "pattern") && json_is_string(dv) && json_is_string(sv)) ||
+                   (!strcmp(k, GC_MORE_PATTERNS) && json_is_array(dv) && json_is_array(sv))) {
+            /* a string matches both patterns: the others wait in a list
+             * that string_node intersects */
+            int rc = gc_more_patterns(c, dst, sv);
+            if (rc)
+                return rc;
+        } else if (!strcmp(k, "propertyNames")) {
+            /* every name passes both (names_automaton intersects them) */
+            json_t *both = json_pack("{s:[OO]}", "allOf", dv, sv);
+            if (!both || json_object_set_new(dst, k, both))
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
             json_array_extend(dv, sv); /* all of both lists */
         } else if (!strcmp(k, "not")) {
@@ -483,7 +537,7 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
         json_array_foreach(dst_has ? mine : theirs, i, a) {
             int keep = !dst_has;
             json_array_foreach(theirs, j, b)
-                keep |= json_equal(a, b);
+                keep |= value_equal(a, b);
             if (keep)
                 json_array_append(res, a);
         }

@@ -32,7 +32,7 @@ static const char *const known[] = {
     "unevaluatedProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems", "allOf",
     "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
-    "$recursiveAnchor", GC_MORE_CONTAINS, NULL};
+    "$recursiveAnchor", GC_MORE_CONTAINS, GC_MORE_PATTERNS, NULL};
 
 /* Formats with a defined meaning; others are annotations. */
 static const char *const formats[] = {
@@ -73,10 +73,18 @@ static const json_t *find_anchor(const json_t *s, const char *name, int depth)
         const char *a = json_string_value(json_object_get(s, "$anchor"));
         if (a && !strcmp(a, name))
             return s;
+        /* before 2019-09 a plain-name fragment is an id of its own:
+         * "$id": "#name" (draft 6, 7) or "id": "#name" (draft 4) */
+        for (int i = 0; i < 2; i++) {
+            const char *id = json_string_value(json_object_get(s, i ? "id" : "$id"));
+            if (id && id[0] == '#' && !strcmp(id + 1, name))
+                return s;
+        }
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)s, k, v) {
-            if (!strcmp(k, "enum") || !strcmp(k, "const"))
+            if (!strcmp(k, "enum") || !strcmp(k, "const") || !strcmp(k, "default") ||
+                !strcmp(k, "examples"))
                 continue;
             const json_t *r = find_anchor(v, name, depth + 1);
             if (r)
@@ -496,6 +504,11 @@ static int string_node(gc_ctx *c, const json_t *s, const json_t *excl, const jso
     sx_re *minus_re = NULL;
     if (not_str && (rc = names_automaton(c, not_str, "not", &minus_re)))
         return rc;
+    const sx_re *more = NULL;
+    if ((rc = gc_more_patterns_minus(c, s, minus_re, &more)))
+        return rc;
+    if (more)
+        minus_re = (sx_re *)more;
     if ((pat || fmt || has_excl || minus_re) &&
         (rc = gc_string_automaton(c, pat ? json_string_value(pat) : NULL,
                                   pat ? json_string_length(pat) : 0, fmt, excl, minus_re, mn, mx,
@@ -653,13 +666,15 @@ static int string_not(const json_t *nt)
     return any;
 }
 
+static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth);
+
 /* propertyNames as one automaton over key contents: the string keywords
  * (pattern, format, lengths, enum/const) intersected, less the names a
  * `not` of listed values leaves out. */
 static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **out)
 {
     static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength",
-                                          "enum", "const", "not", NULL};
+                                          "enum", "const", "not", "allOf", NULL};
     size_t old = gc_ptr_push(c, kw);
     int rc = SX_OK;
     sx_re *acc = NULL, *part = NULL;
@@ -669,8 +684,35 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         rc = compile_key_regex(c, "[]", 2, SX_RE_FULL, kw, out);
         goto done;
     }
+    if (json_is_true(pn)) {
+        rc = compile_key_regex(c, "[\\s\\S]*", 7, SX_RE_FULL, kw, out);
+        goto done;
+    }
     if (!json_is_object(pn)) {
         rc = gc_invalid(c, NULL, "must be a schema");
+        goto done;
+    }
+    if (json_is_string(json_object_get(pn, "$ref"))) {
+        /* a referenced name schema: its target (with the siblings, from
+         * 2019-09 on), inlined; the copy is again a name schema */
+        json_t *in = NULL;
+        const json_t *t = NULL;
+        if (c->opts.draft7) {
+            t = gc_resolve_ref(c, json_string_value(json_object_get(pn, "$ref")));
+            if (!t)
+                rc = gc_unsupported(c, "$ref", "inside propertyNames: not found");
+            else if (!(in = json_is_object(t) ? json_deep_copy(t)
+                                              : json_is_false(t) ? json_false() : json_object()))
+                rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        } else {
+            rc = inline_member(c, pn, &in, 0);
+        }
+        if (!rc && json_is_object(in) && json_object_get(in, "$ref"))
+            rc = gc_unsupported(c, "$ref", "inside propertyNames: a chain of references");
+        gc_ptr_pop(c, old); /* the copy stands where pn stood */
+        if (!rc)
+            rc = names_automaton(c, in, kw, out);
+        json_decref(in);
         goto done;
     }
     const char *k;
@@ -799,6 +841,25 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
                 acc = less;
         }
         json_decref(ex);
+    }
+    /* allOf (two propertyNames merged): a name passes every member */
+    const json_t *pall = json_object_get(pn, "allOf");
+    if (!rc && pall && !json_is_array(pall))
+        rc = gc_invalid(c, "allOf", "must be an array");
+    for (size_t ai = 0; !rc && ai < json_array_size(pall); ai++) {
+        sx_re *sub = NULL, *both = NULL;
+        sx_error e3;
+        if ((rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
+            break;
+        if ((rc = sx_re_intersect(acc, sub, NULL, &both, &e3))) {
+            rc = sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e3.msg);
+            break;
+        }
+        if ((rc = gc_keep_re(c, both))) {
+            sx_re_free(both);
+            break;
+        }
+        acc = both;
     }
     *out = acc;
 done:
@@ -1480,6 +1541,10 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         json_object_del(rest, "enum");
         json_object_del(rest, "const");
+        if (gc_externalise(rest, 0)) { /* the validator knows no internal keyword */
+            json_decref(rest);
+            return gc_unsupported(c, sib, "combined with enum/const");
+        }
         char *txt = json_dumps(rest, JSON_COMPACT);
         int has_ref = !txt || strstr(txt, "\"$ref\"") != NULL;
         free(txt);
@@ -2520,8 +2585,30 @@ static int finite_node(gc_ctx *c, const json_t *texts, const json_t *vals, int32
 }
 
 static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node);
+static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node);
 
 int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    gc_ref *entry, *refs = c->refs;
+    if (++c->n_compiles > GC_MAX_COMPILES)
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "schema needs more than %d subschema compilations (at %s)",
+                           GC_MAX_COMPILES, c->ptr);
+    int rc = gc_memo_enter(c, s, node, &entry);
+    if (rc || *node >= 0)
+        return rc;
+    if (!entry)
+        return schema_fresh(c, s, node);
+    int32_t inner;
+    if ((rc = schema_fresh(c, s, &inner))) {
+        c->refs = refs;
+        return rc;
+    }
+    *node = entry->node;
+    return gc_memo_done(c, entry, inner);
+}
+
+static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
 {
     if (json_is_true(s))
         return any_node(c, node);
@@ -2569,7 +2656,15 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
 static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node)
 {
     int rc;
-    if (++c->depth > c->opts.max_depth) {
+    if (++c->depth > GC_MEMO_TRIGGER && !c->memo_on && c->opts.max_depth > GC_MEMO_TRIGGER) {
+        /* probably recursion through copies: sx_gr_compile_json starts
+         * over with copies remembered (gr_memo.c) */
+        c->depth--;
+        c->memo_wanted = 1;
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "schema nesting deeper than %d at %s", GC_MEMO_TRIGGER, c->ptr);
+    }
+    if (c->depth > c->opts.max_depth) {
         c->depth--;
         return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
                            "schema nesting deeper than %d at %s", c->opts.max_depth, c->ptr);
@@ -2608,6 +2703,13 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
         work = iw;
         s = work;
     }
+    if ((rc = gc_rewrite_not_forms(c, s, &iw)))
+        goto out;
+    if (iw) {
+        json_decref(work);
+        work = iw;
+        s = work;
+    }
     if ((rc = gc_rewrite_not(c, s, NULL, &iw)))
         goto out;
     if (iw) {
@@ -2637,6 +2739,10 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
             rc = inline_member(c, m, &im, 0);
             json_t *imw = NULL;
             if (!rc && (rc = gc_rewrite_if(c, im, s, &imw)) == SX_OK && imw) {
+                json_decref(im);
+                im = imw;
+            }
+            if (!rc && (rc = gc_rewrite_not_forms(c, im, &imw)) == SX_OK && imw) {
                 json_decref(im);
                 im = imw;
             }
@@ -2673,7 +2779,9 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
     }
     int has_any = json_object_get(s, "anyOf") != NULL, has_one = json_object_get(s, "oneOf") != NULL;
     if (has_any && has_one) {
-        rc = gc_unsupported(c, "oneOf", "together with anyOf");
+        /* (a1 or a2) and oneOf(O) is (a1 and oneOf(O)) or (a2 and oneOf(O)):
+         * every anyOf branch keeps the oneOf of the base */
+        rc = compile_alternatives(c, s, "anyOf", node);
         goto out;
     }
     if (has_any || has_one) {

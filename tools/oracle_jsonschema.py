@@ -90,9 +90,24 @@ def _ecma_whitespace(err, schema):
     return re.search(err.validator_value, err.instance.replace(ECMA_ONLY_SPACE, " ")) is not None
 
 
+# ECMA-262's \d, \w and \b are ASCII (without the u flag, \s aside);
+# Python's str patterns are Unicode-wide.  Looser alone, but a key that only
+# Python's patternProperties pattern matches gets a subschema the
+# specification does not apply (say "\d" and a fullwidth digit).
+def _unicode_classes_key(err, schema):
+    sp = list(err.absolute_schema_path)
+    idx = [i for i, p in enumerate(sp) if p == "patternProperties" and i + 1 < len(sp)]
+    if not idx:
+        return False
+    pat = sp[idx[-1] + 1]
+    return any(isinstance(k, str) and re.search(pat, k) and not re.search(pat, k, re.ASCII)
+               for k in err.absolute_path)
+
+
 DEPARTURES = [
     ("python-re-syntax", _pattern_unsupported),
     ("python-re-whitespace", _ecma_whitespace),
+    ("python-re-unicode-classes", _unicode_classes_key),
 ]
 
 

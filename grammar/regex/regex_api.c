@@ -98,6 +98,10 @@ int sx_re_compile(const char *pattern, size_t len, sx_re_mode mode,
         return sx_err_setp(err, SX_ELIMIT, NULL, (long)lim.max_pattern,
                            "pattern is %zu bytes, more than the limit of %zu", len,
                            lim.max_pattern);
+    int handled;
+    rc = sx_rx_lookahead(pattern ? pattern : "", len, mode, lim_in, out, err, &handled);
+    if (handled)
+        return rc;
     sx_rx_ast_init(&ast);
     rc = sx_rx_parse(pattern ? pattern : "", len, &ast, err);
     if (!rc)

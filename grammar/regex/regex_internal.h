@@ -192,4 +192,10 @@ struct sx_re {
 
 static inline int sx_rx_is_cont(uint32_t b) { return (b & 0xC0u) == 0x80u; }
 
+/* regex_look.c: a search pattern that opens with ^(?!A) or ^(?=A), or ends
+ * with (?=Y), compiled as the set operation it is (*handled = 1, the result
+ * in *out as from sx_re_compile); *handled = 0 for any other pattern. */
+int sx_rx_lookahead(const char *p, size_t len, sx_re_mode mode, const sx_re_limits *lim,
+                    sx_re **out, sx_error *err, int *handled);
+
 #endif

@@ -1,4 +1,5 @@
-/* Grammar engine: data-driven accept/reject cases (tests/grammar/cases.json)
+/* Grammar engine: data-driven accept/reject cases (tests/grammar/cases.json
+ * and tests/grammar/cases_*.json, one file per mechanism)
  * over a synthetic vocabulary, compile errors pinned, and a soundness
  * property test: random walks through the mask always stay alive and end
  * in a document the validator accepts. */
@@ -6,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <glob.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,13 +64,31 @@ static void case_opts(const json_t *c, sx_gr_opts *o)
     o->prop_order = json_is_true(json_object_get(c, "prop_order"));
 }
 
-static void cases_from_file(void **state)
+/* Every case: tests/grammar/cases.json, then the cases_*.json files. */
+static json_t *load_cases(void)
 {
-    (void)state;
     json_error_t je;
     json_t *all = json_load_file("tests/grammar/cases.json", 0, &je);
     if (!all)
         fail_msg("tests/grammar/cases.json: %s (line %d)", je.text, je.line);
+    glob_t gl;
+    if (glob("tests/grammar/cases_*.json", 0, NULL, &gl) == 0) {
+        for (size_t i = 0; i < gl.gl_pathc; i++) {
+            json_t *more = json_load_file(gl.gl_pathv[i], 0, &je);
+            if (!json_is_array(more))
+                fail_msg("%s: %s (line %d)", gl.gl_pathv[i], je.text, je.line);
+            json_array_extend(all, more);
+            json_decref(more);
+        }
+        globfree(&gl);
+    }
+    return all;
+}
+
+static void cases_from_file(void **state)
+{
+    (void)state;
+    json_t *all = load_cases();
     size_t i, j;
     json_t *c, *x;
     int checked = 0;
@@ -137,9 +157,7 @@ static void cases_from_file(void **state)
 static void random_walks_stay_alive(void **state)
 {
     (void)state;
-    json_error_t je;
-    json_t *all = json_load_file("tests/grammar/cases.json", 0, &je);
-    assert_non_null(all);
+    json_t *all = load_cases();
     uint32_t *mask = malloc((size_t)V->mask_words * sizeof *mask);
     uint32_t *ref = malloc((size_t)V->mask_words * sizeof *ref);
     int32_t *allowed = malloc((size_t)V->n_rows * sizeof *allowed);
@@ -228,6 +246,7 @@ static void random_walks_stay_alive(void **state)
                 }
             }
             if (ended) {
+                json_error_t je;
                 json_t *parsed = json_loadb(doc, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
                 if (!parsed)
                     fail_msg("case %s: generated invalid JSON '%.*s': %s",

@@ -540,7 +540,7 @@ static void unsupported_constructs_are_named(void **state)
         long        offset;
         const char *msg;
     } cases[] = {
-        {"a(?=b)", 1, "lookahead"},
+        {"a(?=b)c", 1, "lookahead"},
         {"a(?!b)", 1, "lookahead"},
         {"xy(?<=b)", 2, "lookbehind"},
         {"(?<!b)c", 0, "lookbehind"},
