@@ -25,6 +25,10 @@ typedef struct pass {
     const sx_wmat *mm_w[3];
     float         *mm_y[3];
     long           mm_ldy[3];
+    /* AWQ: the input's group sums for group mm_xs_group, computed once
+     * for the stage (NULL: each thread computes its own) */
+    const float   *mm_xs;
+    int            mm_xs_group;
     /* norm stage: rows (all, or norm_rows[0..norm_n)) of x -> xin */
     const float   *norm_w;
     const int32_t *norm_rows;
@@ -36,6 +40,10 @@ typedef struct pass {
     int            n_lg, lm_n;
     float         *lg_out;
 } pass;
+
+/* tokens from which an AWQ stage's group sums are shared (below, each
+ * thread sums its own: a dispatch costs more than a few tokens' sums) */
+enum { AWQ_SHARED_SUMS = 4 };
 
 static float *thr_scratch(sx_engine *e, int tid)
 {
@@ -88,7 +96,10 @@ static void mm_rows(const pass *p, const sx_wmat *w, float *y, long ldy, int a, 
 {
     if (w->q4) {
         p->e->kr->mm_q4(w->q4, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
-        if (w->zb)
+        if (w->zb && p->mm_xs && w->awq->group == p->mm_xs_group)
+            sx_q4_zero_apply(w->zb, w->rows, w->awq->group, w->cols, p->mm_xs, p->mm_ntok, y,
+                             ldy, a, b);
+        else if (w->zb)
             sx_q4_zero_correct(w->zb, w->rows, w->awq->group, w->cols, p->mm_in, p->mm_ntok,
                                p->e->kr->tile, y, ldy, a, b);
     }
@@ -96,6 +107,17 @@ static void mm_rows(const pass *p, const sx_wmat *w, float *y, long ldy, int a, 
         p->e->kr->mm_q8(w->q8, w->scale, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
     else
         p->e->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
+}
+
+/* AWQ: the group sums of the stage's input, tokens split across threads */
+static void stage_awq_sums(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    int k = p->mm_w[0]->cols, nag = k / p->mm_xs_group, lo, hi;
+    rows_of(p->mm_ntok, tid, nth, &lo, &hi);
+    if (lo < hi)
+        sx_q4_group_sums(p->mm_in, p->mm_ntok, p->e->kr->tile, k, p->mm_xs_group, lo, hi,
+                         p->e->awq_xs + (size_t)lo * nag);
 }
 
 static void stage_mm(void *arg, int tid, int nth)
@@ -316,7 +338,17 @@ static void stage_swiglu(void *arg, int tid, int nth)
     }
 }
 
-static void run_mm(pass *p, const float *in, int ntok, int acc, int n,
+/* one parallel-for of the pass over the engine's pool (timed as `stage`
+ * under STRUX_STEP_PROFILE) */
+static void dispatch(pass *p, int stage, sx_pool_fn fn)
+{
+    if (p->e->prof)
+        sx_step_prof_run(p->e->prof, p->e->pool, stage, fn, p);
+    else
+        sx_pool_run(p->e->pool, fn, p);
+}
+
+static void run_mm(pass *p, int stage, const float *in, int ntok, int acc, int n,
                    const sx_wmat *w0, float *y0, long ld0, const sx_wmat *w1, float *y1,
                    long ld1, const sx_wmat *w2, float *y2, long ld2)
 {
@@ -327,7 +359,16 @@ static void run_mm(pass *p, const float *in, int ntok, int acc, int n,
     p->mm_w[0] = w0; p->mm_y[0] = y0; p->mm_ldy[0] = ld0;
     p->mm_w[1] = w1; p->mm_y[1] = y1; p->mm_ldy[1] = ld1;
     p->mm_w[2] = w2; p->mm_y[2] = y2; p->mm_ldy[2] = ld2;
-    sx_pool_run(p->e->pool, stage_mm, p);
+    /* AWQ: from a few tokens up, every thread would sum the same groups of
+     * every token; they are summed once instead, split by token */
+    p->mm_xs = NULL;
+    for (int i = 0; i < n && !p->mm_xs; i++)
+        if (p->mm_w[i]->zb && ntok >= AWQ_SHARED_SUMS) {
+            p->mm_xs_group = p->mm_w[i]->awq->group;
+            dispatch(p, SX_ST_AWQ_SUMS, stage_awq_sums);
+            p->mm_xs = p->e->awq_xs;
+        }
+    dispatch(p, stage, stage_mm);
 }
 
 /* One grammar mask word covers one LM-head panel. */
@@ -416,21 +457,22 @@ static void lm_head(pass *p, int n_lg, float *lg_out)
     p->n_lg = n_lg;
     p->lg_out = lg_out;
     if (n < 0) {
-        run_mm(p, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, e->cfg.vocab_rows, NULL, NULL, 0,
+        run_mm(p, SX_ST_LM, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, e->cfg.vocab_rows, NULL, NULL, 0,
                NULL, NULL, 0);
     } else {
         p->mm_in = e->xin;
         p->mm_ntok = n_lg;
         p->mm_acc = 0;
+        p->mm_xs = NULL;
         p->lm_n = n;
-        sx_pool_run(e->pool, stage_lm_sparse, p);
+        dispatch(p, SX_ST_LM, stage_lm_sparse);
     }
     if (late) {
         e->ready(e->ready_ctx, 1);
         e->ready = NULL;
     }
     if (masked) {
-        sx_pool_run(e->pool, stage_lm_mask, p);
+        dispatch(p, SX_ST_LM_MASK, stage_lm_mask);
         int64_t panels = (e->cfg.vocab_rows + SX_PANEL - 1) / SX_PANEL;
         e->lm_stats.heads++;
         e->lm_stats.panels_dense += panels;
@@ -480,8 +522,10 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
         T += segs[si].n;
     }
     p.T = T;
+    if (e->prof)
+        sx_step_prof_pass(e->prof, T, 0);
     build_tasks(e, &p);
-    sx_pool_run(e->pool, stage_embed, &p);
+    dispatch(&p, SX_ST_EMBED, stage_embed);
     for (int l = 0; l < c->n_layers; l++) {
         const sx_elayer *L = &e->layers[l];
         const sx_layer_weights *lw = &e->m->layers[l];
@@ -489,26 +533,28 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
         p.norm_w = lw->attn_norm;
         p.norm_rows = NULL;
         p.norm_n = T;
-        sx_pool_run(e->pool, stage_norm, &p);
-        run_mm(&p, e->xin, T, 0, 3, &L->wq, e->q, qd, &L->wk, e->k, kvd, &L->wv, e->v, kvd);
-        sx_pool_run(e->pool, stage_qk, &p);
+        dispatch(&p, SX_ST_NORM, stage_norm);
+        run_mm(&p, SX_ST_MM_QKV, e->xin, T, 0, 3, &L->wq, e->q, qd, &L->wk, e->k, kvd, &L->wv, e->v, kvd);
+        dispatch(&p, SX_ST_QK, stage_qk);
         atomic_store(&p.next_task, 0);
-        sx_pool_run(e->pool, stage_att, &p);
-        sx_pool_run(e->pool, stage_pack_att, &p);
-        run_mm(&p, e->xin, T, 1, 1, &L->wo, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+        dispatch(&p, SX_ST_ATT, stage_att);
+        dispatch(&p, SX_ST_PACK_ATT, stage_pack_att);
+        run_mm(&p, SX_ST_MM_O, e->xin, T, 1, 1, &L->wo, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
         p.norm_w = lw->mlp_norm;
-        sx_pool_run(e->pool, stage_norm, &p);
-        run_mm(&p, e->xin, T, 0, 2, &L->gate, e->g, I, &L->up, e->u, I, NULL, NULL, 0);
-        sx_pool_run(e->pool, stage_swiglu, &p);
-        run_mm(&p, e->xin, T, 1, 1, &L->down, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+        dispatch(&p, SX_ST_NORM, stage_norm);
+        run_mm(&p, SX_ST_MM_GATEUP, e->xin, T, 0, 2, &L->gate, e->g, I, &L->up, e->u, I, NULL, NULL, 0);
+        dispatch(&p, SX_ST_SWIGLU, stage_swiglu);
+        run_mm(&p, SX_ST_MM_DOWN, e->xin, T, 1, 1, &L->down, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
     }
-    if (n_lg == 0)
-        return;
-    p.norm_w = e->m->final_norm;
-    p.norm_rows = e->lg_rows;
-    p.norm_n = n_lg;
-    sx_pool_run(e->pool, stage_norm, &p);
-    lm_head(&p, n_lg, lg_out);
+    if (n_lg > 0) {
+        p.norm_w = e->m->final_norm;
+        p.norm_rows = e->lg_rows;
+        p.norm_n = n_lg;
+        dispatch(&p, SX_ST_NORM, stage_norm);
+        lm_head(&p, n_lg, lg_out);
+    }
+    if (e->prof)
+        sx_step_prof_pass(e->prof, T, 1);
 }
 
 static int grow(void *pp, size_t n, size_t elem)
@@ -554,7 +600,8 @@ static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
             grow(&e->cos_t, r * half + 1, sizeof(float)) ||
             grow(&e->sin_t, r * half + 1, sizeof(float)) ||
             grow(&e->row_seg, r, sizeof(int32_t)) || grow(&e->lg_rows, r, sizeof(int32_t)) ||
-            grow(&e->lg_allow, r, sizeof *e->lg_allow))
+            grow(&e->lg_allow, r, sizeof *e->lg_allow) ||
+            (e->wzb && grow(&e->awq_xs, r * (size_t)(e->xin_dim / SX_Q4_GROUP), sizeof(float))))
             goto nomem;
         e->cap = rows;
     }
