@@ -155,6 +155,10 @@ int  sx_dpbf16_usable(void);
 /* Activations: row t (k floats) of an n_tok-row matrix into its tile. */
 static inline size_t sx_xpack_size(int n_tok, int k) { return (size_t)n_tok * ((k + 1) & ~1); }
 void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp);
+/* The same for columns [c0, c1) of the row only (c0 even), so threads
+ * that produce disjoint column ranges of a row can pack them in place. */
+void sx_pack_x_cols(const float *x, int t, int n_tok, int k, int c0, int c1, int tile,
+                    float *xp);
 
 /* Packing (cpu_pack.c, quant.c).  Sizes are in elements of the packed
  * type; rows [r0, r1) of the source go to their panels (r0 a multiple of

@@ -297,6 +297,7 @@ void sx_engine_free(sx_engine *e)
     free(e->inv_freq);
     free(e->x);
     free(e->xin);
+    free(e->xin2);
     free(e->awq_xs);
     free(e->q);
     free(e->k);

@@ -79,6 +79,7 @@ struct sx_engine {
     /* scratch for one pass, grown to cap rows */
     int      cap;
     float   *x, *xin, *q, *k, *v, *att, *g, *u, *cos_t, *sin_t;   /* xin: packed */
+    float   *xin2;                      /* packed: the down projection's input */
     int32_t *row_seg, *lg_rows;
     const uint32_t **lg_allow;          /* [cap] mask of each logits row or NULL */
     int32_t *lm_panels;                 /* LM-head panels a masked pass computes */
