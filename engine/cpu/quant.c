@@ -297,33 +297,82 @@ void sx_q4_group_sums(const float *xp, int n_tok, int tile, int k, int group, in
 }
 
 /* y[r] + zb[0][r] * s0 + zb[1][r] * s1 + ..., added group by group in that
- * order (each product and each sum rounded to f32, no fused multiply-add:
- * ISO C mode contracts nothing), for a block of rows held in registers, so
- * y is read and written once per token instead of once per group */
+ * order, each product and each sum rounded to f32 (no fused multiply-add:
+ * ISO C mode contracts nothing, and the vector body below multiplies and
+ * adds separately), so every width gives the same bits.  Rows go in blocks
+ * of RB held in registers, so y is read and written once per token, not
+ * once per group; the blocks' fixed trip count is what lets the compiler
+ * vectorise them (the AVX-512 copy: one register per 16 rows; AVX2: 8).
+ * Prefill spends real time here: one multiply and add per row, group and
+ * token of every AWQ matrix. */
+enum { ZB_RB = 32 };
+
+#define ZERO_APPLY_BODY                                                                \
+    int nag = k / group;                                                               \
+    size_t ldz = (size_t)sx_pad_rows(rows);                                            \
+    for (int t = 0; t < n_tok; t++) {                                                  \
+        const float *st = xs + (size_t)t * nag;                                        \
+        float *restrict yt = y + (long)t * ldy;                                        \
+        int rb = r0;                                                                   \
+        for (; rb + ZB_RB <= r1; rb += ZB_RB) {                                        \
+            float acc[ZB_RB];                                                          \
+            for (int i = 0; i < ZB_RB; i++)                                            \
+                acc[i] = yt[rb + i];                                                   \
+            for (int g = 0; g < nag; g++) {                                            \
+                const float *restrict zg = zb + (size_t)g * ldz + rb;                  \
+                float s = st[g];                                                       \
+                for (int i = 0; i < ZB_RB; i++)                                        \
+                    acc[i] += zg[i] * s;                                               \
+            }                                                                          \
+            for (int i = 0; i < ZB_RB; i++)                                            \
+                yt[rb + i] = acc[i];                                                   \
+        }                                                                              \
+        for (; rb < r1; rb++) {                                                        \
+            float a = yt[rb];                                                          \
+            for (int g = 0; g < nag; g++)                                              \
+                a += zb[(size_t)g * ldz + rb] * st[g];                                 \
+            yt[rb] = a;                                                                \
+        }                                                                              \
+    }
+
+static void zero_apply_c(const float *zb, int rows, int group, int k, const float *xs,
+                         int n_tok, float *y, long ldy, int r0, int r1)
+{
+    ZERO_APPLY_BODY
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx512f"))) static void zero_apply_avx512(const float *zb, int rows,
+                                                                 int group, int k,
+                                                                 const float *xs, int n_tok,
+                                                                 float *y, long ldy, int r0,
+                                                                 int r1)
+{
+    ZERO_APPLY_BODY
+}
+
+__attribute__((target("avx2"))) static void zero_apply_avx2(const float *zb, int rows, int group,
+                                                            int k, const float *xs, int n_tok,
+                                                            float *y, long ldy, int r0, int r1)
+{
+    ZERO_APPLY_BODY
+}
+#endif
+
 void sx_q4_zero_apply(const float *zb, int rows, int group, int k, const float *xs, int n_tok,
                       float *y, long ldy, int r0, int r1)
 {
-    int nag = k / group;
-    size_t ldz = (size_t)sx_pad_rows(rows);
-    enum { RB = 64 };
-    for (int t = 0; t < n_tok; t++) {
-        const float *st = xs + (size_t)t * nag;
-        float *restrict yt = y + (long)t * ldy;
-        for (int rb = r0; rb < r1; rb += RB) {
-            int nr = r1 - rb < RB ? r1 - rb : RB;
-            float acc[RB];
-            for (int i = 0; i < nr; i++)
-                acc[i] = yt[rb + i];
-            for (int g = 0; g < nag; g++) {
-                const float *restrict zg = zb + (size_t)g * ldz + rb;
-                float s = st[g];
-                for (int i = 0; i < nr; i++)
-                    acc[i] += zg[i] * s;
-            }
-            for (int i = 0; i < nr; i++)
-                yt[rb + i] = acc[i];
-        }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx512f")) {
+        zero_apply_avx512(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
+        return;
     }
+    if (__builtin_cpu_supports("avx2")) {
+        zero_apply_avx2(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
+        return;
+    }
+#endif
+    zero_apply_c(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
 }
 
 void sx_q4_zero_correct(const float *zb, int rows, int group, int k, const float *xp, int n_tok,
