@@ -6,7 +6,14 @@
  * per pass: each weight matrix is streamed once per pass and serves every
  * row in it.  Each stage is one parallel-for over the pool: matrix stages
  * split output rows across threads, attention hands out (piece, kv head,
- * query rows) tasks from an atomic counter. */
+ * query rows) tasks from an atomic counter.  A fork/join costs little, but
+ * a stage that runs on one thread makes the others wait, so the small
+ * element-wise work rides along with a neighbour: attention tasks rotate
+ * and cache their own q/k heads (pieces of <= 16 rows) and pack their own
+ * output, each thread applies SwiGLU to the gate/up rows it computed, and a
+ * norm of a few rows is done by the last thread to finish the stage before
+ * (decode: 5 fork/joins per layer).  None of it changes an operation or
+ * its order: the bits are those of separate stages. */
 #include "engine/cpu/engine_internal.h"
 
 #include <math.h>
@@ -177,6 +184,7 @@ static void stage_mm(void *arg, int tid, int nth)
     pass *p = arg;
     if (p->mm_swiglu) {
         mm_swiglu(p, tid, nth);
+        stage_tail(p, tid, nth);
         return;
     }
     long total = 0;
@@ -513,8 +521,8 @@ static void lm_head(pass *p, int n_lg, float *lg_out)
     p->n_lg = n_lg;
     p->lg_out = lg_out;
     if (n < 0) {
-        run_mm(p, SX_ST_LM, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, e->cfg.vocab_rows, NULL, NULL, 0,
-               NULL, NULL, 0);
+        run_mm(p, SX_ST_LM, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, e->cfg.vocab_rows, NULL,
+               NULL, 0, NULL, NULL, 0);
     } else {
         p->mm_in = e->xin;
         p->mm_ntok = n_lg;
@@ -602,7 +610,8 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
             dispatch(&p, SX_ST_NORM, stage_norm);
         }
         set_tail(&p, 0);
-        run_mm(&p, SX_ST_MM_QKV, e->xin, T, 0, 3, &L->wq, e->q, qd, &L->wk, e->k, kvd, &L->wv, e->v, kvd);
+        run_mm(&p, SX_ST_MM_QKV, e->xin, T, 0, 3, &L->wq, e->q, qd, &L->wk, e->k, kvd, &L->wv,
+               e->v, kvd);
         if (!p.qk_in_att)
             dispatch(&p, SX_ST_QK, stage_qk);
         atomic_store(&p.next_task, 0);
@@ -614,7 +623,8 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
         if (!tail)
             dispatch(&p, SX_ST_NORM, stage_norm);
         p.mm_swiglu = 1;
-        run_mm(&p, SX_ST_MM_GATEUP, e->xin, T, 0, 2, &L->gate, e->g, I, &L->up, e->u, I, NULL, NULL, 0);
+        run_mm(&p, SX_ST_MM_GATEUP, e->xin, T, 0, 2, &L->gate, e->g, I, &L->up, e->u, I, NULL,
+               NULL, 0);
         p.mm_swiglu = 0;
         /* the next norm: the next layer's, or the logits rows' */
         if (l + 1 < c->n_layers) {
@@ -626,7 +636,8 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
             p.norm_n = n_lg;
             set_tail(&p, n_lg <= NORM_TAIL_ROWS);
         }
-        run_mm(&p, SX_ST_MM_DOWN, e->xin2, T, 1, 1, &L->down, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+        run_mm(&p, SX_ST_MM_DOWN, e->xin2, T, 1, 1, &L->down, e->x, H, NULL, NULL, 0, NULL, NULL,
+               0);
     }
     if (n_lg > 0) {
         if (!p.norm_tail)
