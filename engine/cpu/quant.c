@@ -298,8 +298,8 @@ void sx_q4_group_sums(const float *xp, int n_tok, int tile, int k, int group, in
 
 /* y[r] + zb[0][r] * s0 + zb[1][r] * s1 + ..., added group by group in that
  * order, each product and each sum rounded to f32 (no fused multiply-add:
- * ISO C mode contracts nothing, and the vector body below multiplies and
- * adds separately), so every width gives the same bits.  Rows go in blocks
+ * the product is its own statement, which neither GCC in ISO C mode nor
+ * clang's default contraction fuses), so every width gives the same bits.  Rows go in blocks
  * of RB held in registers, so y is read and written once per token, not
  * once per group; the blocks' fixed trip count is what lets the compiler
  * vectorise them (the AVX-512 copy: one register per 16 rows; AVX2: 8).
@@ -321,16 +321,20 @@ enum { ZB_RB = 32 };
             for (int g = 0; g < nag; g++) {                                            \
                 const float *restrict zg = zb + (size_t)g * ldz + rb;                  \
                 float s = st[g];                                                       \
-                for (int i = 0; i < ZB_RB; i++)                                        \
-                    acc[i] += zg[i] * s;                                               \
+                for (int i = 0; i < ZB_RB; i++) {                                      \
+                    float m = zg[i] * s; /* own statement: never fused */              \
+                    acc[i] += m;                                                       \
+                }                                                                      \
             }                                                                          \
             for (int i = 0; i < ZB_RB; i++)                                            \
                 yt[rb + i] = acc[i];                                                   \
         }                                                                              \
         for (; rb < r1; rb++) {                                                        \
             float a = yt[rb];                                                          \
-            for (int g = 0; g < nag; g++)                                              \
-                a += zb[(size_t)g * ldz + rb] * st[g];                                 \
+            for (int g = 0; g < nag; g++) {                                            \
+                float m = zb[(size_t)g * ldz + rb] * st[g];                            \
+                a += m;                                                                \
+            }                                                                          \
             yt[rb] = a;                                                                \
         }                                                                              \
     }
