@@ -160,6 +160,10 @@ int  sx_dpbf16_usable(void);
 /* Activations: row t (k floats) of an n_tok-row matrix into its tile. */
 static inline size_t sx_xpack_size(int n_tok, int k) { return (size_t)n_tok * ((k + 1) & ~1); }
 void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp);
+/* The same for columns [c0, c1) of the row only (c0 even), so threads
+ * that produce disjoint column ranges of a row can pack them in place. */
+void sx_pack_x_cols(const float *x, int t, int n_tok, int k, int c0, int c1, int tile,
+                    float *xp);
 
 /* Packing (cpu_pack.c, quant.c).  Sizes are in elements of the packed
  * type; rows [r0, r1) of the source go to their panels (r0 a multiple of
@@ -221,6 +225,15 @@ void   sx_pack_q4_awq(const uint8_t *q, const uint16_t *scale, const uint8_t *ze
  * packed xp (tile `tile`), rows [r0, r1).  Scalar: 1/group of the work. */
 void   sx_q4_zero_correct(const float *zb, int rows, int group, int k, const float *xp,
                           int n_tok, int tile, float *y, long ldy, int r0, int r1);
+/* The same in two parts, so the group sums of a matrix call's activations
+ * can be computed once and shared by the threads that split its rows:
+ * xs[(t - t0) * (k / group) + g] = token t's sum over group g, t in [t0, t1),
+ * then y[t*ldy + r] += sum_g zb[g][r] * xs[t][g] for rows [r0, r1).  The
+ * same arithmetic in the same order as sx_q4_zero_correct, bit for bit. */
+void   sx_q4_group_sums(const float *xp, int n_tok, int tile, int k, int group, int t0, int t1,
+                        float *xs);
+void   sx_q4_zero_apply(const float *zb, int rows, int group, int k, const float *xs,
+                        int n_tok, float *y, long ldy, int r0, int r1);
 float    sx_f16_to_f32(uint16_t h);
 uint16_t sx_f32_to_f16(float f);   /* round to nearest even; overflow to +-inf */
 

@@ -39,3 +39,14 @@ void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp)
         d[(size_t)kp * 2 * tj + 1] = 2 * kp + 1 < k ? x[2 * kp + 1] : 0.0f;
     }
 }
+
+void sx_pack_x_cols(const float *x, int t, int n_tok, int k, int c0, int c1, int tile, float *xp)
+{
+    int k2 = (k + 1) / 2, j = t / tile, u = t % tile;
+    int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
+    float *d = xp + (size_t)j * tile * 2 * k2 + 2 * u;
+    for (int kp = c0 / 2; kp < (c1 + 1) / 2; kp++) {
+        d[(size_t)kp * 2 * tj] = x[2 * kp];
+        d[(size_t)kp * 2 * tj + 1] = 2 * kp + 1 < k ? x[2 * kp + 1] : 0.0f;
+    }
+}

@@ -2,6 +2,7 @@
 #include "engine/cpu/engine_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -244,6 +245,7 @@ int sx_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_engine **out
     if ((rc = sx_pool_new(o.n_threads, &e->pool, err)))
         goto fail;
     e->n_threads = sx_pool_size(e->pool);
+    e->prof = sx_step_prof_new(e->n_threads);
     if ((rc = sx_kv_init(&e->kv, c->n_layers, c->n_kv_heads, c->head_dim, o.max_seqs,
                          o.kv_tokens, o.block_tokens, c->max_pos,
                          o.kv_mode == SX_KV_BF16 ? 2 : 4, err)))
@@ -289,6 +291,10 @@ void sx_engine_free(sx_engine *e)
 {
     if (!e)
         return;
+    if (e->prof) {
+        sx_step_prof_print(e->prof, stderr);
+        sx_step_prof_free(e->prof);
+    }
     sx_pool_free(e->pool);
     sx_kv_destroy(&e->kv);
     free(e->layers);
@@ -299,6 +305,8 @@ void sx_engine_free(sx_engine *e)
     free(e->inv_freq);
     free(e->x);
     free(e->xin);
+    free(e->xin2);
+    free(e->awq_xs);
     free(e->q);
     free(e->k);
     free(e->v);

@@ -7,6 +7,7 @@
 #include "engine/cpu/engine.h"
 #include "engine/cpu/cpu_kernels.h"
 #include "engine/cpu/kv_cache_internal.h"
+#include "engine/cpu/step_prof.h"
 #include "engine/cpu/threadpool.h"
 
 /* Rows of one forward pass; a longer step runs as several passes, each
@@ -79,9 +80,11 @@ struct sx_engine {
     /* scratch for one pass, grown to cap rows */
     int      cap;
     float   *x, *xin, *q, *k, *v, *att, *g, *u, *cos_t, *sin_t;   /* xin: packed */
+    float   *xin2;                      /* packed: the down projection's input */
     int32_t *row_seg, *lg_rows;
     const uint32_t **lg_allow;          /* [cap] mask of each logits row or NULL */
     int32_t *lm_panels;                 /* LM-head panels a masked pass computes */
+    float   *awq_xs;                    /* AWQ group sums of a stage's input */
     float   *thr;                       /* per-thread scratch */
     size_t   thr_floats;
     size_t   thr_kv_off;     /* floats into a thread's scratch: bf16 KV widening */
@@ -94,6 +97,7 @@ struct sx_engine {
     int        (*ready)(void *, int);   /* sx_engine_step_masked's callback, until */
     void        *ready_ctx;             /* the masks are known to be written */
     sx_engine_lm_stats lm_stats;
+    sx_step_prof *prof;                 /* STRUX_STEP_PROFILE, else NULL */
 };
 
 

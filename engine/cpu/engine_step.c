@@ -6,7 +6,14 @@
  * per pass: each weight matrix is streamed once per pass and serves every
  * row in it.  Each stage is one parallel-for over the pool: matrix stages
  * split output rows across threads, attention hands out (piece, kv head,
- * query rows) tasks from an atomic counter. */
+ * query rows) tasks from an atomic counter.  A fork/join costs little, but
+ * a stage that runs on one thread makes the others wait, so the small
+ * element-wise work rides along with a neighbour: attention tasks rotate
+ * and cache their own q/k heads (pieces of <= 16 rows) and pack their own
+ * output, each thread applies SwiGLU to the gate/up rows it computed, and a
+ * norm of a few rows is done by the last thread to finish the stage before
+ * (decode: 5 fork/joins per layer).  None of it changes an operation or
+ * its order: the bits are those of separate stages. */
 #include "engine/cpu/engine_internal.h"
 
 #include <math.h>
@@ -25,17 +32,37 @@ typedef struct pass {
     const sx_wmat *mm_w[3];
     float         *mm_y[3];
     long           mm_ldy[3];
+    /* AWQ: the input's group sums for group mm_xs_group, computed once
+     * for the stage (NULL: each thread computes its own) */
+    const float   *mm_xs;
+    int            mm_xs_group;
+    /* gate and up split together, each thread's rows then through SwiGLU
+     * into xout (the down projection's input) */
+    int            mm_swiglu;
+    float         *xout;
     /* norm stage: rows (all, or norm_rows[0..norm_n)) of x -> xin */
     const float   *norm_w;
     const int32_t *norm_rows;
     int            norm_n;
-    /* attention */
-    int            n_tasks;
+    /* a few rows: the norm is the tail of the stage before it (run by the
+     * thread that finishes it last), not a stage of its own */
+    int            norm_tail;
+    atomic_int     arrived;
+    /* attention; qk_in_att: each task first normalises, rotates and caches
+     * its own rows and heads (every piece is one task per kv head) */
+    int            n_tasks, qk_in_att;
     atomic_int     next_task;
     /* LM head: logits rows, and the panels a masked pass computes */
     int            n_lg, lm_n;
     float         *lg_out;
 } pass;
+
+/* tokens from which an AWQ stage's group sums are shared (below, each
+ * thread sums its own: a dispatch costs more than a few tokens' sums) */
+enum { AWQ_SHARED_SUMS = 4 };
+/* rows up to which a norm runs on one thread as the tail of the stage
+ * before it (more: a parallel stage of its own) */
+enum { NORM_TAIL_ROWS = 8 };
 
 static float *thr_scratch(sx_engine *e, int tid)
 {
@@ -49,6 +76,8 @@ static void rows_of(int n, int tid, int nth, int *lo, int *hi)
     *lo = (int)a;
     *hi = (int)b;
 }
+
+static void stage_tail(pass *p, int tid, int nth);
 
 static void stage_embed(void *arg, int tid, int nth)
 {
@@ -66,16 +95,16 @@ static void stage_embed(void *arg, int tid, int nth)
         sx_cpu_rope_angles(s->pos0 + i, e->inv_freq, half, e->cos_t + (size_t)t * half,
                            e->sin_t + (size_t)t * half);
     }
+    stage_tail(p, tid, nth);
 }
 
-/* RMSNorm of rows of x, packed as the next matrix stage's input */
-static void stage_norm(void *arg, int tid, int nth)
+/* RMSNorm of rows [lo, hi) of the norm's rows of x, packed as the next
+ * matrix stage's input */
+static void norm_rows(pass *p, int tid, int lo, int hi)
 {
-    pass *p = arg;
     sx_engine *e = p->e;
-    int H = e->cfg.hidden, lo, hi;
+    int H = e->cfg.hidden;
     float *tmp = thr_scratch(e, tid);
-    rows_of(p->norm_n, tid, nth, &lo, &hi);
     for (int i = lo; i < hi; i++) {
         int r = p->norm_rows ? p->norm_rows[i] : i;
         e->kr->rmsnorm(tmp, e->x + (size_t)r * H, p->norm_w, H, e->cfg.rms_eps);
@@ -83,12 +112,34 @@ static void stage_norm(void *arg, int tid, int nth)
     }
 }
 
+static void stage_norm(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    int lo, hi;
+    rows_of(p->norm_n, tid, nth, &lo, &hi);
+    norm_rows(p, tid, lo, hi);
+}
+
+/* the end of a stage that writes x: with norm_tail set, the last thread to
+ * get here (all of x is then written: acq_rel orders the others' writes
+ * before it) normalises the few rows for the next stage, saving it a
+ * fork/join of its own */
+static void stage_tail(pass *p, int tid, int nth)
+{
+    if (p->norm_tail &&
+        atomic_fetch_add_explicit(&p->arrived, 1, memory_order_acq_rel) == nth - 1)
+        norm_rows(p, tid, 0, p->norm_n);
+}
+
 /* rows [a, b) of y = in x w^T, a a multiple of SX_PANEL */
 static void mm_rows(const pass *p, const sx_wmat *w, float *y, long ldy, int a, int b)
 {
     if (w->q4) {
         p->e->kr->mm_q4(w->q4, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
-        if (w->zb)
+        if (w->zb && p->mm_xs && w->awq->group == p->mm_xs_group)
+            sx_q4_zero_apply(w->zb, w->rows, w->awq->group, w->cols, p->mm_xs, p->mm_ntok, y,
+                             ldy, a, b);
+        else if (w->zb)
             sx_q4_zero_correct(w->zb, w->rows, w->awq->group, w->cols, p->mm_in, p->mm_ntok,
                                p->e->kr->tile, y, ldy, a, b);
     }
@@ -98,9 +149,44 @@ static void mm_rows(const pass *p, const sx_wmat *w, float *y, long ldy, int a, 
         p->e->mm_bf16(w->bf16, w->cols, p->mm_in, p->mm_ntok, y, ldy, a, b, p->mm_acc);
 }
 
+/* AWQ: the group sums of the stage's input, tokens split across threads */
+static void stage_awq_sums(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    int k = p->mm_w[0]->cols, nag = k / p->mm_xs_group, lo, hi;
+    rows_of(p->mm_ntok, tid, nth, &lo, &hi);
+    if (lo < hi)
+        sx_q4_group_sums(p->mm_in, p->mm_ntok, p->e->kr->tile, k, p->mm_xs_group, lo, hi,
+                         p->e->awq_xs + (size_t)lo * nag);
+}
+
+/* gate and up rows [lo, hi) of every token, then g = silu(g) * u on them
+ * and those columns packed into xout */
+static void mm_swiglu(pass *p, int tid, int nth)
+{
+    sx_engine *e = p->e;
+    int I = p->mm_w[0]->rows;
+    long lo, hi;
+    sx_pool_range(I, nth, tid, SX_PANEL, &lo, &hi);
+    if (lo >= hi)
+        return;
+    mm_rows(p, p->mm_w[0], p->mm_y[0], p->mm_ldy[0], (int)lo, (int)hi);
+    mm_rows(p, p->mm_w[1], p->mm_y[1], p->mm_ldy[1], (int)lo, (int)hi);
+    for (int t = 0; t < p->mm_ntok; t++) {
+        float *g = p->mm_y[0] + (size_t)t * p->mm_ldy[0];
+        e->kr->swiglu(g + lo, p->mm_y[1] + (size_t)t * p->mm_ldy[1] + lo, (int)(hi - lo));
+        sx_pack_x_cols(g, t, p->mm_ntok, I, (int)lo, (int)hi, e->kr->tile, p->xout);
+    }
+}
+
 static void stage_mm(void *arg, int tid, int nth)
 {
     pass *p = arg;
+    if (p->mm_swiglu) {
+        mm_swiglu(p, tid, nth);
+        stage_tail(p, tid, nth);
+        return;
+    }
     long total = 0;
     for (int i = 0; i < p->mm_n; i++)
         total += sx_pad_rows(p->mm_w[i]->rows);
@@ -113,29 +199,29 @@ static void stage_mm(void *arg, int tid, int nth)
         if (a < b)
             mm_rows(p, w, p->mm_y[i], p->mm_ldy[i], (int)a, (int)b);
     }
+    stage_tail(p, tid, nth);
 }
 
-/* per-head q/k RMSNorm, RoPE, and the new keys/values into the cache */
-static void stage_qk(void *arg, int tid, int nth)
+/* per-head q/k RMSNorm, RoPE, and the new keys/values into the cache:
+ * rows [lo, hi), the q and k heads of kv heads [g0, g1) */
+static void qk_rows(pass *p, int lo, int hi, int g0, int g1)
 {
-    pass *p = arg;
     sx_engine *e = p->e;
     const sx_qwen3_config *c = &e->cfg;
     const sx_layer_weights *lw = &e->m->layers[p->layer];
     int hd = c->head_dim, half = hd / 2, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
-    int bt = e->kv.block_tokens, lo, hi;
-    rows_of(p->T, tid, nth, &lo, &hi);
+    int bt = e->kv.block_tokens, G = c->n_heads / c->n_kv_heads;
     for (int t = lo; t < hi; t++) {
         const sx_seg *s = &p->segs[e->row_seg[t]];
         int pos = s->pos0 + (t - s->row0);
         const float *ct = e->cos_t + (size_t)t * half, *st = e->sin_t + (size_t)t * half;
-        for (int h = 0; h < c->n_heads; h++) {
+        for (int h = g0 * G; h < g1 * G; h++) {
             float *q = e->q + (size_t)t * qd + (size_t)h * hd;
             e->kr->rmsnorm(q, q, lw->q_norm, hd, c->rms_eps);
             sx_cpu_rope(q, ct, st, hd);
         }
         int32_t blk = e->kv.seqs[s->seq].blocks[pos / bt];
-        for (int g = 0; g < c->n_kv_heads; g++) {
+        for (int g = g0; g < g1; g++) {
             float *k = e->k + (size_t)t * kvd + (size_t)g * hd;
             const float *v = e->v + (size_t)t * kvd + (size_t)g * hd;
             e->kr->rmsnorm(k, k, lw->k_norm, hd, c->rms_eps);
@@ -158,6 +244,14 @@ static void stage_qk(void *arg, int tid, int nth)
             }
         }
     }
+}
+
+static void stage_qk(void *arg, int tid, int nth)
+{
+    pass *p = arg;
+    int lo, hi;
+    rows_of(p->T, tid, nth, &lo, &hi);
+    qk_rows(p, lo, hi, 0, p->e->cfg.n_kv_heads);
 }
 
 /* K^T and V of one cache block as f32: the cache's own memory, or for a
@@ -287,39 +381,41 @@ static void stage_att(void *arg, int tid, int nth)
         int i = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
         if (i >= p->n_tasks)
             break;
+        const sx_att_task *tk = &e->tasks[i];
+        int r0 = p->segs[tk->seg].row0 + tk->i0, r1 = p->segs[tk->seg].row0 + tk->i1;
+        if (p->qk_in_att)
+            qk_rows(p, r0, r1, tk->kvh, tk->kvh + 1);
         /* lanes cost the same for 2 queries as for 32: decode rows stay
          * on the key-vector kernel */
-        if (lanes && (e->tasks[i].i1 - e->tasks[i].i0) * G >= 16)
-            att_task_lanes(p, &e->tasks[i], scr, kvs);
+        if (lanes && (tk->i1 - tk->i0) * G >= 16)
+            att_task_lanes(p, tk, scr, kvs);
         else
-            att_task(p, &e->tasks[i], scr, kvs);
+            att_task(p, tk, scr, kvs);
+        /* the task's rows and heads, packed for the output projection */
+        int qd = e->cfg.n_heads * e->cfg.head_dim, c0 = tk->kvh * G * e->cfg.head_dim;
+        for (int t = r0; t < r1; t++)
+            sx_pack_x_cols(e->att + (size_t)t * qd, t, p->T, qd, c0, c0 + G * e->cfg.head_dim,
+                           e->kr->tile, e->xin);
     }
 }
 
-static void stage_pack_att(void *arg, int tid, int nth)
+static void set_tail(pass *p, int on)
 {
-    pass *p = arg;
-    sx_engine *e = p->e;
-    int qd = e->cfg.n_heads * e->cfg.head_dim, lo, hi;
-    rows_of(p->T, tid, nth, &lo, &hi);
-    for (int t = lo; t < hi; t++)
-        sx_pack_x_row(e->att + (size_t)t * qd, t, p->T, qd, e->kr->tile, e->xin);
+    p->norm_tail = on;
+    atomic_store_explicit(&p->arrived, 0, memory_order_relaxed);
 }
 
-static void stage_swiglu(void *arg, int tid, int nth)
+/* one parallel-for of the pass over the engine's pool (timed as `stage`
+ * under STRUX_STEP_PROFILE) */
+static void dispatch(pass *p, int stage, sx_pool_fn fn)
 {
-    pass *p = arg;
-    sx_engine *e = p->e;
-    int I = e->cfg.intermediate, lo, hi;
-    rows_of(p->T, tid, nth, &lo, &hi);
-    for (int t = lo; t < hi; t++) {
-        float *g = e->g + (size_t)t * I;
-        e->kr->swiglu(g, e->u + (size_t)t * I, I);
-        sx_pack_x_row(g, t, p->T, I, e->kr->tile, e->xin);
-    }
+    if (p->e->prof)
+        sx_step_prof_run(p->e->prof, p->e->pool, stage, fn, p);
+    else
+        sx_pool_run(p->e->pool, fn, p);
 }
 
-static void run_mm(pass *p, const float *in, int ntok, int acc, int n,
+static void run_mm(pass *p, int stage, const float *in, int ntok, int acc, int n,
                    const sx_wmat *w0, float *y0, long ld0, const sx_wmat *w1, float *y1,
                    long ld1, const sx_wmat *w2, float *y2, long ld2)
 {
@@ -330,7 +426,16 @@ static void run_mm(pass *p, const float *in, int ntok, int acc, int n,
     p->mm_w[0] = w0; p->mm_y[0] = y0; p->mm_ldy[0] = ld0;
     p->mm_w[1] = w1; p->mm_y[1] = y1; p->mm_ldy[1] = ld1;
     p->mm_w[2] = w2; p->mm_y[2] = y2; p->mm_ldy[2] = ld2;
-    sx_pool_run(p->e->pool, stage_mm, p);
+    /* AWQ: from a few tokens up, every thread would sum the same groups of
+     * every token; they are summed once instead, split by token */
+    p->mm_xs = NULL;
+    for (int i = 0; i < n && !p->mm_xs; i++)
+        if (p->mm_w[i]->zb && ntok >= AWQ_SHARED_SUMS) {
+            p->mm_xs_group = p->mm_w[i]->awq->group;
+            dispatch(p, SX_ST_AWQ_SUMS, stage_awq_sums);
+            p->mm_xs = p->e->awq_xs;
+        }
+    dispatch(p, stage, stage_mm);
 }
 
 /* One grammar mask word covers one LM-head panel. */
@@ -419,21 +524,22 @@ static void lm_head(pass *p, int n_lg, float *lg_out)
     p->n_lg = n_lg;
     p->lg_out = lg_out;
     if (n < 0) {
-        run_mm(p, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, e->cfg.vocab_rows, NULL, NULL, 0,
-               NULL, NULL, 0);
+        run_mm(p, SX_ST_LM, e->xin, n_lg, 0, 1, &e->lm_head, lg_out, e->cfg.vocab_rows, NULL,
+               NULL, 0, NULL, NULL, 0);
     } else {
         p->mm_in = e->xin;
         p->mm_ntok = n_lg;
         p->mm_acc = 0;
+        p->mm_xs = NULL;
         p->lm_n = n;
-        sx_pool_run(e->pool, stage_lm_sparse, p);
+        dispatch(p, SX_ST_LM, stage_lm_sparse);
     }
     if (late) {
         e->ready(e->ready_ctx, 1);
         e->ready = NULL;
     }
     if (masked) {
-        sx_pool_run(e->pool, stage_lm_mask, p);
+        dispatch(p, SX_ST_LM_MASK, stage_lm_mask);
         int64_t panels = (e->cfg.vocab_rows + SX_PANEL - 1) / SX_PANEL;
         e->lm_stats.heads++;
         e->lm_stats.panels_dense += panels;
@@ -483,35 +589,67 @@ static void forward_pass(sx_engine *e, const sx_seg *segs, int nseg, float *lg_o
         T += segs[si].n;
     }
     p.T = T;
+    if (e->prof)
+        sx_step_prof_pass(e->prof, T, 0);
     build_tasks(e, &p);
-    sx_pool_run(e->pool, stage_embed, &p);
+    /* decode and small batches: each norm is the tail of the stage before */
+    int tail = T <= NORM_TAIL_ROWS;
+    p.qk_in_att = 1;
+    for (int si = 0; si < nseg; si++)
+        p.qk_in_att &= segs[si].n <= SX_ENGINE_ATT_ROWS;
+    p.xout = e->xin2;
+    p.norm_rows = NULL;
+    p.norm_n = T;
+    p.norm_w = e->m->layers[0].attn_norm;
+    set_tail(&p, tail);
+    dispatch(&p, SX_ST_EMBED, stage_embed);
     for (int l = 0; l < c->n_layers; l++) {
         const sx_elayer *L = &e->layers[l];
         const sx_layer_weights *lw = &e->m->layers[l];
         p.layer = l;
-        p.norm_w = lw->attn_norm;
-        p.norm_rows = NULL;
-        p.norm_n = T;
-        sx_pool_run(e->pool, stage_norm, &p);
-        run_mm(&p, e->xin, T, 0, 3, &L->wq, e->q, qd, &L->wk, e->k, kvd, &L->wv, e->v, kvd);
-        sx_pool_run(e->pool, stage_qk, &p);
+        if (!tail) {
+            set_tail(&p, 0);
+            p.norm_w = lw->attn_norm;
+            dispatch(&p, SX_ST_NORM, stage_norm);
+        }
+        set_tail(&p, 0);
+        run_mm(&p, SX_ST_MM_QKV, e->xin, T, 0, 3, &L->wq, e->q, qd, &L->wk, e->k, kvd, &L->wv,
+               e->v, kvd);
+        if (!p.qk_in_att)
+            dispatch(&p, SX_ST_QK, stage_qk);
         atomic_store(&p.next_task, 0);
-        sx_pool_run(e->pool, stage_att, &p);
-        sx_pool_run(e->pool, stage_pack_att, &p);
-        run_mm(&p, e->xin, T, 1, 1, &L->wo, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+        dispatch(&p, SX_ST_ATT, stage_att);
         p.norm_w = lw->mlp_norm;
-        sx_pool_run(e->pool, stage_norm, &p);
-        run_mm(&p, e->xin, T, 0, 2, &L->gate, e->g, I, &L->up, e->u, I, NULL, NULL, 0);
-        sx_pool_run(e->pool, stage_swiglu, &p);
-        run_mm(&p, e->xin, T, 1, 1, &L->down, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+        set_tail(&p, tail);
+        run_mm(&p, SX_ST_MM_O, e->xin, T, 1, 1, &L->wo, e->x, H, NULL, NULL, 0, NULL, NULL, 0);
+        set_tail(&p, 0);
+        if (!tail)
+            dispatch(&p, SX_ST_NORM, stage_norm);
+        p.mm_swiglu = 1;
+        run_mm(&p, SX_ST_MM_GATEUP, e->xin, T, 0, 2, &L->gate, e->g, I, &L->up, e->u, I, NULL,
+               NULL, 0);
+        p.mm_swiglu = 0;
+        /* the next norm: the next layer's, or the logits rows' */
+        if (l + 1 < c->n_layers) {
+            p.norm_w = e->m->layers[l + 1].attn_norm;
+            set_tail(&p, tail);
+        } else if (n_lg > 0) {
+            p.norm_w = e->m->final_norm;
+            p.norm_rows = e->lg_rows;
+            p.norm_n = n_lg;
+            set_tail(&p, n_lg <= NORM_TAIL_ROWS);
+        }
+        run_mm(&p, SX_ST_MM_DOWN, e->xin2, T, 1, 1, &L->down, e->x, H, NULL, NULL, 0, NULL, NULL,
+               0);
     }
-    if (n_lg == 0)
-        return;
-    p.norm_w = e->m->final_norm;
-    p.norm_rows = e->lg_rows;
-    p.norm_n = n_lg;
-    sx_pool_run(e->pool, stage_norm, &p);
-    lm_head(&p, n_lg, lg_out);
+    if (n_lg > 0) {
+        if (!p.norm_tail)
+            dispatch(&p, SX_ST_NORM, stage_norm);
+        set_tail(&p, 0);
+        lm_head(&p, n_lg, lg_out);
+    }
+    if (e->prof)
+        sx_step_prof_pass(e->prof, T, 1);
 }
 
 static int grow(void *pp, size_t n, size_t elem)
@@ -550,6 +688,7 @@ static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
         size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
         if (grow(&e->x, r * c->hidden, sizeof(float)) ||
             grow(&e->xin, sx_xpack_size(rows, e->xin_dim), sizeof(float)) ||
+            grow(&e->xin2, sx_xpack_size(rows, c->intermediate), sizeof(float)) ||
             grow(&e->q, r * qd, sizeof(float)) || grow(&e->k, r * kvd, sizeof(float)) ||
             grow(&e->v, r * kvd, sizeof(float)) || grow(&e->att, r * qd, sizeof(float)) ||
             grow(&e->g, r * c->intermediate, sizeof(float)) ||
@@ -557,7 +696,8 @@ static int step_scratch(sx_engine *e, int rows, int n_items, sx_error *err)
             grow(&e->cos_t, r * half + 1, sizeof(float)) ||
             grow(&e->sin_t, r * half + 1, sizeof(float)) ||
             grow(&e->row_seg, r, sizeof(int32_t)) || grow(&e->lg_rows, r, sizeof(int32_t)) ||
-            grow(&e->lg_allow, r, sizeof *e->lg_allow))
+            grow(&e->lg_allow, r, sizeof *e->lg_allow) ||
+            (e->wzb && grow(&e->awq_xs, r * (size_t)(e->xin_dim / SX_Q4_GROUP), sizeof(float))))
             goto nomem;
         e->cap = rows;
     }

@@ -263,30 +263,129 @@ void sx_pack_q4_awq(const uint8_t *q, const uint16_t *scale, const uint8_t *zero
     }
 }
 
+/* each token's sum over each group, s = s + (x[2i] + x[2i + 1]) pair by
+ * pair in k order: the order every caller shares, so a sum computed once
+ * for a matrix call is the one each thread would have computed.  The
+ * tokens of a tile sit side by side, so the loop runs over them inside
+ * (independent sums) rather than down one token's strided k. */
+void sx_q4_group_sums(const float *xp, int n_tok, int tile, int k, int group, int t0, int t1,
+                      float *xs)
+{
+    int k2 = (k + 1) / 2, nag = k / group;
+    for (int t = t0; t < t1;) {
+        int j = t / tile, u0 = t % tile;
+        int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
+        int u1 = t1 - j * tile < tj ? t1 - j * tile : tj;
+        const float *xt = xp + (size_t)j * tile * 2 * k2;
+        for (int g = 0; g < nag; g++) {
+            float s[64];
+            for (int ub = u0; ub < u1; ub += 64) {
+                int nu = u1 - ub < 64 ? u1 - ub : 64;
+                for (int u = 0; u < nu; u++)
+                    s[u] = 0.0f;
+                for (int i = g * group / 2; i < (g + 1) * group / 2; i++) {
+                    const float *xi = xt + (size_t)i * 2 * tj + 2 * ub;
+                    for (int u = 0; u < nu; u++)
+                        s[u] += xi[2 * u] + xi[2 * u + 1];
+                }
+                for (int u = 0; u < nu; u++)
+                    xs[(size_t)(j * tile + ub + u - t0) * nag + g] = s[u];
+            }
+        }
+        t = j * tile + u1;
+    }
+}
+
+/* y[r] + zb[0][r] * s0 + zb[1][r] * s1 + ..., added group by group in that
+ * order, each product and each sum rounded to f32 (no fused multiply-add:
+ * the product is its own statement, which neither GCC in ISO C mode nor
+ * clang's default contraction fuses), so every width gives the same bits.  Rows go in blocks
+ * of RB held in registers, so y is read and written once per token, not
+ * once per group; the blocks' fixed trip count is what lets the compiler
+ * vectorise them (the AVX-512 copy: one register per 16 rows; AVX2: 8).
+ * Prefill spends real time here: one multiply and add per row, group and
+ * token of every AWQ matrix. */
+enum { ZB_RB = 32 };
+
+#define ZERO_APPLY_BODY                                                                \
+    int nag = k / group;                                                               \
+    size_t ldz = (size_t)sx_pad_rows(rows);                                            \
+    for (int t = 0; t < n_tok; t++) {                                                  \
+        const float *st = xs + (size_t)t * nag;                                        \
+        float *restrict yt = y + (long)t * ldy;                                        \
+        int rb = r0;                                                                   \
+        for (; rb + ZB_RB <= r1; rb += ZB_RB) {                                        \
+            float acc[ZB_RB];                                                          \
+            for (int i = 0; i < ZB_RB; i++)                                            \
+                acc[i] = yt[rb + i];                                                   \
+            for (int g = 0; g < nag; g++) {                                            \
+                const float *restrict zg = zb + (size_t)g * ldz + rb;                  \
+                float s = st[g];                                                       \
+                for (int i = 0; i < ZB_RB; i++) {                                      \
+                    float m = zg[i] * s; /* own statement: never fused */              \
+                    acc[i] += m;                                                       \
+                }                                                                      \
+            }                                                                          \
+            for (int i = 0; i < ZB_RB; i++)                                            \
+                yt[rb + i] = acc[i];                                                   \
+        }                                                                              \
+        for (; rb < r1; rb++) {                                                        \
+            float a = yt[rb];                                                          \
+            for (int g = 0; g < nag; g++) {                                            \
+                float m = zb[(size_t)g * ldz + rb] * st[g];                            \
+                a += m;                                                                \
+            }                                                                          \
+            yt[rb] = a;                                                                \
+        }                                                                              \
+    }
+
+static void zero_apply_c(const float *zb, int rows, int group, int k, const float *xs,
+                         int n_tok, float *y, long ldy, int r0, int r1)
+{
+    ZERO_APPLY_BODY
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx512f"))) static void zero_apply_avx512(const float *zb, int rows,
+                                                                 int group, int k,
+                                                                 const float *xs, int n_tok,
+                                                                 float *y, long ldy, int r0,
+                                                                 int r1)
+{
+    ZERO_APPLY_BODY
+}
+
+__attribute__((target("avx2"))) static void zero_apply_avx2(const float *zb, int rows, int group,
+                                                            int k, const float *xs, int n_tok,
+                                                            float *y, long ldy, int r0, int r1)
+{
+    ZERO_APPLY_BODY
+}
+#endif
+
+void sx_q4_zero_apply(const float *zb, int rows, int group, int k, const float *xs, int n_tok,
+                      float *y, long ldy, int r0, int r1)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx512f")) {
+        zero_apply_avx512(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        zero_apply_avx2(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
+        return;
+    }
+#endif
+    zero_apply_c(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
+}
+
 void sx_q4_zero_correct(const float *zb, int rows, int group, int k, const float *xp, int n_tok,
                         int tile, float *y, long ldy, int r0, int r1)
 {
-    int k2 = (k + 1) / 2, nag = k / group;
-    size_t ldz = (size_t)sx_pad_rows(rows);
     enum { MAXG = 1 << 13 };   /* k <= 2^18 (model_config.c), group >= 32 */
     float xs[MAXG];
     for (int t = 0; t < n_tok; t++) {
-        int j = t / tile, u = t % tile;
-        int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
-        const float *xt = xp + (size_t)j * tile * 2 * k2 + 2 * u;
-        for (int g = 0; g < nag; g++) {
-            float s = 0.0f;
-            for (int i = g * group / 2; i < (g + 1) * group / 2; i++)
-                s += xt[(size_t)i * 2 * tj] + xt[(size_t)i * 2 * tj + 1];
-            xs[g] = s;
-        }
-        /* group-major zb: the row loop is contiguous, so it vectorises */
-        float *restrict yt = y + (long)t * ldy;
-        for (int g = 0; g < nag; g++) {
-            const float *restrict zg = zb + (size_t)g * ldz;
-            float s = xs[g];
-            for (int r = r0; r < r1; r++)
-                yt[r] += zg[r] * s;
-        }
+        sx_q4_group_sums(xp, n_tok, tile, k, group, t, t + 1, xs);
+        sx_q4_zero_apply(zb, rows, group, k, xs, 1, y + (long)t * ldy, ldy, r0, r1);
     }
 }

@@ -1,7 +1,15 @@
 /* Workers wait on a generation counter: spin first (a forward step hands out
  * work every few microseconds), then yield (on a shared or oversubscribed
  * CPU the thread being waited for may need this very core), then sleep on a
- * condition variable so an idle engine costs no CPU. */
+ * condition variable so an idle engine costs no CPU.
+ *
+ * While everyone spins, a hand-off is one atomic store and a join one
+ * atomic decrement: the mutex and the condition variables are touched only
+ * when a thread says it is (about to be) asleep.  Each side stores "I sleep"
+ * and then loads the other's progress, the other stores progress and then
+ * loads "sleeps", all sequentially consistent, so at least one of the two
+ * sees the other: a sleeper is always woken, and nobody sleeps through the
+ * event it waits for. */
 #include "engine/cpu/threadpool.h"
 
 #include <pthread.h>
@@ -23,6 +31,8 @@ struct sx_pool {
     atomic_uint     gen;
     atomic_int      pending;  /* workers still running this generation */
     atomic_int      stop;
+    atomic_int      sleepers;        /* workers waiting on wake */
+    atomic_int      driver_waiting;  /* the driver is waiting on done */
     sx_pool_fn      fn;
     void           *ctx;
 };
@@ -59,15 +69,17 @@ static void *worker_main(void *arg)
             cpu_relax(spins++);
         if (g == seen && !atomic_load(&p->stop)) {
             pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
             while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop))
                 pthread_cond_wait(&p->wake, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->stop))
             break;
         seen = g;
         p->fn(p->ctx, tid, p->n);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->driver_waiting)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
@@ -95,6 +107,8 @@ int sx_pool_new(int n_threads, sx_pool **out, sx_error *err)
     atomic_init(&p->gen, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->driver_waiting, 0);
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads - 1, sizeof *p->threads);
         if (!p->threads)
@@ -151,10 +165,12 @@ void sx_pool_run(sx_pool *p, sx_pool_fn fn, void *ctx)
     p->fn = fn;
     p->ctx = ctx;
     atomic_store_explicit(&p->pending, p->n_started, memory_order_relaxed);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->gen, 1);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     fn(ctx, 0, p->n);
     int spins = 0;
     while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0 &&
@@ -162,8 +178,10 @@ void sx_pool_run(sx_pool *p, sx_pool_fn fn, void *ctx)
         cpu_relax(spins++);
     if (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
         pthread_mutex_lock(&p->mu);
+        atomic_store(&p->driver_waiting, 1);
         while (atomic_load(&p->pending) != 0)
             pthread_cond_wait(&p->done, &p->mu);
+        atomic_store(&p->driver_waiting, 0);
         pthread_mutex_unlock(&p->mu);
     }
 }

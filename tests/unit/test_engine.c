@@ -1227,6 +1227,70 @@ static void bad_arguments_are_errors(void **state)
     tm_free(t);
 }
 
+/* The forward pass splits rows, heads and panels by thread count, and for
+ * decode and small batches fuses stages (q/k rotation into the attention
+ * tasks, SwiGLU into the gate/up split, norms into the stage before):
+ * none of that may change a bit.  Every path and weight mode, 1, 2 and 3
+ * threads, through prefill (separate stages), a mixed step (one piece over
+ * 16 rows, so q/k keeps its stage), batched and single decode (fused). */
+static void run_steps(sx_engine *e, const int32_t *tok, float *out)
+{
+    int a, b, c;
+    assert_int_equal(sx_engine_seq_new(e, &a, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_new(e, &b, NULL), SX_OK);
+    assert_int_equal(sx_engine_seq_new(e, &c, NULL), SX_OK);
+    sx_step_item it[3] = { { .seq = a, .tokens = tok, .n = 40, .logits_all = 1 } };
+    assert_int_equal(sx_engine_step(e, it, 1, out, NULL), SX_OK);
+    out += 40 * VOCAB;
+    it[0] = (sx_step_item){ .seq = a, .tokens = tok + 40, .n = 1 };
+    it[1] = (sx_step_item){ .seq = b, .tokens = tok + 41, .n = 7 };
+    it[2] = (sx_step_item){ .seq = c, .tokens = tok + 48, .n = 20 };
+    assert_int_equal(sx_engine_step(e, it, 3, out, NULL), SX_OK);
+    out += 3 * VOCAB;
+    for (int st = 0; st < 4; st++) {
+        for (int i = 0; i < 3; i++)
+            it[i] = (sx_step_item){ .seq = i == 0 ? a : i == 1 ? b : c,
+                                    .tokens = tok + 70 + 3 * st + i, .n = 1 };
+        assert_int_equal(sx_engine_step(e, it, 3, out, NULL), SX_OK);
+        out += 3 * VOCAB;
+    }
+    for (int st = 0; st < 3; st++) {
+        it[0] = (sx_step_item){ .seq = a, .tokens = tok + 90 + st, .n = 1 };
+        assert_int_equal(sx_engine_step(e, it, 1, out, NULL), SX_OK);
+        out += VOCAB;
+    }
+}
+
+static void thread_counts_give_the_same_bits(void **state)
+{
+    (void)state;
+    enum { ROWS = 40 + 3 + 12 + 3 };
+    tmodel *t = tm_new(29);
+    int32_t tok[100];
+    rand_tokens(tok, 100);
+    float *one = malloc((size_t)ROWS * VOCAB * sizeof *one);
+    float *lg = malloc((size_t)ROWS * VOCAB * sizeof *lg);
+    assert_non_null(one);
+    assert_non_null(lg);
+    static const int modes[] = { SX_W_BF16, SX_W_INT8, SX_W_Q4 };
+    for (int path = 0; path < SX_CPU_PATHS; path++) {
+        if (!sx_cpu_kernels_for(path))
+            continue;
+        for (int m = 0; m < 3; m++)
+            for (int threads = 1; threads <= 3; threads++) {
+                sx_engine *e = engine_for(t, path, modes[m], threads, 2048, 8);
+                run_steps(e, tok, threads == 1 ? one : lg);
+                sx_engine_free(e);
+                if (threads > 1 && memcmp(one, lg, (size_t)ROWS * VOCAB * sizeof *lg))
+                    fail_msg("path %s, weight mode %d: %d threads differ from 1",
+                             path_names[path], modes[m], threads);
+            }
+    }
+    free(one);
+    free(lg);
+    tm_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1241,6 +1305,7 @@ int main(void)
         cmocka_unit_test(fork_truncate_free_reuse),
         cmocka_unit_test(full_cache_is_elimit),
         cmocka_unit_test(bad_arguments_are_errors),
+        cmocka_unit_test(thread_counts_give_the_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -282,6 +282,15 @@ static void test_awq_panels_every_path(void **state)
                              (double)y[t * R + r], want);
             }
         print_message("  path %s: worst |y - ref| / sum|w x| = %.2e\n", kr->name, worst);
+        /* the engine's shared form: group sums of tokens [1, NT) and [0, 1)
+         * computed apart, then applied to two row ranges -- the same bits */
+        float y2[NT * R], xs[NT * (K / G)];
+        kr->mm_q4(wp, K, xp, NT, y2, R, 0, R, 0);
+        sx_q4_group_sums(xp, NT, kr->tile, K, G, 1, NT, xs + K / G);
+        sx_q4_group_sums(xp, NT, kr->tile, K, G, 0, 1, xs);
+        sx_q4_zero_apply(zb, R, G, K, xs, NT, y2, R, 0, SX_PANEL);
+        sx_q4_zero_apply(zb, R, G, K, xs, NT, y2, R, SX_PANEL, R);
+        assert_memory_equal(y, y2, sizeof y);
         free(wp);
         free(zb);
         free(xp);
