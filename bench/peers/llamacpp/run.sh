@@ -74,9 +74,11 @@ setup() {
             "llama_cpp_python-$VER/vendor/llama.cpp/conversion" \
             "llama_cpp_python-$VER/vendor/llama.cpp/gguf-py"
     fi
-    # the converter runs in the repo venv (torch, transformers: tests/fixtures/requirements.txt)
+    # the converter runs in the repo venv: torch and transformers come with the
+    # fixture tools (tests/fixtures/requirements.txt), which `make deps` does not
+    # install, so a fresh machine needs them here
     "$PYR" -c "import torch, transformers, sentencepiece" 2>/dev/null ||
-        "$PYR" -m pip install -r "$HERE/requirements-convert.txt"
+        "$PYR" -m pip install -r tests/fixtures/requirements.txt -r "$HERE/requirements-convert.txt"
     nice make CUDA=0 build/strux build/bench_decode
     [ -f "$MODEL/model.safetensors" ] ||
         build/strux model random --shape 0.6b --seed 1 --out "$MODEL" --tokenizer "$SHARED/qwen3-tokenizer/tokenizer.json"
