@@ -103,6 +103,9 @@ int gc_memo_done(gc_ctx *c, gc_ref *entry, int32_t inner);
 /* Frees what gc_memo_enter built outside the grammar (finish calls it). */
 void gc_memo_free(gc_ctx *c);
 
+/* gr_merge.c: JSON Schema's equality of two values: numbers by value
+ * (1 == 1.0), containers member by member (json_equal tells 1 from 1.0). */
+int gc_value_equal(const json_t *a, const json_t *b);
 /* gr_merge.c: merges schema object src into dst (allOf) exactly, or fails
  * naming the keyword that cannot be merged. */
 int gc_merge(gc_ctx *c, json_t *dst, const json_t *src);

@@ -41,9 +41,7 @@ static json_t *type_json(int m)
     return a;
 }
 
-/* JSON Schema's equality: numbers by value (0 == 0.0), containers member
- * by member. */
-static int value_equal(const json_t *a, const json_t *b)
+int gc_value_equal(const json_t *a, const json_t *b)
 {
     if (json_is_number(a) && json_is_number(b)) {
         if (json_is_integer(a) && json_is_integer(b))
@@ -64,7 +62,7 @@ static int value_equal(const json_t *a, const json_t *b)
         if (json_array_size(a) != json_array_size(b))
             return 0;
         for (size_t i = 0; i < json_array_size(a); i++)
-            if (!value_equal(json_array_get(a, i), json_array_get(b, i)))
+            if (!gc_value_equal(json_array_get(a, i), json_array_get(b, i)))
                 return 0;
         return 1;
     }
@@ -75,7 +73,7 @@ static int value_equal(const json_t *a, const json_t *b)
             return 0;
         json_object_foreach((json_t *)a, k, v) {
             const json_t *w = json_object_get(b, k);
-            if (!w || !value_equal(v, w))
+            if (!w || !gc_value_equal(v, w))
                 return 0;
         }
         return 1;
@@ -537,7 +535,7 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
         json_array_foreach(dst_has ? mine : theirs, i, a) {
             int keep = !dst_has;
             json_array_foreach(theirs, j, b)
-                keep |= value_equal(a, b);
+                keep |= gc_value_equal(a, b);
             if (keep)
                 json_array_append(res, a);
         }

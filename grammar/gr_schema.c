@@ -1777,7 +1777,7 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
                 json_t *x, *y;
                 json_array_foreach(acc, a, x)
                     json_array_foreach(v, b, y)
-                        if (json_equal(x, y)) {
+                        if (gc_value_equal(x, y)) {
                             json_array_append(keep, x);
                             break;
                         }
@@ -1791,7 +1791,8 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
     return acc;
 }
 
-/* Two schemas whose enum/const value sets share nothing. */
+/* Two schemas whose enum/const value sets share nothing (1 and 1.0 are
+ * one value). */
 static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
 {
     json_t *va = schema_values(c, a, 0), *vb = schema_values(c, b, 0);
@@ -1801,7 +1802,7 @@ static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
     if (disjoint)
         json_array_foreach(va, i, x)
             json_array_foreach(vb, j, y)
-                if (json_equal(x, y))
+                if (gc_value_equal(x, y))
                     disjoint = 0;
     json_decref(va);
     json_decref(vb);
