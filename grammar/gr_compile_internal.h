@@ -106,6 +106,10 @@ void gc_memo_free(gc_ctx *c);
 /* gr_merge.c: JSON Schema's equality of two values: numbers by value
  * (1 == 1.0), containers member by member (json_equal tells 1 from 1.0). */
 int gc_value_equal(const json_t *a, const json_t *b);
+/* gr_merge.c: m (taken) as one more member of s's allOf, which it creates
+ * when s has none: 0, -1 out of memory, 1 when s's allOf is not an array
+ * (m is then dropped). */
+int gc_add_allof(json_t *s, json_t *m);
 /* gr_merge.c: merges schema object src into dst (allOf) exactly, or fails
  * naming the keyword that cannot be merged. */
 int gc_merge(gc_ctx *c, json_t *dst, const json_t *src);

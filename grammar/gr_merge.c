@@ -81,6 +81,18 @@ int gc_value_equal(const json_t *a, const json_t *b)
     return json_equal((json_t *)a, (json_t *)b);
 }
 
+int gc_add_allof(json_t *s, json_t *m)
+{
+    json_t *all = json_object_get(s, "allOf");
+    if (all && !json_is_array(all)) {
+        json_decref(m);
+        return 1;
+    }
+    if (all)
+        return json_array_append_new(all, m) ? -1 : 0;
+    return json_object_set_new(s, "allOf", json_pack("[o]", m)) ? -1 : 0;
+}
+
 /* {"allOf": [a, b]} as a new value; boolean true members drop out. */
 static json_t *all_of(const json_t *a, const json_t *b)
 {

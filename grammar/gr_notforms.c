@@ -191,7 +191,11 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
     size_t i;
     json_t *x;
     json_array_foreach(names, i, x)
-        json_array_append_new(alts, json_pack("{s:[O]}", "required", x));
+        if (json_array_append_new(alts, json_pack("{s:[O]}", "required", x))) {
+            json_decref(alts); /* out of memory: not a form, then */
+            alts = NULL;
+            break;
+        }
     json_decref(names);
     return json_pack("{s:s,s:o}", "type", "object", "anyOf", alts);
 }
@@ -211,15 +215,11 @@ int gc_rewrite_not_forms(gc_ctx *c, const json_t *s, json_t **out)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }
     json_object_del(r, "not");
-    json_t *all = json_object_get(r, "allOf");
-    if (json_is_array(all)) {
-        json_array_append_new(all, pos);
-    } else if (!all) {
-        json_object_set_new(r, "allOf", json_pack("[o]", pos));
-    } else {
-        json_decref(pos);
+    int added = gc_add_allof(r, pos);
+    if (added) {
         json_decref(r);
-        return SX_OK; /* an invalid allOf: the ordinary path names it */
+        /* added > 0: an invalid allOf, which the ordinary path names */
+        return added < 0 ? sx_err_set(c->err, SX_ENOMEM, "out of memory") : SX_OK;
     }
     *out = r;
     return SX_OK;
