@@ -1928,6 +1928,43 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
     return SX_OK;
 }
 
+/* What a failed attempt at a schema must leave as it found it: the nodes
+ * built for it are unreachable from what came before, and the compiler's
+ * state goes back to where the attempt began. */
+typedef struct gc_mark {
+    int32_t n_nodes, any_node;
+    int any_built, depth, n_forbid, pres_one;
+    gc_ref *refs;
+    const json_t *pres;
+    size_t plen;
+} gc_mark;
+
+static void mark_save(const gc_ctx *c, gc_mark *m)
+{
+    m->n_nodes = c->g->n_nodes;
+    m->any_node = c->any_node;
+    m->any_built = c->any_built;
+    m->depth = c->depth;
+    m->n_forbid = c->n_forbid;
+    m->pres_one = c->pres_one;
+    m->refs = c->refs;
+    m->pres = c->pres;
+    m->plen = strlen(c->ptr);
+}
+
+static void mark_restore(gc_ctx *c, const gc_mark *m)
+{
+    c->g->n_nodes = m->n_nodes;
+    c->any_node = m->any_node;
+    c->any_built = m->any_built;
+    c->depth = m->depth;
+    c->n_forbid = m->n_forbid;
+    c->pres_one = m->pres_one;
+    c->refs = m->refs;
+    c->pres = m->pres;
+    c->ptr[m->plen] = '\0';
+}
+
 /* oneOf whose branches may overlap, as the anyOf of "branch i and not any
  * other": disjoint by construction, and exact wherever each `not` is (the
  * negations go through the same exact paths as a written `not`).  When
@@ -1963,25 +2000,12 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
     }
     json_object_del(base, "oneOf");
     json_object_set_new(base, "anyOf", any);
-    /* what a failed attempt must leave as it found it */
-    int32_t n_nodes = c->g->n_nodes, any_node = c->any_node;
-    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
-    gc_ref *refs = c->refs;
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    size_t plen = strlen(c->ptr);
+    gc_mark mark;
+    mark_save(c, &mark);
     rc = gc_schema(c, base, node);
     json_decref(base);
     if (rc == SX_EUNSUPPORTED || rc == SX_ELIMIT) {
-        c->g->n_nodes = n_nodes;
-        c->any_node = any_node;
-        c->any_built = any_built;
-        c->depth = depth;
-        c->n_forbid = n_forbid;
-        c->refs = refs;
-        c->pres = pres;
-        c->pres_one = pres_one;
-        c->ptr[plen] = '\0';
+        mark_restore(c, &mark);
         sx_err_clear(c->err);
         return gc_unsupported(c, "oneOf", why);
     }
@@ -2072,25 +2096,12 @@ static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const
         sx_err_clear(c->err);
         return exactly_one(c, s, alts, why, node);
     }
-    /* what a failed attempt must leave as it found it */
-    int32_t n_nodes = c->g->n_nodes, any_node = c->any_node;
-    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
-    gc_ref *refs = c->refs;
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    size_t plen = strlen(c->ptr);
+    gc_mark mark;
+    mark_save(c, &mark);
     rc = gc_schema(c, split, node);
     json_decref(split);
     if (rc && rc != SX_ENOMEM) { /* the negations may still do it */
-        c->g->n_nodes = n_nodes;
-        c->any_node = any_node;
-        c->any_built = any_built;
-        c->depth = depth;
-        c->n_forbid = n_forbid;
-        c->refs = refs;
-        c->pres = pres;
-        c->pres_one = pres_one;
-        c->ptr[plen] = '\0';
+        mark_restore(c, &mark);
         sx_err_clear(c->err);
         return exactly_one(c, s, alts, why, node);
     }
@@ -2620,29 +2631,17 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
     const json_t *ref = json_object_get(s, "$ref");
     static const char *const only_ref[] = {"$ref", NULL};
     int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, only_ref));
-    /* what a failed attempt must leave as it found it */
-    int32_t n_nodes = c->g->n_nodes, any = c->any_node;
-    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
-    gc_ref *refs = c->refs;
-    const json_t *pres = c->pres;
-    size_t plen = strlen(c->ptr);
+    gc_mark mark;
+    mark_save(c, &mark);
     int rc = schema_object(c, s, plain_ref, node);
     /* what the grammar cannot express may still be a finite list of values
      * (a presence condition from anyOf/oneOf is not part of s, though) */
-    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || pres)
+    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || mark.pres)
         return rc;
     sx_error first;
     if (c->err)
         first = *c->err;
-    /* nodes built for s are unreachable from what came before */
-    c->g->n_nodes = n_nodes;
-    c->any_node = any;
-    c->any_built = any_built;
-    c->depth = depth;
-    c->n_forbid = n_forbid;
-    c->refs = refs;
-    c->pres = NULL;
-    c->ptr[plen] = '\0';
+    mark_restore(c, &mark); /* (no presence condition to restore: mark.pres is NULL) */
     json_t *texts = NULL, *vals = NULL;
     int frc = gc_finite_values(c, s, &texts, &vals);
     if (!frc && texts)
