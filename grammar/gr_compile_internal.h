@@ -37,6 +37,8 @@ typedef struct gc_ctx {
     int memo_wanted;    /* the nesting passed GC_MEMO_TRIGGER without memo_on */
     long n_compiles;    /* gc_schema calls so far (bounded by GC_MAX_COMPILES) */
     long more_pattern_states; /* gr_patterns.c: states of the intersections built */
+    int root_uneval;    /* gr_notforms.c: an unevaluated* keyword in the document:
+                           0 not looked for yet, 1 none, 2 some */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -75,9 +77,11 @@ int gc_more_patterns_minus(gc_ctx *c, const json_t *s, const struct sx_re *also_
 /* gr_patterns.c: v (changed in place) with every internal keyword written
  * as the allOf members it stands for, for the validator; -1 on failure. */
 int gc_externalise(json_t *v, int depth);
-/* 1 if v holds an internal keyword ("$strux:...") anywhere: the validator
- * would not know it (gr_finite.c then leaves v to the ordinary path). */
-int gc_has_internal(const json_t *v, int depth);
+/* gr_patterns.c: 1 if an object anywhere in v has a key that starts with
+ * prefix (or v nests deeper than 256, where nothing is ruled out).  With
+ * "$strux:": v holds an internal keyword, which the validator would not
+ * know (gr_finite.c then leaves v to the ordinary path). */
+int gc_has_key_prefix(const json_t *v, const char *prefix);
 
 /* gr_memo.c: copies of schemas (merged, rewritten) remembered by content
  * below this nesting depth, so that recursion through copies ends. */
