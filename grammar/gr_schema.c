@@ -1724,8 +1724,13 @@ static json_t *pattern_filter(const json_t *s, json_t *vals)
     json_t *keep = json_array(), *x;
     size_t i;
     json_array_foreach(vals, i, x)
-        if (!json_is_string(x) || sx_re_matches(re, json_string_value(x), json_string_length(x)))
-            json_array_append(keep, x);
+        if ((!json_is_string(x) ||
+             sx_re_matches(re, json_string_value(x), json_string_length(x))) &&
+            json_array_append(keep, x)) {
+            json_decref(keep); /* out of memory: unbounded, never a part */
+            keep = NULL;
+            break;
+        }
     sx_re_free(re);
     json_decref(vals);
     return keep;
@@ -1778,11 +1783,16 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
                 json_array_foreach(acc, a, x)
                     json_array_foreach(v, b, y)
                         if (gc_value_equal(x, y)) {
-                            json_array_append(keep, x);
+                            if (keep && json_array_append(keep, x)) {
+                                json_decref(keep);
+                                keep = NULL;
+                            }
                             break;
                         }
                 json_decref(acc);
                 json_decref(v);
+                if (!keep)
+                    return NULL; /* out of memory: unbounded, never a part */
                 v = keep;
             }
             acc = v;
