@@ -138,6 +138,7 @@ int sx_rx_lookahead(const char *p, size_t len, sx_re_mode mode, const sx_re_limi
         p[last_open + 2] == '=') {
         size_t n = len;
         char *x = malloc(len + 1);
+        *handled = 1;
         if (!x)
             return sx_err_set(err, SX_ENOMEM, "out of memory");
         memcpy(x, p, len);
@@ -145,7 +146,6 @@ int sx_rx_lookahead(const char *p, size_t len, sx_re_mode mode, const sx_re_limi
         x[last_open + 2] = ':'; /* (?=Y) at the end is (?:Y) */
         int rc = sx_re_compile(x, n, SX_RE_SEARCH, lim, out, err);
         free(x);
-        *handled = 1;
         return rc;
     }
     return SX_OK;
