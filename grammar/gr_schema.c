@@ -680,6 +680,13 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     sx_re *acc = NULL, *part = NULL;
     sx_error e;
     *out = NULL;
+    /* name schemas nest through allOf, not and $ref (a $ref back to an
+     * enclosing one would recurse without end) */
+    if (++c->depth > c->opts.max_depth) {
+        rc = sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1, "schema nesting deeper than %d at %s",
+                         c->opts.max_depth, c->ptr);
+        goto done;
+    }
     if (json_is_false(pn)) {
         rc = compile_key_regex(c, "[]", 2, SX_RE_FULL, kw, out);
         goto done;
@@ -863,6 +870,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     }
     *out = acc;
 done:
+    c->depth--;
     gc_ptr_pop(c, old);
     return rc;
 }
