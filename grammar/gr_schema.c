@@ -668,6 +668,23 @@ static int string_not(const json_t *nt)
 
 static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth);
 
+/* *acc = *acc intersected with part, kept with the grammar (names_automaton's
+ * step for every piece it joins). */
+static int names_and(gc_ctx *c, const char *kw, sx_re **acc, const sx_re *part)
+{
+    sx_re *both;
+    sx_error e;
+    int rc = sx_re_intersect(*acc, part, NULL, &both, &e);
+    if (rc)
+        return sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e.msg);
+    if (gc_keep_re(c, both)) {
+        sx_re_free(both);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    *acc = both;
+    return SX_OK;
+}
+
 /* propertyNames as one automaton over key contents: the string keywords
  * (pattern, format, lengths, enum/const) intersected, less the names a
  * `not` of listed values leaves out. */
@@ -778,20 +795,10 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i], kw, &part);
         if (rc)
             break;
-        if (!acc) {
+        if (!acc)
             acc = part;
-        } else {
-            sx_re *both;
-            if ((rc = sx_re_intersect(acc, part, NULL, &both, &e))) {
-                rc = sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e.msg);
-                break;
-            }
-            if ((rc = gc_keep_re(c, both))) {
-                sx_re_free(both);
-                break;
-            }
-            acc = both;
-        }
+        else if ((rc = names_and(c, kw, &acc, part)))
+            break;
     }
     const json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
     if (!rc && (en || cn)) {
@@ -813,9 +820,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         } else if (!acc) {
             acc = part;
         } else {
-            sx_re *both;
-            if (!(rc = sx_re_intersect(acc, part, NULL, &both, &e)) && !(rc = gc_keep_re(c, both)))
-                acc = both;
+            rc = names_and(c, kw, &acc, part);
         }
     }
     if (!rc && !acc)
@@ -854,19 +859,9 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     if (!rc && pall && !json_is_array(pall))
         rc = gc_invalid(c, "allOf", "must be an array");
     for (size_t ai = 0; !rc && ai < json_array_size(pall); ai++) {
-        sx_re *sub = NULL, *both = NULL;
-        sx_error e3;
-        if ((rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
-            break;
-        if ((rc = sx_re_intersect(acc, sub, NULL, &both, &e3))) {
-            rc = sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e3.msg);
-            break;
-        }
-        if ((rc = gc_keep_re(c, both))) {
-            sx_re_free(both);
-            break;
-        }
-        acc = both;
+        sx_re *sub = NULL;
+        if (!(rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
+            rc = names_and(c, kw, &acc, sub);
     }
     *out = acc;
 done:
