@@ -1579,7 +1579,7 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
         size_t i;
         json_t *v;
         json_array_foreach((json_t *)en, i, v)
-            found |= json_equal(v, (json_t *)cn);
+            found |= gc_value_equal(v, cn);
         if (!found)
             json_array_clear(vals);
     }
