@@ -483,8 +483,16 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             if (rc)
                 return rc;
         } else if (!strcmp(k, "propertyNames")) {
-            /* every name passes both (names_automaton intersects them) */
-            json_t *both = json_pack("{s:[OO]}", "allOf", dv, sv);
+            /* every name passes both (names_automaton intersects them);
+             * one flat allOf however many members bring one, so that the
+             * name schema does not nest a level deeper with each */
+            json_t *dall = json_object_size(dv) == 1 ? json_object_get(dv, "allOf") : NULL;
+            json_t *list = json_is_array(dall) ? json_copy(dall) : json_pack("[O]", dv);
+            json_t *both = NULL;
+            if (list && !json_array_append(list, sv))
+                both = json_pack("{s:o}", "allOf", list);
+            else
+                json_decref(list);
             if (!both || json_object_set_new(dst, k, both))
                 return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
