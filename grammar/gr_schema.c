@@ -862,6 +862,12 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         sx_re *sub = NULL;
         if (!(rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
             rc = names_and(c, kw, &acc, sub);
+        if (!rc && (c->name_states += sx_re_n_states(sub) + sx_re_n_states(acc)) >
+                       GC_MAX_NAME_STATES)
+            rc = sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                             "%s at %s: the name schemas intersected in this schema need more "
+                             "than %d automaton states in all",
+                             kw, c->ptr, GC_MAX_NAME_STATES);
     }
     *out = acc;
 done:

@@ -330,9 +330,9 @@ static void forced_bytes_and_completion(void **state)
 
 /* Regex mode, labels and json_object mode. */
 /* An allOf of more propertyNames than the nesting limit: merged into one
- * flat allOf of name schemas, which compiles like any other (and a $ref
- * that comes back to its own name schema is a limit, not a crash:
- * tests/grammar/cases_refs.json). */
+ * flat allOf of name schemas, which compiles like any other, within a
+ * bound on the states of their automata (and a $ref that comes back to
+ * its own name schema is a limit, not a crash: tests/grammar/cases_refs.json). */
 static void many_property_names(void **state)
 {
     (void)state;
@@ -353,6 +353,15 @@ static void many_property_names(void **state)
     assert_false(accepts(g, "{\"k0\":1}"));
     assert_false(accepts(g, "{\"a\":1,\"k299\":1}"));
     sx_gr_free(g);
+    json_decref(s);
+    /* name schemas of growing automata: a bound on their states in all,
+     * not seconds and hundreds of megabytes */
+    all = json_array();
+    for (int i = 0; i < 1000; i++)
+        json_array_append_new(all, json_pack("{s:{s:i}}", "propertyNames", "maxLength", i + 3));
+    s = json_pack("{s:s,s:o}", "type", "object", "allOf", all);
+    assert_int_equal(sx_gr_compile_json(V, s, NULL, &g, &err), SX_ELIMIT);
+    assert_non_null(strstr(err.msg, "automaton states"));
     json_decref(s);
 }
 
