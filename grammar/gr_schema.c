@@ -1812,17 +1812,23 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
 
 /* Two schemas whose enum/const value sets share nothing (1 and 1.0 are
  * one value). */
-static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
+static int lists_disjoint(const json_t *va, const json_t *vb)
 {
-    json_t *va = schema_values(c, a, 0), *vb = schema_values(c, b, 0);
     int disjoint = va && vb;
     size_t i, j;
     json_t *x, *y;
     if (disjoint)
-        json_array_foreach(va, i, x)
-            json_array_foreach(vb, j, y)
+        json_array_foreach((json_t *)va, i, x)
+            json_array_foreach((json_t *)vb, j, y)
                 if (gc_value_equal(x, y))
                     disjoint = 0;
+    return disjoint;
+}
+
+static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
+{
+    json_t *va = schema_values(c, a, 0), *vb = schema_values(c, b, 0);
+    int disjoint = lists_disjoint(va, vb);
     json_decref(va);
     json_decref(vb);
     return disjoint;
@@ -2193,29 +2199,64 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         return rc;
     }
     if (!strcmp(kw, "oneOf")) {
-        /* oneOf is anyOf when no value can satisfy two branches */
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = i + 1; j < n; j++) {
-                const json_t *a = json_array_get(alts, i), *b = json_array_get(alts, j);
-                json_t *ia = NULL, *ib = NULL;
+        /* oneOf is anyOf when no value can satisfy two branches; each
+         * branch is inlined and typed once (the parent's own type keyword
+         * narrows them all), its values listed when a pair first needs
+         * them, not once per pair */
+        json_t **in = calloc(n, sizeof *in), **vals = calloc(n, sizeof *vals);
+        int *ty = calloc(n, sizeof *ty);
+        char *listed = calloc(n, 1);
+        int tp = schema_types(c, s, 0), apart = 1;
+        size_t bi = 0, bj = 0;
+        if (!in || !vals || !ty || !listed)
+            apart = -1;
+        for (size_t i = 0; i < n && apart > 0; i++) {
+            if (inline_member(c, json_array_get(alts, i), &in[i], 0)) {
+                json_decref(in[i]);
+                in[i] = NULL; /* may match anything: apart from no branch */
+            } else {
+                ty[i] = schema_types(c, in[i], 0) & tp;
+            }
+            sx_err_clear(c->err);
+        }
+        for (size_t i = 0; i < n && apart > 0; i++)
+            for (size_t j = i + 1; j < n && apart > 0; j++) {
                 int disjoint = 0;
-                if (!inline_member(c, a, &ia, 0) && !inline_member(c, b, &ib, 0))
-                {
-                    /* the parent's own type keyword narrows both branches */
-                    int tp = schema_types(c, s, 0);
-                    int ta = schema_types(c, ia, 0) & tp, tb = schema_types(c, ib, 0) & tp;
-                    disjoint = !types_overlap(ta, tb) || values_disjoint(c, ia, ib) ||
-                               keyed_disjoint(c, ia, ib, ta, tb);
+                if (in[i] && in[j]) {
+                    disjoint = !types_overlap(ty[i], ty[j]);
+                    if (!disjoint) {
+                        size_t b[2] = {i, j};
+                        for (int e = 0; e < 2; e++)
+                            if (!listed[b[e]]) {
+                                vals[b[e]] = schema_values(c, in[b[e]], 0);
+                                listed[b[e]] = 1;
+                            }
+                        disjoint = lists_disjoint(vals[i], vals[j]) ||
+                                   keyed_disjoint(c, in[i], in[j], ty[i], ty[j]);
+                    }
                 }
-                json_decref(ia);
-                json_decref(ib);
                 sx_err_clear(c->err);
                 if (!disjoint) {
-                    char why[96];
-                    snprintf(why, sizeof why, "branches %zu and %zu may both match", i, j);
-                    return split_or_negate(c, s, alts, why, node);
+                    apart = 0;
+                    bi = i;
+                    bj = j;
                 }
             }
+        for (size_t i = 0; i < n && in && vals; i++) {
+            json_decref(in[i]);
+            json_decref(vals[i]);
+        }
+        free(in);
+        free(vals);
+        free(ty);
+        free(listed);
+        if (apart < 0)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        if (!apart) {
+            char why[96];
+            snprintf(why, sizeof why, "branches %zu and %zu may both match", bi, bj);
+            return split_or_negate(c, s, alts, why, node);
+        }
     }
     json_t *base = json_deep_copy(s);
     if (!base)
