@@ -37,6 +37,9 @@ typedef struct gc_ctx {
     int memo_wanted;    /* the nesting passed GC_MEMO_TRIGGER without memo_on */
     long n_compiles;    /* gc_schema calls so far (bounded by GC_MAX_COMPILES) */
     long more_pattern_states; /* gr_patterns.c: states of the intersections built */
+    long name_states;   /* names_automaton: states of the allOf members' automata */
+    int root_uneval;    /* gr_notforms.c: an unevaluated* keyword in the document:
+                           0 not looked for yet, 1 none, 2 some */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -75,9 +78,11 @@ int gc_more_patterns_minus(gc_ctx *c, const json_t *s, const struct sx_re *also_
 /* gr_patterns.c: v (changed in place) with every internal keyword written
  * as the allOf members it stands for, for the validator; -1 on failure. */
 int gc_externalise(json_t *v, int depth);
-/* 1 if v holds an internal keyword ("$strux:...") anywhere: the validator
- * would not know it (gr_finite.c then leaves v to the ordinary path). */
-int gc_has_internal(const json_t *v, int depth);
+/* gr_patterns.c: 1 if an object anywhere in v has a key that starts with
+ * prefix (or v nests deeper than 256, where nothing is ruled out).  With
+ * "$strux:": v holds an internal keyword, which the validator would not
+ * know (gr_finite.c then leaves v to the ordinary path). */
+int gc_has_key_prefix(const json_t *v, const char *prefix);
 
 /* gr_memo.c: copies of schemas (merged, rewritten) remembered by content
  * below this nesting depth, so that recursion through copies ends. */
@@ -94,6 +99,10 @@ int gc_has_internal(const json_t *v, int depth);
  * allOf-of-anyOf puzzles need up to 1,711 states (30 ms); one that needs
  * 24,760 compiles for 1.5 s. */
 #define GC_MAX_PATTERN_STATES 5000
+/* The same for the name schemas an allOf of propertyNames intersects
+ * (names_automaton keeps every one): 1,000 maxLength members asked for
+ * 500,000 states, 230 MB and 6.5 s. */
+#define GC_MAX_NAME_STATES 20000
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
  * gc_memo_done fills with the compiled one (the caller restores c->refs if
@@ -103,6 +112,13 @@ int gc_memo_done(gc_ctx *c, gc_ref *entry, int32_t inner);
 /* Frees what gc_memo_enter built outside the grammar (finish calls it). */
 void gc_memo_free(gc_ctx *c);
 
+/* gr_merge.c: JSON Schema's equality of two values: numbers by value
+ * (1 == 1.0), containers member by member (json_equal tells 1 from 1.0). */
+int gc_value_equal(const json_t *a, const json_t *b);
+/* gr_merge.c: m (taken) as one more member of s's allOf, which it creates
+ * when s has none: 0, -1 out of memory, 1 when s's allOf is not an array
+ * (m is then dropped). */
+int gc_add_allof(json_t *s, json_t *m);
 /* gr_merge.c: merges schema object src into dst (allOf) exactly, or fails
  * naming the keyword that cannot be merged. */
 int gc_merge(gc_ctx *c, json_t *dst, const json_t *src);

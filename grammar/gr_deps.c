@@ -107,20 +107,16 @@ int gc_rewrite_dependencies(gc_ctx *c, const json_t *s, json_t **out)
             goto nomem;
     }
     if (!json_object_get(base, "anyOf") && !json_object_get(base, "oneOf")) {
-        json_object_set_new(base, "anyOf", alts);
+        if (json_object_set_new(base, "anyOf", alts))
+            goto nomem_base;
     } else {
         /* an own anyOf/oneOf keeps its place: the branches join as one
          * more allOf member (merged as the product of the two) */
-        json_t *all = json_object_get(base, "allOf");
         json_t *m = json_pack("{s:o}", "anyOf", alts);
-        if (!m)
+        int added = m ? gc_add_allof(base, m) : -1;
+        if (added < 0)
             goto nomem_base;
-        if (json_is_array(all))
-            json_array_append_new(all, m);
-        else if (!all)
-            json_object_set_new(base, "allOf", json_pack("[o]", m));
-        else {
-            json_decref(m);
+        if (added > 0) {
             json_decref(base);
             return gc_invalid(c, "allOf", "must be an array");
         }

@@ -287,7 +287,7 @@ static int only_plain_enum(const json_t *s)
 int gc_finite_values(gc_ctx *c, const json_t *s, json_t **texts, json_t **values)
 {
     *texts = *values = NULL;
-    if (!json_is_object(s) || only_plain_enum(s) || gc_has_internal(s, 0))
+    if (!json_is_object(s) || only_plain_enum(s) || gc_has_key_prefix(s, "$strux:"))
         return SX_OK;
     json_t *list = listed_values(c, s, 0);
     if (!list)

@@ -41,9 +41,7 @@ static json_t *type_json(int m)
     return a;
 }
 
-/* JSON Schema's equality: numbers by value (0 == 0.0), containers member
- * by member. */
-static int value_equal(const json_t *a, const json_t *b)
+int gc_value_equal(const json_t *a, const json_t *b)
 {
     if (json_is_number(a) && json_is_number(b)) {
         if (json_is_integer(a) && json_is_integer(b))
@@ -64,7 +62,7 @@ static int value_equal(const json_t *a, const json_t *b)
         if (json_array_size(a) != json_array_size(b))
             return 0;
         for (size_t i = 0; i < json_array_size(a); i++)
-            if (!value_equal(json_array_get(a, i), json_array_get(b, i)))
+            if (!gc_value_equal(json_array_get(a, i), json_array_get(b, i)))
                 return 0;
         return 1;
     }
@@ -75,12 +73,24 @@ static int value_equal(const json_t *a, const json_t *b)
             return 0;
         json_object_foreach((json_t *)a, k, v) {
             const json_t *w = json_object_get(b, k);
-            if (!w || !value_equal(v, w))
+            if (!w || !gc_value_equal(v, w))
                 return 0;
         }
         return 1;
     }
     return json_equal((json_t *)a, (json_t *)b);
+}
+
+int gc_add_allof(json_t *s, json_t *m)
+{
+    json_t *all = json_object_get(s, "allOf");
+    if (all && !json_is_array(all)) {
+        json_decref(m);
+        return 1;
+    }
+    if (all)
+        return json_array_append_new(all, m) ? -1 : 0;
+    return json_object_set_new(s, "allOf", json_pack("[o]", m)) ? -1 : 0;
 }
 
 /* {"allOf": [a, b]} as a new value; boolean true members drop out. */
@@ -473,8 +483,16 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             if (rc)
                 return rc;
         } else if (!strcmp(k, "propertyNames")) {
-            /* every name passes both (names_automaton intersects them) */
-            json_t *both = json_pack("{s:[OO]}", "allOf", dv, sv);
+            /* every name passes both (names_automaton intersects them);
+             * one flat allOf however many members bring one, so that the
+             * name schema does not nest a level deeper with each */
+            json_t *dall = json_object_size(dv) == 1 ? json_object_get(dv, "allOf") : NULL;
+            json_t *list = json_is_array(dall) ? json_copy(dall) : json_pack("[O]", dv);
+            json_t *both = NULL;
+            if (list && !json_array_append(list, sv))
+                both = json_pack("{s:o}", "allOf", list);
+            else
+                json_decref(list);
             if (!both || json_object_set_new(dst, k, both))
                 return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
@@ -537,7 +555,7 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
         json_array_foreach(dst_has ? mine : theirs, i, a) {
             int keep = !dst_has;
             json_array_foreach(theirs, j, b)
-                keep |= value_equal(a, b);
+                keep |= gc_value_equal(a, b);
             if (keep)
                 json_array_append(res, a);
         }

@@ -94,24 +94,13 @@ static json_t *excluded_names(gc_ctx *c, const json_t *pn)
 
 static json_t *negate(gc_ctx *c, const json_t *nt, int depth);
 
-/* 1 if an unevaluatedProperties/Items keyword may occur anywhere in v. */
-static int mentions_unevaluated(const json_t *v, int depth)
+/* 1 if an unevaluatedProperties/Items keyword may occur anywhere in the
+ * document (looked for once per compile). */
+static int mentions_unevaluated(gc_ctx *c)
 {
-    const char *k;
-    json_t *x;
-    size_t i;
-    if (depth > 256)
-        return 1;
-    if (json_is_object(v)) {
-        json_object_foreach((json_t *)v, k, x)
-            if (!strncmp(k, "unevaluated", 11) || mentions_unevaluated(x, depth + 1))
-                return 1;
-    } else if (json_is_array(v)) {
-        json_array_foreach((json_t *)v, i, x)
-            if (mentions_unevaluated(x, depth + 1))
-                return 1;
-    }
-    return 0;
+    if (!c->root_uneval)
+        c->root_uneval = gc_has_key_prefix(c->root_schema, "unevaluated") ? 2 : 1;
+    return c->root_uneval == 2;
 }
 
 /* anyOf/allOf members negated one by one ({not: m} for the others);
@@ -153,7 +142,7 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
     if (!strcmp(only, "not")) {
         /* `not` drops the annotations of what it holds, A does not: the
          * same only where no unevaluated* keyword could see them */
-        if (mentions_unevaluated(c->root_schema, 0))
+        if (mentions_unevaluated(c))
             return NULL;
         const json_t *t = follow(c, v);
         return json_is_object(t) || json_is_boolean(t) ? json_deep_copy(t) : NULL;
@@ -164,7 +153,7 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
          * both, so fail their negation); the new keywords evaluate items
          * where `not` did not */
         if ((!json_is_object(v) && !json_is_boolean(v)) ||
-            mentions_unevaluated(c->root_schema, 0))
+            mentions_unevaluated(c))
             return NULL;
         return json_pack("{s:s,s:{s:O}}", "type", "array", only[0] == 'i' ? "contains" : "items",
                          "not", v);
@@ -191,7 +180,11 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
     size_t i;
     json_t *x;
     json_array_foreach(names, i, x)
-        json_array_append_new(alts, json_pack("{s:[O]}", "required", x));
+        if (json_array_append_new(alts, json_pack("{s:[O]}", "required", x))) {
+            json_decref(alts); /* out of memory: not a form, then */
+            alts = NULL;
+            break;
+        }
     json_decref(names);
     return json_pack("{s:s,s:o}", "type", "object", "anyOf", alts);
 }
@@ -211,15 +204,11 @@ int gc_rewrite_not_forms(gc_ctx *c, const json_t *s, json_t **out)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }
     json_object_del(r, "not");
-    json_t *all = json_object_get(r, "allOf");
-    if (json_is_array(all)) {
-        json_array_append_new(all, pos);
-    } else if (!all) {
-        json_object_set_new(r, "allOf", json_pack("[o]", pos));
-    } else {
-        json_decref(pos);
+    int added = gc_add_allof(r, pos);
+    if (added) {
         json_decref(r);
-        return SX_OK; /* an invalid allOf: the ordinary path names it */
+        /* added > 0: an invalid allOf, which the ordinary path names */
+        return added < 0 ? sx_err_set(c->err, SX_ENOMEM, "out of memory") : SX_OK;
     }
     *out = r;
     return SX_OK;

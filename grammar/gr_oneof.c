@@ -221,6 +221,15 @@ static json_t *lacks_one(const json_t *d)
     return json_pack("{s:{s:O}}", "not", "required", d);
 }
 
+/* The narrowing m (taken; NULL out of memory) for both sides: 1, or 0
+ * when out of memory. */
+static int narrow_both(json_t *xa, json_t *xb, json_t *m)
+{
+    int ok = m && !json_array_append(xa, m) && !json_array_append(xb, m);
+    json_decref(m);
+    return ok;
+}
+
 /* Closed objects (additionalProperties false, no patternProperties) whose
  * property names share nothing: only {} may match both, so both get
  * minProperties 1 -- exact where {} matches both, else it only narrows
@@ -238,8 +247,7 @@ static int closed_apart(const json_t *a, const json_t *b, json_t *xa, json_t *xb
         json_object_foreach((json_t *)pa, k, v)
             if (json_object_get(pb, k))
                 return 0;
-    json_t *m = json_pack("{s:i}", "minProperties", 1);
-    return m && !json_array_append(xa, m) && !json_array_append_new(xb, m);
+    return narrow_both(xa, xb, json_pack("{s:i}", "minProperties", 1));
 }
 
 /* Arrays whose items are disjoint: only [] may match both.  Where one
@@ -268,8 +276,7 @@ static int arrays_apart(gc_ctx *c, const json_t *a, const json_t *b, json_t *xa,
             if (gc_is_assertion(k) && !listed(empty_ok, k))
                 return 0;
     }
-    json_t *m = json_pack("{s:i}", "minItems", 1);
-    return m && !json_array_append(xa, m) && !json_array_append_new(xb, m);
+    return narrow_both(xa, xb, json_pack("{s:i}", "minItems", 1));
 }
 
 /* Objects that may match both a and b, told apart by a property both
@@ -288,8 +295,7 @@ static int narrow_by_key(gc_ctx *c, const json_t *a, const json_t *b, json_t *xa
         const json_t *vb = json_object_get(pb, k);
         if (!vb || !values_apart(c, va, vb, disjoint))
             continue;
-        json_t *r = json_pack("{s:[s]}", "required", k);
-        return r && !json_array_append(xa, r) && !json_array_append_new(xb, r);
+        return narrow_both(xa, xb, json_pack("{s:[s]}", "required", k));
     }
     return 0;
 }

@@ -109,7 +109,7 @@ int gc_more_patterns_minus(gc_ctx *c, const json_t *s, const sx_re *also_minus,
     return rc;
 }
 
-int gc_has_internal(const json_t *v, int depth)
+static int has_key_prefix(const json_t *v, const char *prefix, size_t n, int depth)
 {
     const char *k;
     json_t *x;
@@ -118,14 +118,19 @@ int gc_has_internal(const json_t *v, int depth)
         return 1;
     if (json_is_object(v)) {
         json_object_foreach((json_t *)v, k, x)
-            if (!strncmp(k, "$strux:", 7) || gc_has_internal(x, depth + 1))
+            if (!strncmp(k, prefix, n) || has_key_prefix(x, prefix, n, depth + 1))
                 return 1;
     } else if (json_is_array(v)) {
         json_array_foreach((json_t *)v, i, x)
-            if (gc_has_internal(x, depth + 1))
+            if (has_key_prefix(x, prefix, n, depth + 1))
                 return 1;
     }
     return 0;
+}
+
+int gc_has_key_prefix(const json_t *v, const char *prefix)
+{
+    return has_key_prefix(v, prefix, strlen(prefix), 0);
 }
 
 int gc_externalise(json_t *v, int depth)

@@ -668,6 +668,23 @@ static int string_not(const json_t *nt)
 
 static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth);
 
+/* *acc = *acc intersected with part, kept with the grammar (names_automaton's
+ * step for every piece it joins). */
+static int names_and(gc_ctx *c, const char *kw, sx_re **acc, const sx_re *part)
+{
+    sx_re *both;
+    sx_error e;
+    int rc = sx_re_intersect(*acc, part, NULL, &both, &e);
+    if (rc)
+        return sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e.msg);
+    if (gc_keep_re(c, both)) {
+        sx_re_free(both);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    *acc = both;
+    return SX_OK;
+}
+
 /* propertyNames as one automaton over key contents: the string keywords
  * (pattern, format, lengths, enum/const) intersected, less the names a
  * `not` of listed values leaves out. */
@@ -680,6 +697,13 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     sx_re *acc = NULL, *part = NULL;
     sx_error e;
     *out = NULL;
+    /* name schemas nest through allOf, not and $ref (a $ref back to an
+     * enclosing one would recurse without end) */
+    if (++c->depth > c->opts.max_depth) {
+        rc = sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1, "schema nesting deeper than %d at %s",
+                         c->opts.max_depth, c->ptr);
+        goto done;
+    }
     if (json_is_false(pn)) {
         rc = compile_key_regex(c, "[]", 2, SX_RE_FULL, kw, out);
         goto done;
@@ -771,20 +795,10 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i], kw, &part);
         if (rc)
             break;
-        if (!acc) {
+        if (!acc)
             acc = part;
-        } else {
-            sx_re *both;
-            if ((rc = sx_re_intersect(acc, part, NULL, &both, &e))) {
-                rc = sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e.msg);
-                break;
-            }
-            if ((rc = gc_keep_re(c, both))) {
-                sx_re_free(both);
-                break;
-            }
-            acc = both;
-        }
+        else if ((rc = names_and(c, kw, &acc, part)))
+            break;
     }
     const json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
     if (!rc && (en || cn)) {
@@ -806,9 +820,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         } else if (!acc) {
             acc = part;
         } else {
-            sx_re *both;
-            if (!(rc = sx_re_intersect(acc, part, NULL, &both, &e)) && !(rc = gc_keep_re(c, both)))
-                acc = both;
+            rc = names_and(c, kw, &acc, part);
         }
     }
     if (!rc && !acc)
@@ -847,22 +859,19 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     if (!rc && pall && !json_is_array(pall))
         rc = gc_invalid(c, "allOf", "must be an array");
     for (size_t ai = 0; !rc && ai < json_array_size(pall); ai++) {
-        sx_re *sub = NULL, *both = NULL;
-        sx_error e3;
-        if ((rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
-            break;
-        if ((rc = sx_re_intersect(acc, sub, NULL, &both, &e3))) {
-            rc = sx_err_setp(c->err, rc, c->ptr, -1, "%s at %s: %s", kw, c->ptr, e3.msg);
-            break;
-        }
-        if ((rc = gc_keep_re(c, both))) {
-            sx_re_free(both);
-            break;
-        }
-        acc = both;
+        sx_re *sub = NULL;
+        if (!(rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
+            rc = names_and(c, kw, &acc, sub);
+        if (!rc && (c->name_states += sx_re_n_states(sub) + sx_re_n_states(acc)) >
+                       GC_MAX_NAME_STATES)
+            rc = sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                             "%s at %s: the name schemas intersected in this schema need more "
+                             "than %d automaton states in all",
+                             kw, c->ptr, GC_MAX_NAME_STATES);
     }
     *out = acc;
 done:
+    c->depth--;
     gc_ptr_pop(c, old);
     return rc;
 }
@@ -1576,7 +1585,7 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
         size_t i;
         json_t *v;
         json_array_foreach((json_t *)en, i, v)
-            found |= json_equal(v, (json_t *)cn);
+            found |= gc_value_equal(v, cn);
         if (!found)
             json_array_clear(vals);
     }
@@ -1724,8 +1733,13 @@ static json_t *pattern_filter(const json_t *s, json_t *vals)
     json_t *keep = json_array(), *x;
     size_t i;
     json_array_foreach(vals, i, x)
-        if (!json_is_string(x) || sx_re_matches(re, json_string_value(x), json_string_length(x)))
-            json_array_append(keep, x);
+        if ((!json_is_string(x) ||
+             sx_re_matches(re, json_string_value(x), json_string_length(x))) &&
+            json_array_append(keep, x)) {
+            json_decref(keep); /* out of memory: unbounded, never a part */
+            keep = NULL;
+            break;
+        }
     sx_re_free(re);
     json_decref(vals);
     return keep;
@@ -1777,12 +1791,17 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
                 json_t *x, *y;
                 json_array_foreach(acc, a, x)
                     json_array_foreach(v, b, y)
-                        if (json_equal(x, y)) {
-                            json_array_append(keep, x);
+                        if (gc_value_equal(x, y)) {
+                            if (keep && json_array_append(keep, x)) {
+                                json_decref(keep);
+                                keep = NULL;
+                            }
                             break;
                         }
                 json_decref(acc);
                 json_decref(v);
+                if (!keep)
+                    return NULL; /* out of memory: unbounded, never a part */
                 v = keep;
             }
             acc = v;
@@ -1791,18 +1810,25 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
     return acc;
 }
 
-/* Two schemas whose enum/const value sets share nothing. */
-static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
+/* Two schemas whose enum/const value sets share nothing (1 and 1.0 are
+ * one value). */
+static int lists_disjoint(const json_t *va, const json_t *vb)
 {
-    json_t *va = schema_values(c, a, 0), *vb = schema_values(c, b, 0);
     int disjoint = va && vb;
     size_t i, j;
     json_t *x, *y;
     if (disjoint)
-        json_array_foreach(va, i, x)
-            json_array_foreach(vb, j, y)
-                if (json_equal(x, y))
+        json_array_foreach((json_t *)va, i, x)
+            json_array_foreach((json_t *)vb, j, y)
+                if (gc_value_equal(x, y))
                     disjoint = 0;
+    return disjoint;
+}
+
+static int values_disjoint(gc_ctx *c, const json_t *a, const json_t *b)
+{
+    json_t *va = schema_values(c, a, 0), *vb = schema_values(c, b, 0);
+    int disjoint = lists_disjoint(va, vb);
     json_decref(va);
     json_decref(vb);
     return disjoint;
@@ -1927,6 +1953,43 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
     return SX_OK;
 }
 
+/* What a failed attempt at a schema must leave as it found it: the nodes
+ * built for it are unreachable from what came before, and the compiler's
+ * state goes back to where the attempt began. */
+typedef struct gc_mark {
+    int32_t n_nodes, any_node;
+    int any_built, depth, n_forbid, pres_one;
+    gc_ref *refs;
+    const json_t *pres;
+    size_t plen;
+} gc_mark;
+
+static void mark_save(const gc_ctx *c, gc_mark *m)
+{
+    m->n_nodes = c->g->n_nodes;
+    m->any_node = c->any_node;
+    m->any_built = c->any_built;
+    m->depth = c->depth;
+    m->n_forbid = c->n_forbid;
+    m->pres_one = c->pres_one;
+    m->refs = c->refs;
+    m->pres = c->pres;
+    m->plen = strlen(c->ptr);
+}
+
+static void mark_restore(gc_ctx *c, const gc_mark *m)
+{
+    c->g->n_nodes = m->n_nodes;
+    c->any_node = m->any_node;
+    c->any_built = m->any_built;
+    c->depth = m->depth;
+    c->n_forbid = m->n_forbid;
+    c->pres_one = m->pres_one;
+    c->refs = m->refs;
+    c->pres = m->pres;
+    c->ptr[m->plen] = '\0';
+}
+
 /* oneOf whose branches may overlap, as the anyOf of "branch i and not any
  * other": disjoint by construction, and exact wherever each `not` is (the
  * negations go through the same exact paths as a written `not`).  When
@@ -1962,25 +2025,12 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
     }
     json_object_del(base, "oneOf");
     json_object_set_new(base, "anyOf", any);
-    /* what a failed attempt must leave as it found it */
-    int32_t n_nodes = c->g->n_nodes, any_node = c->any_node;
-    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
-    gc_ref *refs = c->refs;
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    size_t plen = strlen(c->ptr);
+    gc_mark mark;
+    mark_save(c, &mark);
     rc = gc_schema(c, base, node);
     json_decref(base);
     if (rc == SX_EUNSUPPORTED || rc == SX_ELIMIT) {
-        c->g->n_nodes = n_nodes;
-        c->any_node = any_node;
-        c->any_built = any_built;
-        c->depth = depth;
-        c->n_forbid = n_forbid;
-        c->refs = refs;
-        c->pres = pres;
-        c->pres_one = pres_one;
-        c->ptr[plen] = '\0';
+        mark_restore(c, &mark);
         sx_err_clear(c->err);
         return gc_unsupported(c, "oneOf", why);
     }
@@ -2071,25 +2121,12 @@ static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const
         sx_err_clear(c->err);
         return exactly_one(c, s, alts, why, node);
     }
-    /* what a failed attempt must leave as it found it */
-    int32_t n_nodes = c->g->n_nodes, any_node = c->any_node;
-    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
-    gc_ref *refs = c->refs;
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    size_t plen = strlen(c->ptr);
+    gc_mark mark;
+    mark_save(c, &mark);
     rc = gc_schema(c, split, node);
     json_decref(split);
     if (rc && rc != SX_ENOMEM) { /* the negations may still do it */
-        c->g->n_nodes = n_nodes;
-        c->any_node = any_node;
-        c->any_built = any_built;
-        c->depth = depth;
-        c->n_forbid = n_forbid;
-        c->refs = refs;
-        c->pres = pres;
-        c->pres_one = pres_one;
-        c->ptr[plen] = '\0';
+        mark_restore(c, &mark);
         sx_err_clear(c->err);
         return exactly_one(c, s, alts, why, node);
     }
@@ -2162,29 +2199,64 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         return rc;
     }
     if (!strcmp(kw, "oneOf")) {
-        /* oneOf is anyOf when no value can satisfy two branches */
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = i + 1; j < n; j++) {
-                const json_t *a = json_array_get(alts, i), *b = json_array_get(alts, j);
-                json_t *ia = NULL, *ib = NULL;
+        /* oneOf is anyOf when no value can satisfy two branches; each
+         * branch is inlined and typed once (the parent's own type keyword
+         * narrows them all), its values listed when a pair first needs
+         * them, not once per pair */
+        json_t **in = calloc(n, sizeof *in), **vals = calloc(n, sizeof *vals);
+        int *ty = calloc(n, sizeof *ty);
+        char *listed = calloc(n, 1);
+        int tp = schema_types(c, s, 0), apart = 1;
+        size_t bi = 0, bj = 0;
+        if (!in || !vals || !ty || !listed)
+            apart = -1;
+        for (size_t i = 0; i < n && apart > 0; i++) {
+            if (inline_member(c, json_array_get(alts, i), &in[i], 0)) {
+                json_decref(in[i]);
+                in[i] = NULL; /* may match anything: apart from no branch */
+            } else {
+                ty[i] = schema_types(c, in[i], 0) & tp;
+            }
+            sx_err_clear(c->err);
+        }
+        for (size_t i = 0; i < n && apart > 0; i++)
+            for (size_t j = i + 1; j < n && apart > 0; j++) {
                 int disjoint = 0;
-                if (!inline_member(c, a, &ia, 0) && !inline_member(c, b, &ib, 0))
-                {
-                    /* the parent's own type keyword narrows both branches */
-                    int tp = schema_types(c, s, 0);
-                    int ta = schema_types(c, ia, 0) & tp, tb = schema_types(c, ib, 0) & tp;
-                    disjoint = !types_overlap(ta, tb) || values_disjoint(c, ia, ib) ||
-                               keyed_disjoint(c, ia, ib, ta, tb);
+                if (in[i] && in[j]) {
+                    disjoint = !types_overlap(ty[i], ty[j]);
+                    if (!disjoint) {
+                        size_t b[2] = {i, j};
+                        for (int e = 0; e < 2; e++)
+                            if (!listed[b[e]]) {
+                                vals[b[e]] = schema_values(c, in[b[e]], 0);
+                                listed[b[e]] = 1;
+                            }
+                        disjoint = lists_disjoint(vals[i], vals[j]) ||
+                                   keyed_disjoint(c, in[i], in[j], ty[i], ty[j]);
+                    }
                 }
-                json_decref(ia);
-                json_decref(ib);
                 sx_err_clear(c->err);
                 if (!disjoint) {
-                    char why[96];
-                    snprintf(why, sizeof why, "branches %zu and %zu may both match", i, j);
-                    return split_or_negate(c, s, alts, why, node);
+                    apart = 0;
+                    bi = i;
+                    bj = j;
                 }
             }
+        for (size_t i = 0; i < n && in && vals; i++) {
+            json_decref(in[i]);
+            json_decref(vals[i]);
+        }
+        free(in);
+        free(vals);
+        free(ty);
+        free(listed);
+        if (apart < 0)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        if (!apart) {
+            char why[96];
+            snprintf(why, sizeof why, "branches %zu and %zu may both match", bi, bj);
+            return split_or_negate(c, s, alts, why, node);
+        }
     }
     json_t *base = json_deep_copy(s);
     if (!base)
@@ -2619,29 +2691,17 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
     const json_t *ref = json_object_get(s, "$ref");
     static const char *const only_ref[] = {"$ref", NULL};
     int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, only_ref));
-    /* what a failed attempt must leave as it found it */
-    int32_t n_nodes = c->g->n_nodes, any = c->any_node;
-    int any_built = c->any_built, depth = c->depth, n_forbid = c->n_forbid;
-    gc_ref *refs = c->refs;
-    const json_t *pres = c->pres;
-    size_t plen = strlen(c->ptr);
+    gc_mark mark;
+    mark_save(c, &mark);
     int rc = schema_object(c, s, plain_ref, node);
     /* what the grammar cannot express may still be a finite list of values
      * (a presence condition from anyOf/oneOf is not part of s, though) */
-    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || pres)
+    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || mark.pres)
         return rc;
     sx_error first;
     if (c->err)
         first = *c->err;
-    /* nodes built for s are unreachable from what came before */
-    c->g->n_nodes = n_nodes;
-    c->any_node = any;
-    c->any_built = any_built;
-    c->depth = depth;
-    c->n_forbid = n_forbid;
-    c->refs = refs;
-    c->pres = NULL;
-    c->ptr[plen] = '\0';
+    mark_restore(c, &mark); /* (no presence condition to restore: mark.pres is NULL) */
     json_t *texts = NULL, *vals = NULL;
     int frc = gc_finite_values(c, s, &texts, &vals);
     if (!frc && texts)

@@ -29,17 +29,6 @@ void sx_pack_bf16(const uint16_t *w, int rows, int k, int r0, int r1, uint16_t *
     }
 }
 
-void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp)
-{
-    int k2 = (k + 1) / 2, j = t / tile, u = t % tile;
-    int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
-    float *d = xp + (size_t)j * tile * 2 * k2 + 2 * u;
-    for (int kp = 0; kp < k2; kp++) {
-        d[(size_t)kp * 2 * tj] = x[2 * kp];
-        d[(size_t)kp * 2 * tj + 1] = 2 * kp + 1 < k ? x[2 * kp + 1] : 0.0f;
-    }
-}
-
 void sx_pack_x_cols(const float *x, int t, int n_tok, int k, int c0, int c1, int tile, float *xp)
 {
     int k2 = (k + 1) / 2, j = t / tile, u = t % tile;
@@ -49,4 +38,9 @@ void sx_pack_x_cols(const float *x, int t, int n_tok, int k, int c0, int c1, int
         d[(size_t)kp * 2 * tj] = x[2 * kp];
         d[(size_t)kp * 2 * tj + 1] = 2 * kp + 1 < k ? x[2 * kp + 1] : 0.0f;
     }
+}
+
+void sx_pack_x_row(const float *x, int t, int n_tok, int k, int tile, float *xp)
+{
+    sx_pack_x_cols(x, t, n_tok, k, 0, k, tile, xp);
 }

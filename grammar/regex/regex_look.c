@@ -99,6 +99,70 @@ static char *concat3(const char *a, const char *b, size_t bn, const char *c, siz
     return s;
 }
 
+/* ^(?!A1)(?=A2)...R (p[0] is '^', a lookahead opens at p[1]): ^R, then
+ * less or within ^(?:Ai) from the last lookahead to the first.  The
+ * lookaheads in a row are taken in one loop, not one recursion each: a
+ * pattern of thousands of them would overflow the stack.  One that is
+ * quantified ends the row (the rest goes to the parser, which refuses
+ * it); *handled stays 0 when the first is. */
+static int leading(const char *p, size_t len, const sx_re_limits *lim, sx_re **out,
+                   sx_error *err, int *handled)
+{
+    size_t n = 0, pos = 1, *open = NULL, *close = NULL;
+    while (pos + 3 < len && p[pos] == '(' && p[pos + 1] == '?' &&
+           (p[pos + 2] == '!' || p[pos + 2] == '=')) {
+        size_t cl = group_end(p, len, pos);
+        if (cl >= len)
+            break;
+        char q = cl + 1 < len ? p[cl + 1] : '\0';
+        if (q == '*' || q == '+' || q == '?' || q == '{')
+            break;
+        if (!open) {
+            open = malloc((len / 4 + 1) * sizeof *open); /* a lookahead takes >= 4 bytes */
+            close = malloc((len / 4 + 1) * sizeof *close);
+            *handled = 1;
+            if (!open || !close) {
+                free(open);
+                free(close);
+                return sx_err_set(err, SX_ENOMEM, "out of memory");
+            }
+        }
+        open[n] = pos;
+        close[n++] = cl;
+        pos = cl + 1;
+    }
+    if (!n)
+        return SX_OK;
+    size_t rn;
+    char *rest = concat3("^", p + pos, len - pos, "", &rn);
+    sx_re *r = NULL;
+    int rc = rest ? sx_re_compile(rest, rn, SX_RE_SEARCH, lim, &r, err)
+                  : sx_err_set(err, SX_ENOMEM, "out of memory");
+    free(rest);
+    while (!rc && n-- > 0) {
+        size_t an;
+        char *look = concat3("^(?:", p + open[n] + 3, close[n] - open[n] - 3, ")", &an);
+        sx_re *a = NULL, *both = NULL;
+        rc = look ? sx_re_compile(look, an, SX_RE_SEARCH, lim, &a, err)
+                  : sx_err_set(err, SX_ENOMEM, "out of memory");
+        if (!rc)
+            rc = p[open[n] + 2] == '!' ? sx_re_minus(r, a, lim, &both, err)
+                                       : sx_re_intersect(r, a, lim, &both, err);
+        free(look);
+        sx_re_free(a);
+        sx_re_free(r);
+        r = both;
+    }
+    free(open);
+    free(close);
+    if (rc) {
+        sx_re_free(r);
+        return rc;
+    }
+    *out = r;
+    return SX_OK;
+}
+
 int sx_rx_lookahead(const char *p, size_t len, sx_re_mode mode, const sx_re_limits *lim,
                     sx_re **out, sx_error *err, int *handled)
 {
@@ -108,36 +172,13 @@ int sx_rx_lookahead(const char *p, size_t len, sx_re_mode mode, const sx_re_limi
     if (mode != SX_RE_SEARCH || len < 5 || scan(p, len, &bar, &last_open) || bar)
         return SX_OK;
     int lead = p[0] == '^' && p[1] == '(' && p[2] == '?' && (p[3] == '!' || p[3] == '=');
-    if (lead) {
-        size_t close = group_end(p, len, 1);
-        if (close >= len)
-            return SX_OK;
-        char q = close + 1 < len ? p[close + 1] : '\0';
-        if (q == '*' || q == '+' || q == '?' || q == '{')
-            return SX_OK;
-        size_t rn, an;
-        char *rest = concat3("^", p + close + 1, len - close - 1, "", &rn);
-        char *look = concat3("^(?:", p + 4, close - 4, ")", &an);
-        sx_re *r = NULL, *a = NULL;
-        int rc = rest && look ? SX_OK : sx_err_set(err, SX_ENOMEM, "out of memory");
-        if (!rc)
-            rc = sx_re_compile(rest, rn, SX_RE_SEARCH, lim, &r, err);
-        if (!rc)
-            rc = sx_re_compile(look, an, SX_RE_SEARCH, lim, &a, err);
-        if (!rc)
-            rc = p[3] == '!' ? sx_re_minus(r, a, lim, out, err)
-                             : sx_re_intersect(r, a, lim, out, err);
-        free(rest);
-        free(look);
-        sx_re_free(r);
-        sx_re_free(a);
-        *handled = 1;
-        return rc;
-    }
+    if (lead)
+        return leading(p, len, lim, out, err, handled);
     if (last_open < len && last_open + 3 < len && p[last_open + 1] == '?' &&
         p[last_open + 2] == '=') {
         size_t n = len;
         char *x = malloc(len + 1);
+        *handled = 1;
         if (!x)
             return sx_err_set(err, SX_ENOMEM, "out of memory");
         memcpy(x, p, len);
@@ -145,7 +186,6 @@ int sx_rx_lookahead(const char *p, size_t len, sx_re_mode mode, const sx_re_limi
         x[last_open + 2] = ':'; /* (?=Y) at the end is (?:Y) */
         int rc = sx_re_compile(x, n, SX_RE_SEARCH, lim, out, err);
         free(x);
-        *handled = 1;
         return rc;
     }
     return SX_OK;

@@ -60,6 +60,9 @@ check "struxd: draft without --draft-model, unknown mode: exit 2" sh -c \
     "[ $r1 = 2 ] && [ $r2 = 2 ] && grep -q -- '--draft-model' '$T/bad1.out'"
 "$B/struxd" --help | grep -q -- "--speculate MODE" && "$B/struxd" --help | grep -q -- "--draft-k"
 check "struxd --help names --speculate and --draft-k" [ $? = 0 ]
+# a flag without a value leaves the next argument alone
+"$B/struxd" --no-batch-invariant --help | grep -q -- "--no-batch-invariant"
+check "struxd --no-batch-invariant takes no value (--help after it still answers)" [ $? = 0 ]
 
 start spec --speculate draft --draft-model "$T/draft" --draft-k 3
 SPEC=$HPORT

@@ -16,94 +16,21 @@
 
 #include "engine/cpu/engine.h"
 #include "engine/cpu/cpu_kernels.h"
+#include "tests/unit/helpers/test_model.h"
 
 enum { VOCAB = 1000, HID = 72, INTER = 136, LAYERS = 2, HEADS = 4, KV_HEADS = 2, HDIM = 40 };
 
-typedef struct tmodel {
-    sx_model         m;
-    sx_layer_weights lw[LAYERS];
-    void            *bufs[LAYERS * 11 + 4];
-    int              nbufs;
-} tmodel;
-
 static uint64_t rng;
-static double urand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static void *tm_alloc(tmodel *t, size_t bytes)
-{
-    void *p = malloc(bytes);
-    assert_non_null(p);
-    t->bufs[t->nbufs++] = p;
-    return p;
-}
-
-static const uint16_t *rand_mat(tmodel *t, int rows, int cols, double amp)
-{
-    uint16_t *w = tm_alloc(t, (size_t)rows * cols * sizeof *w);
-    for (long i = 0; i < (long)rows * cols; i++)
-        w[i] = sx_f32_to_bf16((float)(urand() * amp));
-    return w;
-}
-
-static const float *rand_norm(tmodel *t, int n)
-{
-    float *w = tm_alloc(t, (size_t)n * sizeof *w);
-    for (int i = 0; i < n; i++)
-        w[i] = (float)(1.0 + 0.3 * urand());
-    return w;
-}
+static double urand(void) { return tm_urand(&rng); }
 
 static tmodel *tm_new(uint64_t seed)
 {
-    tmodel *t = calloc(1, sizeof *t);
+    const sx_qwen3_config shape = {.vocab_rows = VOCAB, .hidden = HID, .intermediate = INTER,
+                                   .n_layers = LAYERS, .n_heads = HEADS,
+                                   .n_kv_heads = KV_HEADS, .head_dim = HDIM};
+    tmodel *t = tm_build(&shape, seed, &rng);
     assert_non_null(t);
-    rng = seed;
-    sx_qwen3_config *c = &t->m.cfg;
-    c->vocab_rows = VOCAB;
-    c->hidden = HID;
-    c->intermediate = INTER;
-    c->n_layers = LAYERS;
-    c->n_heads = HEADS;
-    c->n_kv_heads = KV_HEADS;
-    c->head_dim = HDIM;
-    c->max_pos = 4096;
-    c->tied = 1;
-    c->rms_eps = 1e-6f;
-    c->rope_theta = 10000.0;
-    /* amplitudes keep activations O(1): uniform(-a, a) has variance a^2/3 */
-    double ah = sqrt(3.0 / HID), aq = sqrt(3.0 / (HEADS * HDIM)), ai = sqrt(3.0 / INTER);
-    t->m.embed = rand_mat(t, VOCAB, HID, 1.0);
-    t->m.lm_head = t->m.embed;
-    t->m.final_norm = rand_norm(t, HID);
-    for (int l = 0; l < LAYERS; l++) {
-        sx_layer_weights *w = &t->lw[l];
-        w->wq = rand_mat(t, HEADS * HDIM, HID, ah);
-        w->wk = rand_mat(t, KV_HEADS * HDIM, HID, ah);
-        w->wv = rand_mat(t, KV_HEADS * HDIM, HID, ah);
-        w->wo = rand_mat(t, HID, HEADS * HDIM, aq);
-        w->w_gate = rand_mat(t, INTER, HID, ah);
-        w->w_up = rand_mat(t, INTER, HID, ah);
-        w->w_down = rand_mat(t, HID, INTER, ai);
-        w->attn_norm = rand_norm(t, HID);
-        w->mlp_norm = rand_norm(t, HID);
-        w->q_norm = rand_norm(t, HDIM);
-        w->k_norm = rand_norm(t, HDIM);
-    }
-    t->m.layers = t->lw;
     return t;
-}
-
-static void tm_free(tmodel *t)
-{
-    for (int i = 0; i < t->nbufs; i++)
-        free(t->bufs[i]);
-    free(t);
 }
 
 /* ---- reference: double precision, no cache ---------------------------- */

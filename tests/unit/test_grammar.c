@@ -329,6 +329,42 @@ static void forced_bytes_and_completion(void **state)
 }
 
 /* Regex mode, labels and json_object mode. */
+/* An allOf of more propertyNames than the nesting limit: merged into one
+ * flat allOf of name schemas, which compiles like any other, within a
+ * bound on the states of their automata (and a $ref that comes back to
+ * its own name schema is a limit, not a crash: tests/grammar/cases_refs.json). */
+static void many_property_names(void **state)
+{
+    (void)state;
+    json_t *all = json_array();
+    char name[16];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "k%d", i);
+        json_array_append_new(all, json_pack("{s:{s:{s:s}}}", "propertyNames", "not", "const",
+                                             name));
+    }
+    json_t *s = json_pack("{s:s,s:o}", "type", "object", "allOf", all);
+    assert_non_null(s);
+    sx_grammar *g;
+    sx_error err;
+    if (sx_gr_compile_json(V, s, NULL, &g, &err))
+        fail_msg("300 propertyNames in an allOf: %s", err.msg);
+    assert_true(accepts(g, "{\"a\":1,\"k\":2,\"k300\":3}"));
+    assert_false(accepts(g, "{\"k0\":1}"));
+    assert_false(accepts(g, "{\"a\":1,\"k299\":1}"));
+    sx_gr_free(g);
+    json_decref(s);
+    /* name schemas of growing automata: a bound on their states in all,
+     * not seconds and hundreds of megabytes */
+    all = json_array();
+    for (int i = 0; i < 1000; i++)
+        json_array_append_new(all, json_pack("{s:{s:i}}", "propertyNames", "maxLength", i + 3));
+    s = json_pack("{s:s,s:o}", "type", "object", "allOf", all);
+    assert_int_equal(sx_gr_compile_json(V, s, NULL, &g, &err), SX_ELIMIT);
+    assert_non_null(strstr(err.msg, "automaton states"));
+    json_decref(s);
+}
+
 static void other_modes(void **state)
 {
     (void)state;
@@ -393,6 +429,7 @@ int main(void)
         cmocka_unit_test(rollback_restores_state),
         cmocka_unit_test(forced_bytes_and_completion),
         cmocka_unit_test(other_modes),
+        cmocka_unit_test(many_property_names),
         cmocka_unit_test(random_walks_stay_alive),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -933,6 +933,19 @@ static void limits_fail_fast(void **state)
     sx_error e;
     assert_int_equal(sx_re_compile(deep, 4000, SX_RE_FULL, NULL, &re, &e), SX_ELIMIT);
     assert_int_equal(e.offset, 250);
+    /* thousands of leading lookaheads (the most the pattern limit admits)
+     * are set operations in a row, not a stack overflow */
+    char looks[16384];
+    size_t nl = 0;
+    looks[nl++] = '^';
+    while (nl + 4 + 1 < sizeof looks) {
+        memcpy(looks + nl, "(?!)", 4);
+        nl += 4;
+    }
+    looks[nl++] = 'b';
+    assert_int_equal(sx_re_compile(looks, nl, SX_RE_SEARCH, NULL, &re, &e), SX_OK);
+    assert_true(sx_re_is_empty(re)); /* (?!) never matches */
+    sx_re_free(re);
     /* pattern length */
     sx_re_limits lim;
     sx_re_limits_default(&lim);

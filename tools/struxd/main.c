@@ -216,6 +216,7 @@ int main(int argc, char **argv)
             takes = 0;
         } else if (!strcmp(a, "--no-batch-invariant")) {
             bvariant = 1;
+            takes = 0;
         } else if (!strcmp(a, "--kv-bf16")) {
             kvbf16 = 1;
             takes = 0;
