@@ -71,6 +71,8 @@ typedef struct gr_strx {
     int64_t len_k;
     uint8_t *unbounded;  /* per state: continuations can be arbitrarily long */
     void **plain_cache;  /* per state: mask of plain tokens that stay alive */
+    void *plain_rep;     /* per state: the state whose plain mask it shares
+                            (gr_strx_equiv.c), computed on first use */
     int all_unbounded;   /* every state has endless completions */
     int32_t max_min_cps; /* the most code points any state needs to accept */
     uint32_t *fin_count; /* key automata: accepted completions per state,
@@ -384,6 +386,10 @@ int gr_is_done(const gr_frame *f);
 /* gr_strx.c: a mask of the plain tokens that keep the string's automaton
  * alive from state st, computed on first use and shared (thread-safe). */
 const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
+/* gr_strx_equiv.c: a state whose plain mask equals st's (st itself when
+ * none is known), computed on first use and shared (thread-safe). */
+int32_t gr_strx_plain_rep(const sx_grammar *g, gr_strx *x, int32_t st);
+void gr_strx_free_rep(gr_strx *x);
 /* Some continuation of k code points from state st keeps count + k within
  * [min_len, max_len] (max -1 = unbounded)? */
 int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len, int64_t max_len);

@@ -315,6 +315,8 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
 
 const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
 {
+    /* states the plain walk cannot tell apart share one mask */
+    st = gr_strx_plain_rep(g, x, st);
     _Atomic(uint32_t *) *slot = (_Atomic(uint32_t *) *)&x->plain_cache[st];
     uint32_t *m = atomic_load_explicit(slot, memory_order_acquire);
     if (m)
@@ -356,6 +358,7 @@ void gr_strx_free_caches(sx_grammar *g)
         gr_strx *x = n->kind == GK_STRING ? n->u.str.x : n->kind == GK_OBJECT ? n->u.obj.keyx : NULL;
         if (!x || !x->plain_cache)
             continue;
+        gr_strx_free_rep(x);
         for (int32_t s = 0; s < x->n_states; s++)
             free(x->plain_cache[s]);
     }

@@ -1,0 +1,158 @@
+/* States of a string automaton that the plain-token mask cannot tell apart.
+ *
+ * gr_strx_plain_mask walks the vocabulary trie from a state and keeps a
+ * plain token when every byte of it leaves the automaton alive (a state
+ * >= 0).  Two states whose liveness agrees on every byte string up to the
+ * longest plain token therefore have the same mask, and the walk -- a
+ * third of a million trie nodes for a permissive state -- is needed once
+ * per class of such states, not once per state.  This matters for the
+ * patterns that make many states with one behaviour: an unanchored
+ * pattern (search semantics: every state is alive on every byte), a
+ * counted repetition far from its bound (`(\S+\s+){0,99}`: state k and
+ * state k+1 differ only after some 2 (99 - k) bytes), a fixed length.
+ *
+ * The classes are a bounded Moore refinement: round 0 puts all live
+ * states together; round r + 1 splits states whose successors on some
+ * byte class fall in different round-r classes (a dead successor is a
+ * class of its own).  After r rounds two states share a class exactly
+ * when their liveness agrees on all strings of at most r bytes; once a
+ * round splits nothing, no later round would.  Refinement stops at the
+ * longest plain token's byte length, or earlier when stable.  Too large
+ * an automaton gets no classes (every state its own). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_internal.h"
+#include "grammar/vocab/vocab.h"
+
+/* cells (states x byte classes) one computation may visit, over all rounds */
+#define EQUIV_BUDGET (48u << 20)
+
+static uint64_t row_hash(const int32_t *r, int32_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (int32_t i = 0; i < n; i++)
+        h = (h ^ (uint32_t)r[i]) * 1099511628211ULL;
+    return gr_mix(h);
+}
+
+/* The longest plain token in bytes: the deepest the plain walk looks. */
+static int32_t plain_depth(const sx_vocab *v)
+{
+    uint32_t d = 0;
+    for (int32_t t = 0; t < v->n_tokens; t++)
+        if (v->plain_cp[t] >= 0 && v->tok_len[t] > d)
+            d = v->tok_len[t];
+    return (int32_t)d;
+}
+
+/* One refinement round: new class ids into nc from the signatures (own
+ * class, successors' classes); returns the number of classes, or -1. */
+static int32_t refine(const gr_strx *x, const int32_t *cls, int32_t *nc, int32_t *sig,
+                      int32_t *table, uint32_t tmask)
+{
+    int32_t S = x->n_states, C = x->n_classes, w = C + 1, k = 0;
+    for (uint32_t i = 0; i <= tmask; i++)
+        table[i] = -1;
+    for (int32_t s = 0; s < S; s++) {
+        int32_t *r = sig + (size_t)s * (size_t)w;
+        r[0] = cls[s];
+        const int32_t *nx = x->next + (size_t)s * (size_t)C;
+        for (int32_t c = 0; c < C; c++)
+            r[c + 1] = nx[c] < 0 ? -1 : cls[nx[c]];
+        uint32_t h = (uint32_t)row_hash(r, w) & tmask;
+        for (;; h = (h + 1) & tmask) {
+            int32_t o = table[h];
+            if (o < 0) {
+                table[h] = s;
+                nc[s] = k++;
+                break;
+            }
+            if (!memcmp(sig + (size_t)o * (size_t)w, r, (size_t)w * sizeof *r)) {
+                nc[s] = nc[o];
+                break;
+            }
+        }
+    }
+    return k;
+}
+
+/* rep[s]: the first state of s's class; NULL when not computed. */
+static int32_t *compute(const sx_vocab *v, const gr_strx *x)
+{
+    int32_t S = x->n_states, C = x->n_classes;
+    int32_t depth = plain_depth(v);
+    if (S <= 0 || C <= 0 || (uint64_t)S * (uint64_t)(C + 1) > EQUIV_BUDGET)
+        return NULL;
+    uint32_t tsize = 1;
+    while (tsize < 2u * (uint32_t)S)
+        tsize <<= 1;
+    int32_t *cls = calloc((size_t)S, sizeof *cls), *nc = malloc((size_t)S * sizeof *nc);
+    int32_t *sig = malloc((size_t)S * (size_t)(C + 1) * sizeof *sig);
+    int32_t *table = malloc(tsize * sizeof *table), *rep = NULL;
+    int32_t k = 1, stable = 0;
+    uint64_t spent = 0;
+    if (!cls || !nc || !sig || !table)
+        goto out;
+    for (int32_t r = 0; r < depth; r++) {
+        spent += (uint64_t)S * (uint64_t)(C + 1);
+        if (spent > EQUIV_BUDGET)
+            goto out; /* stopped early the classes would be too coarse */
+        int32_t nk = refine(x, cls, nc, sig, table, tsize - 1);
+        memcpy(cls, nc, (size_t)S * sizeof *cls);
+        if (nk == k) {
+            stable = 1;
+            break;
+        }
+        k = nk;
+    }
+    (void)stable; /* stable or `depth` rounds: both exact for the plain walk */
+    if (k == S)
+        goto out; /* nothing shared */
+    rep = malloc((size_t)S * sizeof *rep);
+    if (!rep)
+        goto out;
+    /* class ids are numbered by first state, so table[c] can hold it */
+    for (int32_t s = 0; s < S; s++)
+        table[s] = -1;
+    for (int32_t s = 0; s < S; s++) {
+        if (table[cls[s]] < 0)
+            table[cls[s]] = s;
+        rep[s] = table[cls[s]];
+    }
+out:
+    free(cls);
+    free(nc);
+    free(sig);
+    free(table);
+    return rep;
+}
+
+/* A marker for "computed, nothing shared", distinct from NULL (not yet). */
+static int32_t none_shared;
+
+int32_t gr_strx_plain_rep(const sx_grammar *g, gr_strx *x, int32_t st)
+{
+    _Atomic(int32_t *) *slot = (_Atomic(int32_t *) *)&x->plain_rep;
+    int32_t *rep = atomic_load_explicit(slot, memory_order_acquire);
+    if (!rep) {
+        int32_t *mine = compute(g->vocab, x);
+        int32_t *want = mine ? mine : &none_shared, *expected = NULL;
+        if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            rep = want;
+        } else {
+            free(mine);
+            rep = expected;
+        }
+    }
+    return rep == &none_shared ? st : rep[st];
+}
+
+void gr_strx_free_rep(gr_strx *x)
+{
+    if (x->plain_rep != &none_shared)
+        free(x->plain_rep);
+    x->plain_rep = NULL;
+}
