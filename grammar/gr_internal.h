@@ -417,6 +417,15 @@ int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int 
 long gr_keyauto_new_key(const gr_strx *x, const int32_t *close, int32_t st, uint64_t h,
                         const void *seen, uint8_t *out, size_t cap, int32_t *final);
 
+/* gr_feed.c: some listed property in props[lo, hi) may still be added to
+ * the object on frame f (not seen, in order, feasible). */
+int gr_obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t hi);
+/* gr_keymask.c: ORs into mask the plain tokens (vocab.h) that an object
+ * key on frame f (phase O_KEY, no escape or character pending) may take
+ * because they continue a usable listed name of its range lo..hi. */
+int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
+                       const gr_frame *f, uint32_t *mask);
+
 /* gr_feed.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
 int gr_key_listed(const void *list, uint64_t h);
 

@@ -150,15 +150,13 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
         if (f->node < 0)
             return -1;
         const gr_node *n = &m->g->nodes[f->node];
-        if (n->kind == GK_OBJECT && f->phase == O_KEY && (f->flags & F_KGEN) &&
-            !(f->flags & F_KESC) && !f->aux) {
-            /* an additional key being typed; with a bounded key language
-             * the keys already used matter, which only the walk sees */
-            if (n->u.obj.keyx && f->ext && !n->u.obj.keyx->all_unbounded)
-                return -1;
-            /* the automaton's mask covers additional keys only: while a
-             * listed name is still possible, the walk decides */
-            if (n->u.obj.keyx && f->lo < f->hi)
+        if (n->kind == GK_OBJECT && f->phase == O_KEY && !(f->flags & F_KESC) && !f->aux) {
+            /* a key being typed: the listed names it may still become
+             * (gr_key_names_plain) and, if it may be an additional key,
+             * those; with a bounded key language the keys already used
+             * matter, which only the walk sees */
+            if ((f->flags & F_KGEN) && n->u.obj.keyx && f->ext &&
+                !n->u.obj.keyx->all_unbounded)
                 return -1;
             continue;
         } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {
@@ -188,9 +186,17 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
             pl = gr_strx_plain_mask(m->g, n->u.str.x, (int32_t)f->pos);
             if (!pl)
                 return -1;
-        } else if (n->kind == GK_OBJECT && n->u.obj.keyx) {
-            /* the key automaton decides, cached per state */
-            pl = gr_strx_plain_mask(m->g, n->u.obj.keyx, f->kst);
+        } else if (n->kind == GK_OBJECT) {
+            /* listed names by a walk along their bytes; additional keys:
+             * any plain token, or what the key automaton takes (cached
+             * per state) */
+            if (!(f->flags & F_KGEN) || n->u.obj.keyx)
+                if (gr_key_names_plain(m->g, &m->scratch, n, f, mask))
+                    return -1;
+            if (!(f->flags & F_KGEN))
+                continue;
+            pl = n->u.obj.keyx ? gr_strx_plain_mask(m->g, n->u.obj.keyx, f->kst)
+                               : v->plain_le + (size_t)v->max_plain_cp * (size_t)v->mask_words;
             if (!pl)
                 return -1;
         } else {
