@@ -1,0 +1,193 @@
+/* The mask fast paths against the reference walk (gr_fill_mask_reference)
+ * on schemas made to exercise each one:
+ *  - plain masks shared by automaton states the plain walk cannot tell
+ *    apart (gr_strx_equiv.c): unanchored patterns, counted repetitions up
+ *    to and at their bound, fixed lengths, key automata;
+ *  - listed property names while a key is typed (gr_keymask.c): with and
+ *    without additional keys, beside patternProperties/propertyNames, with
+ *    names already used, required and maxProperties.
+ * The vocabulary has multi-byte plain tokens that span names, words and
+ * word boundaries, so that one token can cross the points where states
+ * part.  Every prefix of each document is checked byte by byte, then
+ * seeded random walks through the mask. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gr_internal.h"
+#include "grammar/grammar.h"
+#include "grammar/vocab/vocab.h"
+
+static sx_vocab *V;
+
+static const char *const multi[] = {
+    "{\"", "\":", "\": ", "\",", "\", \"", "\"}", "},", "}}", "\"]", ", ", ": ", "true", "null",
+    "12", "\\n", "al", "alp", "alpha", "alpine", "alps", "ha", "ine", "pha", "be", "beta", "ta",
+    "x-", "x-a", "x-ab", "-a", "abc", "abcdef", "0123456789ab", "ab", "cd", "ef", "f0", "a ",
+    " a", "a a", "a a a", "a a a a a", "word", "word ", " word", "aaaa", "aaaaaaaa", "  ", "\"alpha",
+    "\"beta\":", "\"x-", "alpha\":", "gamma", "gam", "ma", "\xc3\xa9", "\xc3\xa9t\xc3\xa9", NULL};
+
+static int setup(void **state)
+{
+    (void)state;
+    int nm = 0;
+    while (multi[nm])
+        nm++;
+    int32_t n = 256 + nm + 1;
+    const uint8_t **bytes = calloc((size_t)n, sizeof *bytes);
+    uint32_t *lens = calloc((size_t)n, sizeof *lens);
+    uint8_t *special = calloc((size_t)n, 1), single[256];
+    for (int i = 0; i < 256; i++) {
+        single[i] = (uint8_t)i;
+        bytes[i] = &single[i];
+        lens[i] = 1;
+    }
+    for (int i = 0; i < nm; i++) {
+        bytes[256 + i] = (const uint8_t *)multi[i];
+        lens[256 + i] = (uint32_t)strlen(multi[i]);
+    }
+    bytes[n - 1] = (const uint8_t *)"<eot>";
+    lens[n - 1] = 5;
+    special[n - 1] = 1;
+    int32_t eos = n - 1;
+    int rc = sx_vocab_new(n, n + 7, bytes, lens, special, &eos, 1, &V, NULL);
+    free(bytes);
+    free(lens);
+    free(special);
+    return rc ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sx_vocab_free(V);
+    return 0;
+}
+
+typedef struct mcase {
+    const char *schema;
+    const char *docs[4]; /* documents whose every prefix is checked */
+} mcase;
+
+static const mcase cases[] = {
+    /* plain-mask sharing: search semantics (every state alive) */
+    {"{\"type\":\"string\",\"pattern\":\"[0-9a-f]+\"}", {"\"0123456789abcdef0\"", "\"zz-f\""}},
+    /* counted words: states part only near the bound, and at it */
+    {"{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,3}\\\\S+$\"}",
+     {"\"a a a a\"", "\"word word word word\"", "\"aaaaaaaa a\""}},
+    {"{\"type\":\"string\",\"pattern\":\"^[a-z]{12}$\"}", {"\"abcdefabcdef\""}},
+    {"{\"type\":\"string\",\"pattern\":\"^(ab|cd)*ef$\"}", {"\"abcdabef\""}},
+    /* listed names beside a key pattern, no other keys */
+    {"{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"},\"alps\":{},"
+     "\"alpine\":{\"type\":\"null\"},\"beta\":{}},\"patternProperties\":{\"^x-[a-z]+$\":{}},"
+     "\"additionalProperties\":false}",
+     {"{\"alpha\": 12, \"x-ab\": true, \"alps\": null}", "{\"alpine\": null, \"beta\": 1}"}},
+    /* listed names only, one required, few properties */
+    {"{\"type\":\"object\",\"properties\":{\"alpha\":{},\"alpine\":{},\"alps\":{},\"beta\":{},"
+     "\"gamma\":{}},\"required\":[\"beta\"],\"maxProperties\":3,\"additionalProperties\":false}",
+     {"{\"alpha\": 1, \"beta\": 2, \"gamma\": 3}", "{\"alpine\": 1, \"alps\": 2, \"beta\": 3}"}},
+    /* listed names with any other key */
+    {"{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"},\"alps\":{}},"
+     "\"required\":[\"alpha\"]}",
+     {"{\"alp\": 1, \"alpha\": 12, \"alpsx\": 2}"}},
+    /* propertyNames: the key automaton and listed names together */
+    {"{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z-]{2,6}$\"},"
+     "\"properties\":{\"alpha\":{},\"alpine\":{}},\"maxProperties\":4}",
+     {"{\"alpha\": 1, \"ab\": 2, \"alpine\": 3}"}},
+    /* overlapping oneOf branches: several interpretations in key names */
+    {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"}},"
+     "\"required\":[\"alpha\"]},{\"type\":\"object\",\"properties\":{\"alpine\":{}},"
+     "\"patternProperties\":{\"^al\":{\"type\":\"null\"}},\"required\":[\"alpine\"]}]}",
+     {"{\"alpha\": 12}", "{\"alpine\": 1, \"alx\": null}"}},
+    /* key pattern and names with a non-ASCII name */
+    {"{\"type\":\"object\",\"properties\":{\"\xc3\xa9t\xc3\xa9\":{},\"et\":{}},"
+     "\"patternProperties\":{\"^e\":{}},\"additionalProperties\":false}",
+     {"{\"\xc3\xa9t\xc3\xa9\": 1, \"et\": 2, \"ex\": 3}"}},
+};
+
+static int check_mask(sx_matcher *m, uint32_t *mask, uint32_t *ref, int *n_allowed)
+{
+    assert_int_equal(sx_matcher_fill_mask(m, mask), 0);
+    assert_int_equal(gr_fill_mask_reference(m, ref), 0);
+    int na = 0;
+    for (int32_t w = 0; w < V->mask_words; w++)
+        na += __builtin_popcount(ref[w]);
+    *n_allowed = na;
+    return memcmp(mask, ref, (size_t)V->mask_words * sizeof *ref) == 0;
+}
+
+static void fast_masks_equal_reference(void **state)
+{
+    (void)state;
+    uint32_t *mask = malloc((size_t)V->mask_words * sizeof *mask);
+    uint32_t *ref = malloc((size_t)V->mask_words * sizeof *ref);
+    int32_t *allowed = malloc((size_t)V->n_rows * sizeof *allowed);
+    unsigned seed = 11;
+    int checked = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        sx_grammar *g;
+        sx_error err;
+        json_error_t je;
+        json_t *s = json_loads(cases[c].schema, 0, &je);
+        assert_non_null(s);
+        if (sx_gr_compile_json(V, s, NULL, &g, &err))
+            fail_msg("case %zu: %s", c, err.msg);
+        json_decref(s);
+        /* every prefix of the documents, a byte at a time */
+        for (int d = 0; d < 4 && cases[c].docs[d]; d++) {
+            const char *doc = cases[c].docs[d];
+            sx_matcher *m;
+            assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+            for (size_t i = 0;; i++) {
+                int na;
+                if (!check_mask(m, mask, ref, &na))
+                    fail_msg("case %zu: fast mask differs after '%.*s'", c, (int)i, doc);
+                checked++;
+                if (!doc[i] || sx_matcher_accept_bytes(m, doc + i, 1, NULL))
+                    break; /* an invalid document stops at its first bad byte */
+            }
+            sx_matcher_free(m);
+        }
+        /* random walks through the mask */
+        for (int walk = 0; walk < 40; walk++) {
+            sx_matcher *m;
+            assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+            for (int step = 0; step < 60; step++) {
+                int na;
+                if (!check_mask(m, mask, ref, &na))
+                    fail_msg("case %zu: fast mask differs on walk %d step %d", c, walk, step);
+                checked++;
+                int k = 0;
+                for (int32_t t = 0; t < V->n_rows; t++)
+                    if (ref[t >> 5] >> (t & 31) & 1 && t != V->eos[0])
+                        allowed[k++] = t;
+                if (k == 0)
+                    break;
+                /* prefer multi-byte tokens: they cross state boundaries */
+                int32_t t = allowed[rand_r(&seed) % (unsigned)k];
+                if (t < 256 && rand_r(&seed) % 2)
+                    t = allowed[rand_r(&seed) % (unsigned)k];
+                assert_int_equal(sx_matcher_accept(m, t, NULL), 0);
+            }
+            sx_matcher_free(m);
+        }
+        sx_gr_free(g);
+    }
+    print_message("fast paths: %d masks equal to the reference\n", checked);
+    free(mask);
+    free(ref);
+    free(allowed);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fast_masks_equal_reference),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
