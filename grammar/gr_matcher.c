@@ -140,11 +140,20 @@ static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, 
  * object key, where any characters do), the plain tokens allowed are known
  * without a walk -- those that fit the room left, or for a patterned
  * string those that keep its automaton alive (cached per state) -- and only
- * the other tokens need the walk.  Returns 0 and ORs the plain part into
- * mask, or -1 when the fast path does not apply. */
-static int plain_part(sx_matcher *m, uint32_t *mask)
+ * the other tokens need the walk.  Returns 0, ORs the plain part into
+ * mask and sets *lp to the trie the walk needs (below), or returns -1
+ * when the fast path does not apply.
+ *
+ * Near the maximum length of a patterned string, the automaton's mask is
+ * still exact for the plain tokens short enough that the shortest way to
+ * accept fits after them: with lp_cp[k] of room to spare, those of at
+ * most lp_cp[k] code points come from the mask and the walk takes the
+ * trie of the others (lp_nodes[k]).  *lp = SX_VOCAB_N_LP: no such string,
+ * the trie of the tokens that are not plain. */
+static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
 {
     const sx_vocab *v = m->g->vocab;
+    *lp = SX_VOCAB_N_LP;
     for (int i = 0; i < m->cur.n; i++) {
         const gr_frame *f = m->cur.f[i];
         if (f->node < 0)
@@ -167,8 +176,17 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
             int64_t mn = n->u.str.min_len, mx = n->u.str.max_len;
             if (x && (mn > 0 || mx >= 0) &&
                 !((mx < 0 || f->count + v->max_plain_cp + x->max_min_cps <= mx) &&
-                  (f->count >= mn || (mx < 0 && x->all_unbounded))))
-                return -1;
+                  (f->count >= mn || (mx < 0 && x->all_unbounded)))) {
+                if (mx < 0 || f->count < mn)
+                    return -1;
+                int k = SX_VOCAB_N_LP - 1;
+                while (k >= 0 && f->count + v->lp_cp[k] + x->max_min_cps > mx)
+                    k--;
+                if (k < 0)
+                    return -1;
+                if (k < *lp)
+                    *lp = k;
+            }
             /* an item that must differ from earlier ones: exact only while
              * every state a token reaches has endless completions */
             if ((f->flags & F_UITEM) && f->up->count > 0 &&
@@ -186,6 +204,16 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
             pl = gr_strx_plain_mask(m->g, n->u.str.x, (int32_t)f->pos);
             if (!pl)
                 return -1;
+            int64_t mx = n->u.str.max_len;
+            if (*lp < SX_VOCAB_N_LP && mx >= 0 &&
+                f->count + v->max_plain_cp + n->u.str.x->max_min_cps > mx) {
+                /* near the bound: the short plain tokens only (all the
+                 * longer ones are in the walk's trie) */
+                const uint32_t *sh = v->plain_le + (size_t)v->lp_cp[*lp] * (size_t)v->mask_words;
+                for (int32_t w = 0; w < v->mask_words; w++)
+                    mask[w] |= pl[w] & sh[w];
+                continue;
+            }
         } else if (n->kind == GK_OBJECT) {
             /* listed names by a walk along their bytes; additional keys:
              * any plain token, or what the key automaton takes (cached
@@ -243,6 +271,7 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
         return SX_OK;
     gr_ctx cx = ctx_for(m, &m->scratch);
     int64_t room = fast ? free_strings(m) : -2;
+    int trie;
     if (room >= -1) {
         /* plain and other quote-free content as blocks, by the room left;
          * walk only the tokens that hold a quote (they close the string) */
@@ -253,8 +282,11 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
         for (int32_t w = 0; w < v->mask_words; w++)
             mask[w] = pl[w] | fl[w];
         walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
-    } else if (fast && plain_part(m, mask) == 0) {
-        walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
+    } else if (fast && plain_part(m, mask, &trie) == 0) {
+        if (trie < SX_VOCAB_N_LP)
+            walk(m, &cx, v->lp_nodes[trie], v->n_lp_nodes[trie], mask);
+        else
+            walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
     } else {
         memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
         walk(m, &cx, v->nodes, v->n_nodes, mask);

@@ -3,6 +3,8 @@
  *  - plain masks shared by automaton states the plain walk cannot tell
  *    apart (gr_strx_equiv.c): unanchored patterns, counted repetitions up
  *    to and at their bound, fixed lengths, key automata;
+ *  - near a patterned string's maximum length, the short plain tokens
+ *    from the automaton's mask and the others walked (lp_nodes);
  *  - listed property names while a key is typed (gr_keymask.c): with and
  *    without additional keys, beside patternProperties/propertyNames, with
  *    names already used, required and maxProperties.
@@ -82,6 +84,15 @@ static const mcase cases[] = {
      {"\"a a a a\"", "\"word word word word\"", "\"aaaaaaaa a\""}},
     {"{\"type\":\"string\",\"pattern\":\"^[a-z]{12}$\"}", {"\"abcdefabcdef\""}},
     {"{\"type\":\"string\",\"pattern\":\"^(ab|cd)*ef$\"}", {"\"abcdabef\""}},
+    /* near a maximum length: short plain tokens from the automaton's
+     * mask, the longer ones walked (lp_nodes) */
+    {"{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,5}\\\\S+$\",\"maxLength\":22}",
+     {"\"a a a a a a\"", "\"word word aaaaaaaa\"", "\"aaaaaaaaaaaaaaaaaaaaaaaa\""}},
+    {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"[0-9a-f]+\","
+     "\"minLength\":2,\"maxLength\":19}}",
+     {"[\"0123456789abcdef012\", \"abcdef\"]", "[\"x\"]"}},
+    {"{\"type\":\"string\",\"pattern\":\"^(ab|cd)*(ef)?$\",\"maxLength\":17}",
+     {"\"abcdabcdabcdabef\"", "\"abcdefabcdef\""}},
     /* listed names beside a key pattern, no other keys */
     {"{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"},\"alps\":{},"
      "\"alpine\":{\"type\":\"null\"},\"beta\":{}},\"patternProperties\":{\"^x-[a-z]+$\":{}},"
