@@ -77,6 +77,8 @@ typedef struct gr_strx {
     int32_t max_min_cps; /* the most code points any state needs to accept */
     uint32_t *fin_count; /* key automata: accepted completions per state,
                             UINT32_MAX when unbounded or too many to count */
+    uint32_t *fin_reach; /* key automata: the least fin_count of any state
+                            reachable from each state (0 = not known) */
     const char *example; /* a format's plausible value the automaton accepts, or NULL:
                             the completion from the start when it is a shortest one */
 } gr_strx;
@@ -410,6 +412,10 @@ void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_
  * h is the running hash of the key's spelling so far. */
 int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int in_escape,
                         uint64_t h, const void *seen);
+
+/* 1 if no state reachable from st can have every completion among the
+ * keys in `seen` (so gr_keyauto_all_seen is 0 all along a walk). */
+int gr_keyauto_none_all_seen(const gr_strx *x, int32_t st, const void *seen);
 
 /* A completion from state st to a key not in `seen` (escaped bytes into
  * out, *final = the state reached); its length, or -1 if none was found

@@ -251,7 +251,8 @@ int gc_key_automaton(gc_ctx *c, const sx_re *names, const sx_re *known,
     x->plain_cache = gc_alloc(c, (size_t)m.n * sizeof *x->plain_cache);
     x->unbounded = gc_alloc(c, (size_t)m.n);
     x->fin_count = gc_alloc(c, (size_t)m.n * sizeof *x->fin_count);
-    if (!x->plain_cache || !x->unbounded || !x->fin_count) {
+    x->fin_reach = gc_alloc(c, (size_t)m.n * sizeof *x->fin_reach);
+    if (!x->plain_cache || !x->unbounded || !x->fin_count || !x->fin_reach) {
         rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
         goto out;
     }
@@ -270,12 +271,53 @@ out:
 
 /* Completions per state: a state is finite when all its successors are
  * (a worklist over reverse edges); what stays infinite reaches a cycle. */
+/* fin_reach[s]: the fewest completions of any state reachable from s (s
+ * included).  Counts only fall along a transition (a successor's
+ * completions extend the state's), so over a walk from s no state has
+ * fewer; when that is more than the keys already in an object, no state
+ * a token reaches can have all its keys used (gr_keyauto_all_seen).
+ * Relaxed backwards over the reverse edges from every state; work
+ * holds n + 1 entries, queued flags. */
+static void reach_min(gr_strx *x, const int32_t *rstart, const int32_t *redge, int32_t *work,
+                      uint8_t *queued)
+{
+    int32_t n = x->n_states;
+    uint32_t *r = x->fin_reach;
+    if (!r)
+        return;
+    size_t cap = (size_t)n + 1, head = 0, count = 0;
+    for (int32_t s = 0; s < n; s++) {
+        r[s] = x->fin_count[s];
+        work[count++] = s;
+        queued[s] = 1;
+    }
+    while (count) {
+        int32_t s = work[head];
+        head = (head + 1) % cap;
+        count--;
+        queued[s] = 0;
+        for (int32_t k = rstart[s]; k < rstart[s + 1]; k++) {
+            int32_t p = redge[k];
+            if (r[s] < r[p]) {
+                r[p] = r[s];
+                if (!queued[p]) {
+                    queued[p] = 1;
+                    work[(head + count) % cap] = p;
+                    count++;
+                }
+            }
+        }
+    }
+}
+
 static void count_completions(gr_strx *x, const int32_t *close)
 {
     int32_t n = x->n_states;
     const int32_t *tab = x->next;
     if (!x->fin_count)
         return;
+    if (x->fin_reach) /* 0 = unknown until computed below */
+        memset(x->fin_reach, 0, (size_t)n * sizeof *x->fin_reach);
     uint32_t *pend = calloc((size_t)n, sizeof *pend);
     int32_t *rstart = calloc((size_t)n + 1, sizeof *rstart), *redge = NULL, *work = NULL;
     uint8_t *fin = calloc((size_t)n, 1);
@@ -332,6 +374,7 @@ static void count_completions(gr_strx *x, const int32_t *close)
         x->unbounded[s] = !fin[s];
         x->all_unbounded &= !fin[s];
     }
+    reach_min(x, rstart, redge, work, fin);
 out:
     free(pend);
     free(rstart);
@@ -344,6 +387,15 @@ typedef struct seen_hash {
     const struct seen_hash *next;
     uint64_t h;
 } seen_hash;
+
+int gr_keyauto_none_all_seen(const gr_strx *x, int32_t st, const void *seen)
+{
+    uint32_t n_seen = 0;
+    for (const seen_hash *k = seen; k; k = k->next)
+        n_seen++;
+    return x->fin_reach && x->fin_reach[st] > n_seen;
+}
+
 
 static uint64_t fnv(uint64_t h, uint8_t b)
 {

@@ -163,9 +163,11 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
             /* a key being typed: the listed names it may still become
              * (gr_key_names_plain) and, if it may be an additional key,
              * those; with a bounded key language the keys already used
-             * matter, which only the walk sees */
+             * matter, which only the walk sees -- unless every state
+             * ahead has more completions than keys were used */
             if ((f->flags & F_KGEN) && n->u.obj.keyx && f->ext &&
-                !n->u.obj.keyx->all_unbounded)
+                !n->u.obj.keyx->all_unbounded &&
+                !gr_keyauto_none_all_seen(n->u.obj.keyx, f->kst, f->ext))
                 return -1;
             continue;
         } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {

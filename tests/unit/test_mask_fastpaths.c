@@ -7,7 +7,9 @@
  *    from the automaton's mask and the others walked (lp_nodes);
  *  - listed property names while a key is typed (gr_keymask.c): with and
  *    without additional keys, beside patternProperties/propertyNames, with
- *    names already used, required and maxProperties.
+ *    names already used, required and maxProperties;
+ *  - a bounded key language with keys already used, where no state ahead
+ *    can run out of new keys (gr_keyauto_none_all_seen).
  * The vocabulary has multi-byte plain tokens that span names, words and
  * word boundaries, so that one token can cross the points where states
  * part.  Every prefix of each document is checked byte by byte, then
@@ -110,6 +112,12 @@ static const mcase cases[] = {
     {"{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z-]{2,6}$\"},"
      "\"properties\":{\"alpha\":{},\"alpine\":{}},\"maxProperties\":4}",
      {"{\"alpha\": 1, \"ab\": 2, \"alpine\": 3}"}},
+    /* a bounded key language once keys are used: where every state ahead
+     * has more completions than keys were used, the automaton's mask */
+    {"{\"type\":\"object\",\"patternProperties\":{\"^ab\":{},\"^(cd|ef|cdef)$\":{}},"
+     "\"additionalProperties\":false}",
+     {"{\"cd\": 1, \"abcd\": 2, \"ababab\": 3, \"ef\": 4, \"cdef\": 5}",
+      "{\"ab\": 1, \"abc\": 2, \"cd\": 3, \"cd\": 4}"}},
     /* overlapping oneOf branches: several interpretations in key names */
     {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"}},"
      "\"required\":[\"alpha\"]},{\"type\":\"object\",\"properties\":{\"alpine\":{}},"
