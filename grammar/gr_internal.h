@@ -431,6 +431,10 @@ int gr_obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t
  * because they continue a usable listed name of its range lo..hi. */
 int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
                        const gr_frame *f, uint32_t *mask);
+/* gr_keymask.c: ORs into mask the plain tokens equal to a prefix of the
+ * rest (from byte pos) of one of the n strings L, sorted and sharing
+ * their first pos bytes. */
+void gr_lits_plain(const sx_vocab *v, const gr_lit *L, uint32_t n, uint32_t pos, uint32_t *mask);
 
 /* gr_feed.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
 int gr_key_listed(const void *list, uint64_t h);

@@ -1,5 +1,6 @@
-/* The plain tokens that keep a listed property name alive while an object
- * key is being typed.
+/* The plain tokens that continue one of a sorted set of byte strings --
+ * listed property names while an object key is typed, literals (enum,
+ * const) inside a string literal.
  *
  * In an object key, a byte keeps the frame alive when the range of
  * listed names with the prefix typed so far still holds a usable one
@@ -9,14 +10,15 @@
  * listed name exactly when the rest of some usable name in the range
  * starts with the token's bytes.  Those tokens are found by walking the
  * vocabulary trie along the names' remaining bytes -- a few nodes per
- * name -- instead of the whole trie with the matcher fed at every node. */
+ * name -- instead of the whole trie with the matcher fed at every node.
+ * Inside a string literal the same holds for a literal set whose
+ * literals all still need their closing quote (see gr_lits_plain). */
 #include "grammar/gr_internal.h"
 #include "grammar/vocab/vocab.h"
 
 typedef struct names {
     const sx_vocab *v;
-    const gr_prop *P;
-    const uint32_t *u; /* usable names, indices into P, in key order */
+    const gr_lit *u; /* the strings, sorted, sharing their first k0 bytes */
     uint32_t *mask;
 } names;
 
@@ -26,7 +28,7 @@ static uint32_t lower(const names *s, uint32_t a, uint32_t b, uint32_t k, int c)
 {
     while (a < b) {
         uint32_t mid = a + (b - a) / 2;
-        if (s->P[s->u[mid]].key[k] < c)
+        if (s->u[mid].b[k] < c)
             a = mid + 1;
         else
             b = mid;
@@ -39,7 +41,7 @@ static void descend(const names *s, uint32_t i, uint32_t a, uint32_t b, uint32_t
 {
     const sx_vocab_node *N = s->v->nodes;
     /* names that end here go first (a prefix sorts before its extensions) */
-    while (a < b && s->P[s->u[a]].key_len == k)
+    while (a < b && s->u[a].len == k)
         a++;
     if (a == b)
         return;
@@ -55,6 +57,12 @@ static void descend(const names *s, uint32_t i, uint32_t a, uint32_t b, uint32_t
     }
 }
 
+void gr_lits_plain(const sx_vocab *v, const gr_lit *L, uint32_t n, uint32_t pos, uint32_t *mask)
+{
+    names s = {.v = v, .u = L, .mask = mask};
+    descend(&s, 0, 0, n, pos);
+}
+
 int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
                        const gr_frame *f, uint32_t *mask)
 {
@@ -62,14 +70,16 @@ int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
     if (lo >= hi)
         return SX_OK;
     gr_mark mk = gr_arena_mark(scratch);
-    uint32_t *u = gr_arena_alloc(scratch, (size_t)(hi - lo) * sizeof *u), k = 0;
+    gr_lit *u = gr_arena_alloc(scratch, (size_t)(hi - lo) * sizeof *u);
+    uint32_t k = 0;
     if (!u)
         return SX_ENOMEM;
-    for (uint32_t i = lo; i < hi; i++)
-        if (n->u.obj.props[i].key_len > f->pos && gr_obj_range_live(n, f, i, i + 1))
-            u[k++] = i;
-    names s = {.v = g->vocab, .P = n->u.obj.props, .u = u, .mask = mask};
-    descend(&s, 0, 0, k, f->pos);
+    for (uint32_t i = lo; i < hi; i++) {
+        const gr_prop *p = &n->u.obj.props[i];
+        if (p->key_len > f->pos && gr_obj_range_live(n, f, i, i + 1))
+            u[k++] = (gr_lit){p->key, p->key_len};
+    }
+    gr_lits_plain(g->vocab, u, k, f->pos, mask);
     gr_arena_reset(scratch, mk);
     return SX_OK;
 }

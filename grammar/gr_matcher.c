@@ -170,6 +170,19 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
                 !gr_keyauto_none_all_seen(n->u.obj.keyx, f->kst, f->ext))
                 return -1;
             continue;
+        } else if (n->kind == GK_LITSET) {
+            /* inside a string literal of an enum or const: the literals'
+             * rest (gr_lits_plain), while every one of them still needs
+             * its closing quote -- a complete one would hand the token on
+             * to the enclosing value -- and no item uniqueness applies */
+            const gr_lit *L = n->u.lit.lits;
+            const gr_frame *up = f->up;
+            if (f->pos == 0 || f->lo >= f->hi || L[f->lo].b[0] != '"' || L[f->lo].len == f->pos ||
+                (f->flags & F_UITEM) ||
+                (up && up->node >= 0 && m->g->nodes[up->node].kind == GK_ARRAY &&
+                 m->g->nodes[up->node].u.arr.lit_class))
+                return -1;
+            continue;
         } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {
             /* pattern and lengths together: the automaton's mask is exact
              * only while the bounds are far (any token, then the shortest
@@ -202,6 +215,10 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
         const gr_frame *f = m->cur.f[i];
         const gr_node *n = &m->g->nodes[f->node];
         const uint32_t *pl;
+        if (n->kind == GK_LITSET) {
+            gr_lits_plain(v, n->u.lit.lits + f->lo, f->hi - f->lo, f->pos, mask);
+            continue;
+        }
         if (n->kind == GK_STRING && n->u.str.x) {
             pl = gr_strx_plain_mask(m->g, n->u.str.x, (int32_t)f->pos);
             if (!pl)

@@ -9,7 +9,8 @@
  *    without additional keys, beside patternProperties/propertyNames, with
  *    names already used, required and maxProperties;
  *  - a bounded key language with keys already used, where no state ahead
- *    can run out of new keys (gr_keyauto_none_all_seen).
+ *    can run out of new keys (gr_keyauto_none_all_seen);
+ *  - inside string literals of enums and consts (gr_lits_plain).
  * The vocabulary has multi-byte plain tokens that span names, words and
  * word boundaries, so that one token can cross the points where states
  * part.  Every prefix of each document is checked byte by byte, then
@@ -118,6 +119,16 @@ static const mcase cases[] = {
      "\"additionalProperties\":false}",
      {"{\"cd\": 1, \"abcd\": 2, \"ababab\": 3, \"ef\": 4, \"cdef\": 5}",
       "{\"ab\": 1, \"abc\": 2, \"cd\": 3, \"cd\": 4}"}},
+    /* string literals (enum, const) beside a free string and a pattern:
+     * the literals' rest; a complete literal hands on to the object */
+    {"{\"type\":\"object\",\"properties\":{\"k\":{\"enum\":[\"alpha\",\"alpine\",\"alps\",\"beta\",12]},"
+     "\"j\":{\"anyOf\":[{\"enum\":[\"alpha\",\"gamma\"]},{\"type\":\"string\",\"maxLength\":7},"
+     "{\"type\":\"string\",\"pattern\":\"^al\"}]},\"c\":{\"const\":\"word word\"}}}",
+     {"{\"k\": \"alpha\", \"j\": \"alpine\", \"c\": \"word word\"}", "{\"j\": \"gamma\", \"k\": 12}",
+      "{\"j\": \"alphabetical\", \"k\": \"alps\"}"}},
+    /* literals as unique items: the walk decides */
+    {"{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[\"alpha\",\"alps\",\"beta\"]}}",
+     {"[\"alpha\", \"alps\", \"beta\"]"}},
     /* overlapping oneOf branches: several interpretations in key names */
     {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"}},"
      "\"required\":[\"alpha\"]},{\"type\":\"object\",\"properties\":{\"alpine\":{}},"
