@@ -69,6 +69,8 @@ typedef struct gr_strx {
     uint64_t *lenbits;   /* per state: continuation lengths 0..len_k, or NULL */
     uint32_t len_words;  /* words per state in lenbits */
     int64_t len_k;
+    int len_dense;       /* with lenbits: every state reaches every length from
+                            its shortest completion up to len_k */
     uint8_t *unbounded;  /* per state: continuations can be arbitrarily long */
     void **plain_cache;  /* per state: mask of plain tokens that stay alive */
     void *plain_rep;     /* per state: the state whose plain mask it shares

@@ -189,10 +189,14 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
              * way to accept, still fits); near them the walk decides */
             const gr_strx *x = n->u.str.x;
             int64_t mn = n->u.str.min_len, mx = n->u.str.max_len;
+            /* below the minimum the lengths reachable ahead matter too,
+             * unless every state reaches every length up to the maximum
+             * from its shortest completion on (len_dense) */
+            int min_far = f->count >= mn || (mx < 0 && x && x->all_unbounded) ||
+                          (mx >= 0 && x && x->lenbits && x->len_dense);
             if (x && (mn > 0 || mx >= 0) &&
-                !((mx < 0 || f->count + v->max_plain_cp + x->max_min_cps <= mx) &&
-                  (f->count >= mn || (mx < 0 && x->all_unbounded)))) {
-                if (mx < 0 || f->count < mn)
+                !((mx < 0 || f->count + v->max_plain_cp + x->max_min_cps <= mx) && min_far)) {
+                if (mx < 0 || !min_far)
                     return -1;
                 int k = SX_VOCAB_N_LP - 1;
                 while (k >= 0 && f->count + v->lp_cp[k] + x->max_min_cps > mx)

@@ -89,6 +89,21 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
     x->lenbits = L;
     x->len_words = (uint32_t)words;
     x->len_k = K;
+    /* dense: from every state, every length from its shortest completion
+     * (no more than max_min_cps) up to K -- then whether a length fits
+     * depends only on the maximum, never on the minimum */
+    x->len_dense = 1;
+    for (uint64_t st = 0; st < n && x->len_dense; st++) {
+        const uint64_t *ls = L + st * words;
+        int64_t k = 0;
+        while (k <= K && !(ls[k >> 6] >> (k & 63) & 1))
+            k++;
+        if (k > K || k > x->max_min_cps)
+            x->len_dense = 0;
+        for (; k <= K && x->len_dense; k++)
+            if (!(ls[k >> 6] >> (k & 63) & 1))
+                x->len_dense = 0;
+    }
     return SX_OK;
 }
 

@@ -4,7 +4,8 @@
  *    apart (gr_strx_equiv.c): unanchored patterns, counted repetitions up
  *    to and at their bound, fixed lengths, key automata;
  *  - near a patterned string's maximum length, the short plain tokens
- *    from the automaton's mask and the others walked (lp_nodes);
+ *    from the automaton's mask and the others walked (lp_nodes), also
+ *    below its minimum when the length sets are dense;
  *  - listed property names while a key is typed (gr_keymask.c): with and
  *    without additional keys, beside patternProperties/propertyNames, with
  *    names already used, required and maxProperties;
@@ -94,6 +95,16 @@ static const mcase cases[] = {
     {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"[0-9a-f]+\","
      "\"minLength\":2,\"maxLength\":19}}",
      {"[\"0123456789abcdef012\", \"abcdef\"]", "[\"x\"]"}},
+    /* below the minimum: dense length sets (every length from the
+     * shortest completion on) and sets with gaps */
+    {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"[0-9a-f]+\","
+     "\"minLength\":12,\"maxLength\":12}}",
+     {"[\"0123456789ab\", \"abcdefabcdef\"]"}},
+    {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^(ab|cd)*$\","
+     "\"minLength\":6,\"maxLength\":20}}",
+     {"[\"abcdabcdab\", \"abcdef\"]"}},
+    {"{\"type\":\"string\",\"pattern\":\"^((ab)*|x+)$\",\"minLength\":9,\"maxLength\":9}",
+     {"\"xxxxxxxxx\"", "\"ab\""}},
     {"{\"type\":\"string\",\"pattern\":\"^(ab|cd)*(ef)?$\",\"maxLength\":17}",
      {"\"abcdabcdabcdabef\"", "\"abcdefabcdef\""}},
     /* listed names beside a key pattern, no other keys */
