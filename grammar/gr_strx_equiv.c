@@ -27,7 +27,7 @@
 #include "grammar/vocab/vocab.h"
 
 /* cells (states x byte classes) one computation may visit, over all rounds */
-#define EQUIV_BUDGET (48u << 20)
+#define EQUIV_BUDGET (4u << 20)
 
 static uint64_t row_hash(const int32_t *r, int32_t n)
 {
@@ -47,20 +47,54 @@ static int32_t plain_depth(const sx_vocab *v)
     return (int32_t)d;
 }
 
-/* One refinement round: new class ids into nc from the signatures (own
- * class, successors' classes); returns the number of classes, or -1. */
-static int32_t refine(const gr_strx *x, const int32_t *cls, int32_t *nc, int32_t *sig,
-                      int32_t *table, uint32_t tmask)
+/* Byte classes whose columns of the table are equal move every state
+ * alike, so one of each is enough (key automata have a class per byte,
+ * and most bytes act alike).  Fills col[] with one class per distinct
+ * column; returns how many, or -1. */
+static int32_t distinct_columns(const gr_strx *x, int32_t *col)
 {
-    int32_t S = x->n_states, C = x->n_classes, w = C + 1, k = 0;
+    int32_t S = x->n_states, C = x->n_classes, k = 0;
+    uint64_t *h = malloc((size_t)C * sizeof *h);
+    if (!h)
+        return -1;
+    for (int32_t c = 0; c < C; c++) {
+        uint64_t v = 1469598103934665603ULL;
+        for (int32_t s = 0; s < S; s++)
+            v = (v ^ (uint32_t)x->next[(size_t)s * (size_t)C + (size_t)c]) * 1099511628211ULL;
+        h[c] = v;
+        int32_t j = 0;
+        for (; j < k; j++) {
+            int32_t d = col[j], s = 0;
+            if (h[d] != v)
+                continue;
+            while (s < S && x->next[(size_t)s * (size_t)C + (size_t)d] ==
+                                x->next[(size_t)s * (size_t)C + (size_t)c])
+                s++;
+            if (s == S)
+                break;
+        }
+        if (j == k)
+            col[k++] = c;
+    }
+    free(h);
+    return k;
+}
+
+/* One refinement round: new class ids into nc from the signatures (own
+ * class, successors' classes on each distinct column); returns the
+ * number of classes. */
+static int32_t refine(const gr_strx *x, const int32_t *col, int32_t ncol, const int32_t *cls,
+                      int32_t *nc, int32_t *sig, int32_t *table, uint32_t tmask)
+{
+    int32_t S = x->n_states, C = x->n_classes, w = ncol + 1, k = 0;
     for (uint32_t i = 0; i <= tmask; i++)
         table[i] = -1;
     for (int32_t s = 0; s < S; s++) {
         int32_t *r = sig + (size_t)s * (size_t)w;
         r[0] = cls[s];
         const int32_t *nx = x->next + (size_t)s * (size_t)C;
-        for (int32_t c = 0; c < C; c++)
-            r[c + 1] = nx[c] < 0 ? -1 : cls[nx[c]];
+        for (int32_t j = 0; j < ncol; j++)
+            r[j + 1] = nx[col[j]] < 0 ? -1 : cls[nx[col[j]]];
         uint32_t h = (uint32_t)row_hash(r, w) & tmask;
         for (;; h = (h + 1) & tmask) {
             int32_t o = table[h];
@@ -83,23 +117,24 @@ static int32_t *compute(const sx_vocab *v, const gr_strx *x)
 {
     int32_t S = x->n_states, C = x->n_classes;
     int32_t depth = plain_depth(v);
-    if (S <= 0 || C <= 0 || (uint64_t)S * (uint64_t)(C + 1) > EQUIV_BUDGET)
+    if (S <= 0 || C <= 0 || (uint64_t)S * (uint64_t)C > EQUIV_BUDGET)
         return NULL;
     uint32_t tsize = 1;
     while (tsize < 2u * (uint32_t)S)
         tsize <<= 1;
+    int32_t *col = malloc((size_t)C * sizeof *col), ncol = col ? distinct_columns(x, col) : -1;
     int32_t *cls = calloc((size_t)S, sizeof *cls), *nc = malloc((size_t)S * sizeof *nc);
-    int32_t *sig = malloc((size_t)S * (size_t)(C + 1) * sizeof *sig);
+    int32_t *sig = ncol >= 0 ? malloc((size_t)S * (size_t)(ncol + 1) * sizeof *sig) : NULL;
     int32_t *table = malloc(tsize * sizeof *table), *rep = NULL;
     int32_t k = 1, stable = 0;
-    uint64_t spent = 0;
+    uint64_t spent = (uint64_t)S * (uint64_t)C;
     if (!cls || !nc || !sig || !table)
         goto out;
     for (int32_t r = 0; r < depth; r++) {
-        spent += (uint64_t)S * (uint64_t)(C + 1);
+        spent += (uint64_t)S * (uint64_t)(ncol + 1);
         if (spent > EQUIV_BUDGET)
             goto out; /* stopped early the classes would be too coarse */
-        int32_t nk = refine(x, cls, nc, sig, table, tsize - 1);
+        int32_t nk = refine(x, col, ncol, cls, nc, sig, table, tsize - 1);
         memcpy(cls, nc, (size_t)S * sizeof *cls);
         if (nk == k) {
             stable = 1;
@@ -122,6 +157,7 @@ static int32_t *compute(const sx_vocab *v, const gr_strx *x)
         rep[s] = table[cls[s]];
     }
 out:
+    free(col);
     free(cls);
     free(nc);
     free(sig);
