@@ -77,6 +77,8 @@ typedef struct gr_strx {
                             (gr_strx_equiv.c), computed on first use */
     int all_unbounded;   /* every state has endless completions */
     int32_t max_min_cps; /* the most code points any state needs to accept */
+    int32_t *mu;         /* per state: the most code points any state reachable
+                            from it needs to accept (NULL: use max_min_cps) */
     uint32_t *fin_count; /* key automata: accepted completions per state,
                             UINT32_MAX when unbounded or too many to count */
     uint32_t *fin_reach; /* key automata: the least fin_count of any state

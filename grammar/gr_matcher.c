@@ -194,16 +194,20 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
              * from its shortest completion on (len_dense) */
             int min_far = f->count >= mn || (mx < 0 && x && x->all_unbounded) ||
                           (mx >= 0 && x && x->lenbits && x->len_dense);
+            /* the shortest completion of any state a token reaches */
+            int32_t mu = x ? (x->mu ? x->mu[f->pos] : x->max_min_cps) : 0;
             if (x && (mn > 0 || mx >= 0) &&
-                !((mx < 0 || f->count + v->max_plain_cp + x->max_min_cps <= mx) && min_far)) {
+                !((mx < 0 || f->count + v->max_plain_cp + mu <= mx) && min_far)) {
                 if (mx < 0 || !min_far)
                     return -1;
+                /* room to spare after a token of lp_cp[k]; none needed when
+                 * every state ahead accepts (mu 0): the room decides */
                 int k = SX_VOCAB_N_LP - 1;
-                while (k >= 0 && f->count + v->lp_cp[k] + x->max_min_cps > mx)
+                while (mu > 0 && k >= 0 && f->count + v->lp_cp[k] + mu > mx)
                     k--;
                 if (k < 0)
                     return -1;
-                if (k < *lp)
+                if (mu > 0 && k < *lp)
                     *lp = k;
             }
             /* an item that must differ from earlier ones: exact only while
@@ -227,12 +231,16 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
             pl = gr_strx_plain_mask(m->g, n->u.str.x, (int32_t)f->pos);
             if (!pl)
                 return -1;
+            const gr_strx *x = n->u.str.x;
             int64_t mx = n->u.str.max_len;
-            if (*lp < SX_VOCAB_N_LP && mx >= 0 &&
-                f->count + v->max_plain_cp + n->u.str.x->max_min_cps > mx) {
-                /* near the bound: the short plain tokens only (all the
-                 * longer ones are in the walk's trie) */
-                const uint32_t *sh = v->plain_le + (size_t)v->lp_cp[*lp] * (size_t)v->mask_words;
+            int64_t mu = x->mu ? x->mu[f->pos] : x->max_min_cps;
+            if (mx >= 0 && f->count + v->max_plain_cp + mu > mx) {
+                /* near the bound: the plain tokens short enough (the
+                 * longer ones are in the walk's trie, or do not fit) */
+                int64_t L = mx - f->count - mu;
+                if (*lp < SX_VOCAB_N_LP && v->lp_cp[*lp] < L)
+                    L = v->lp_cp[*lp];
+                const uint32_t *sh = v->plain_le + (size_t)L * (size_t)v->mask_words;
                 for (int32_t w = 0; w < v->mask_words; w++)
                     mask[w] |= pl[w] & sh[w];
                 continue;

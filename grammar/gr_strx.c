@@ -251,6 +251,31 @@ int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char 
     return wrap_automaton(c, re, min_len, max_len, example, out);
 }
 
+/* mu[s] from the shortest completion of each state to the most that any
+ * state reachable from s needs (s included): a relaxation, deepest
+ * states first.  Returns 1, or 0 when the table is too large or does not
+ * settle (the caller then uses max_min_cps, which bounds every mu). */
+static int ahead_min_cps(const gr_strx *x, int32_t *mu)
+{
+    int32_t n = x->n_states, C = x->n_classes;
+    if ((uint64_t)n * (uint64_t)C > (1u << 21))
+        return 0;
+    for (int pass = 0; pass < 64; pass++) {
+        int changed = 0;
+        for (int32_t s = n - 1; s >= 0; s--)
+            for (int32_t cl = 0; cl < C; cl++) {
+                int32_t t = x->next[(size_t)s * (size_t)C + (size_t)cl];
+                if (t >= 0 && mu[t] > mu[s]) {
+                    mu[s] = mu[t];
+                    changed = 1;
+                }
+            }
+        if (!changed)
+            return 1;
+    }
+    return 0;
+}
+
 static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len,
                           const char *example, gr_strx **out)
 {
@@ -277,13 +302,18 @@ static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len
         if (!x->plain_cache || !x->unbounded)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         x->all_unbounded = 1;
+        int32_t *mu = gc_alloc(c, (size_t)t.n_states * sizeof *mu);
         for (int32_t s = 0; s < t.n_states; s++) {
             x->unbounded[s] = sx_re_is_unbounded(re, s) == 1;
             x->all_unbounded &= x->unbounded[s];
             int32_t mc = sx_re_min_cps(re, s);
             if (mc > x->max_min_cps)
                 x->max_min_cps = mc;
+            if (mu)
+                mu[s] = mc;
         }
+        if (mu && ahead_min_cps(x, mu))
+            x->mu = mu;
     }
     x->class_starts_cp = t.class_starts_cp;
     /* kept only when everything else on the string (pattern, not, enum
