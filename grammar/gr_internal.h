@@ -83,6 +83,8 @@ typedef struct gr_strx {
                             UINT32_MAX when unbounded or too many to count */
     uint32_t *fin_reach; /* key automata: the least fin_count of any state
                             reachable from each state (0 = not known) */
+    void *fin_near;      /* the same within the longest plain token's bytes,
+                            computed on first use (gr_keyauto.c) */
     const char *example; /* a format's plausible value the automaton accepts, or NULL:
                             the completion from the start when it is a shortest one */
 } gr_strx;
@@ -396,6 +398,12 @@ const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
  * none is known), computed on first use and shared (thread-safe). */
 int32_t gr_strx_plain_rep(const sx_grammar *g, gr_strx *x, int32_t st);
 void gr_strx_free_rep(gr_strx *x);
+/* gr_strx_equiv.c: one byte class per distinct column of the table into
+ * col (n_classes entries); how many, or -1 when out of memory. */
+int32_t gr_strx_columns(const gr_strx *x, int32_t *col);
+/* gr_strx_equiv.c: the longest plain token in bytes (the deepest a walk
+ * over plain tokens goes). */
+int32_t gr_vocab_plain_depth(const sx_vocab *v);
 /* Some continuation of k code points from state st keeps count + k within
  * [min_len, max_len] (max -1 = unbounded)? */
 int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len, int64_t max_len);
@@ -417,9 +425,11 @@ void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_
 int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int in_escape,
                         uint64_t h, const void *seen);
 
-/* 1 if no state reachable from st can have every completion among the
- * keys in `seen` (so gr_keyauto_all_seen is 0 all along a walk). */
-int gr_keyauto_none_all_seen(const gr_strx *x, int32_t st, const void *seen);
+/* 1 if no state that a plain token reaches from st can have every
+ * completion among the keys in `seen` (so gr_keyauto_all_seen is 0 all
+ * along the token). */
+int gr_keyauto_none_all_seen(const sx_grammar *g, gr_strx *x, int32_t st, const void *seen);
+void gr_keyauto_free_near(gr_strx *x);
 
 /* A completion from state st to a key not in `seen` (escaped bytes into
  * out, *final = the state reached); its length, or -1 if none was found

@@ -167,7 +167,7 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
              * ahead has more completions than keys were used */
             if ((f->flags & F_KGEN) && n->u.obj.keyx && f->ext &&
                 !n->u.obj.keyx->all_unbounded &&
-                !gr_keyauto_none_all_seen(n->u.obj.keyx, f->kst, f->ext))
+                !gr_keyauto_none_all_seen(m->g, n->u.obj.keyx, f->kst, f->ext))
                 return -1;
             continue;
         } else if (n->kind == GK_LITSET) {

@@ -404,6 +404,7 @@ void gr_strx_free_caches(sx_grammar *g)
         if (!x || !x->plain_cache)
             continue;
         gr_strx_free_rep(x);
+        gr_keyauto_free_near(x);
         for (int32_t s = 0; s < x->n_states; s++)
             free(x->plain_cache[s]);
     }

@@ -37,8 +37,7 @@ static uint64_t row_hash(const int32_t *r, int32_t n)
     return gr_mix(h);
 }
 
-/* The longest plain token in bytes: the deepest the plain walk looks. */
-static int32_t plain_depth(const sx_vocab *v)
+int32_t gr_vocab_plain_depth(const sx_vocab *v)
 {
     uint32_t d = 0;
     for (int32_t t = 0; t < v->n_tokens; t++)
@@ -51,7 +50,7 @@ static int32_t plain_depth(const sx_vocab *v)
  * alike, so one of each is enough (key automata have a class per byte,
  * and most bytes act alike).  Fills col[] with one class per distinct
  * column; returns how many, or -1. */
-static int32_t distinct_columns(const gr_strx *x, int32_t *col)
+int32_t gr_strx_columns(const gr_strx *x, int32_t *col)
 {
     int32_t S = x->n_states, C = x->n_classes, k = 0;
     uint64_t *h = malloc((size_t)C * sizeof *h);
@@ -116,13 +115,13 @@ static int32_t refine(const gr_strx *x, const int32_t *col, int32_t ncol, const 
 static int32_t *compute(const sx_vocab *v, const gr_strx *x)
 {
     int32_t S = x->n_states, C = x->n_classes;
-    int32_t depth = plain_depth(v);
+    int32_t depth = gr_vocab_plain_depth(v);
     if (S <= 0 || C <= 0 || (uint64_t)S * (uint64_t)C > EQUIV_BUDGET)
         return NULL;
     uint32_t tsize = 1;
     while (tsize < 2u * (uint32_t)S)
         tsize <<= 1;
-    int32_t *col = malloc((size_t)C * sizeof *col), ncol = col ? distinct_columns(x, col) : -1;
+    int32_t *col = malloc((size_t)C * sizeof *col), ncol = col ? gr_strx_columns(x, col) : -1;
     int32_t *cls = calloc((size_t)S, sizeof *cls), *nc = malloc((size_t)S * sizeof *nc);
     int32_t *sig = ncol >= 0 ? malloc((size_t)S * (size_t)(ncol + 1) * sizeof *sig) : NULL;
     int32_t *table = malloc(tsize * sizeof *table), *rep = NULL;

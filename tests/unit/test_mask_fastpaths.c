@@ -10,7 +10,7 @@
  *    without additional keys, beside patternProperties/propertyNames, with
  *    names already used, required and maxProperties;
  *  - a bounded key language with keys already used, where no state ahead
- *    can run out of new keys (gr_keyauto_none_all_seen);
+ *    can run out of new keys within a token (gr_keyauto_none_all_seen);
  *  - inside string literals of enums and consts (gr_lits_plain).
  * The vocabulary has multi-byte plain tokens that span names, words and
  * word boundaries, so that one token can cross the points where states
@@ -140,6 +140,11 @@ static const mcase cases[] = {
     /* literals as unique items: the walk decides */
     {"{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[\"alpha\",\"alps\",\"beta\"]}}",
      {"[\"alpha\", \"alps\", \"beta\"]"}},
+    /* a long bounded key: only its last states can run out of new keys
+     * within a token's length (fin_near) */
+    {"{\"type\":\"object\",\"patternProperties\":{\"^[a-z]{1,30}$\":{}},"
+     "\"additionalProperties\":false}",
+     {"{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": 1, \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": 2}", "{\"ab\": 1, \"abc\": 2, \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": 3}"}},
     /* overlapping oneOf branches: several interpretations in key names */
     {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"}},"
      "\"required\":[\"alpha\"]},{\"type\":\"object\",\"properties\":{\"alpine\":{}},"
