@@ -394,9 +394,18 @@ int gr_is_done(const gr_frame *f);
 /* gr_strx.c: a mask of the plain tokens that keep the string's automaton
  * alive from state st, computed on first use and shared (thread-safe). */
 const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
-/* gr_strx_equiv.c: a state whose plain mask equals st's (st itself when
- * none is known), computed on first use and shared (thread-safe). */
-int32_t gr_strx_plain_rep(const sx_grammar *g, gr_strx *x, int32_t st);
+/* gr_strx_equiv.c: classes of states whose plain masks agree -- rep[s]
+ * on all plain tokens (NULL: none known), rep_short[s] on those of at
+ * most SX_VOCAB_SHORT bytes (NULL: no coarser than rep), with the short
+ * tokens' masks cached per rep_short state.  Computed on first use and
+ * shared (thread-safe); NULL when nothing is shared. */
+typedef struct gr_equiv {
+    int32_t *rep;
+    int32_t *rep_short;
+    void **short_cache;
+} gr_equiv;
+const gr_equiv *gr_strx_equiv(const sx_grammar *g, gr_strx *x);
+void gr_equiv_free(gr_equiv *e, int32_t n_states);
 void gr_strx_free_rep(gr_strx *x);
 /* gr_strx_equiv.c: one byte class per distinct column of the table into
  * col (n_classes entries); how many, or -1 when out of memory. */

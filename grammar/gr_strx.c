@@ -358,25 +358,16 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
     return 0;
 }
 
-const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
+/* Marks into m the plain tokens of trie N (n nodes) that keep the
+ * automaton alive from st, going no deeper than max_depth bytes. */
+static void plain_walk(const sx_vocab *v, const gr_strx *x, const sx_vocab_node *N, uint32_t n,
+                       int32_t st, int max_depth, uint32_t *m)
 {
-    /* states the plain walk cannot tell apart share one mask */
-    st = gr_strx_plain_rep(g, x, st);
-    _Atomic(uint32_t *) *slot = (_Atomic(uint32_t *) *)&x->plain_cache[st];
-    uint32_t *m = atomic_load_explicit(slot, memory_order_acquire);
-    if (m)
-        return m;
-    const sx_vocab *v = g->vocab;
-    m = calloc((size_t)v->mask_words, sizeof *m);
-    if (!m)
-        return NULL;
-    /* walk the whole trie with the automaton alone: cheap table steps */
     int32_t stack[257];
     stack[0] = st;
-    const sx_vocab_node *N = v->nodes;
-    for (uint32_t i = 1; i < v->n_nodes;) {
+    for (uint32_t i = 1; i < n;) {
         int d = N[i].depth;
-        int32_t s = gr_strx_step(x, stack[d - 1], N[i].byte);
+        int32_t s = d > max_depth ? -1 : gr_strx_step(x, stack[d - 1], N[i].byte);
         if (s < 0) {
             i = N[i].next;
             continue;
@@ -387,6 +378,12 @@ const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
             m[t >> 5] |= 1u << (t & 31);
         i++;
     }
+}
+
+/* Publishes a mask computed for a cache slot; the first one wins. */
+static uint32_t *publish(void **cell, uint32_t *m)
+{
+    _Atomic(uint32_t *) *slot = (_Atomic(uint32_t *) *)cell;
     uint32_t *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(slot, &expected, m, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -394,6 +391,48 @@ const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
         return expected;
     }
     return m;
+}
+
+static uint32_t *cached(void **cell)
+{
+    return atomic_load_explicit((_Atomic(uint32_t *) *)cell, memory_order_acquire);
+}
+
+const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
+{
+    /* states the plain walk cannot tell apart share one mask */
+    const gr_equiv *e = gr_strx_equiv(g, x);
+    if (e && e->rep)
+        st = e->rep[st];
+    uint32_t *m = cached(&x->plain_cache[st]);
+    if (m)
+        return m;
+    const sx_vocab *v = g->vocab;
+    m = malloc((size_t)v->mask_words * sizeof *m);
+    if (!m)
+        return NULL;
+    if (e && e->rep_short) {
+        /* the short tokens' part, shared by the states alike to their
+         * depth, then the few long tokens from this state */
+        int32_t q = e->rep_short[st];
+        const uint32_t *sh = cached(&e->short_cache[q]);
+        if (!sh) {
+            uint32_t *t = calloc((size_t)v->mask_words, sizeof *t);
+            if (!t) {
+                free(m);
+                return NULL;
+            }
+            plain_walk(v, x, v->nodes, v->n_nodes, q, SX_VOCAB_SHORT, t);
+            sh = publish(&e->short_cache[q], t);
+        }
+        memcpy(m, sh, (size_t)v->mask_words * sizeof *m);
+        plain_walk(v, x, v->long_nodes, v->n_long_nodes, st, 256, m);
+    } else {
+        /* walk the whole trie with the automaton alone: cheap table steps */
+        memset(m, 0, (size_t)v->mask_words * sizeof *m);
+        plain_walk(v, x, v->nodes, v->n_nodes, st, 256, m);
+    }
+    return publish(&x->plain_cache[st], m);
 }
 
 void gr_strx_free_caches(sx_grammar *g)

@@ -111,8 +111,26 @@ static int32_t refine(const gr_strx *x, const int32_t *col, int32_t ncol, const 
     return k;
 }
 
-/* rep[s]: the first state of s's class; NULL when not computed. */
-static int32_t *compute(const sx_vocab *v, const gr_strx *x)
+/* The first state of each class, from class ids numbered by first state
+ * (table has room for S entries). */
+static int32_t *reps(const int32_t *cls, int32_t S, int32_t *table)
+{
+    int32_t *rep = malloc((size_t)S * sizeof *rep);
+    if (!rep)
+        return NULL;
+    for (int32_t s = 0; s < S; s++)
+        table[s] = -1;
+    for (int32_t s = 0; s < S; s++) {
+        if (table[cls[s]] < 0)
+            table[cls[s]] = s;
+        rep[s] = table[cls[s]];
+    }
+    return rep;
+}
+
+/* The classes to the longest plain token's depth, and to SX_VOCAB_SHORT
+ * bytes when they are coarser there; NULL when nothing is shared. */
+static gr_equiv *compute(const sx_vocab *v, const gr_strx *x)
 {
     int32_t S = x->n_states, C = x->n_classes;
     int32_t depth = gr_vocab_plain_depth(v);
@@ -124,70 +142,98 @@ static int32_t *compute(const sx_vocab *v, const gr_strx *x)
     int32_t *col = malloc((size_t)C * sizeof *col), ncol = col ? gr_strx_columns(x, col) : -1;
     int32_t *cls = calloc((size_t)S, sizeof *cls), *nc = malloc((size_t)S * sizeof *nc);
     int32_t *sig = ncol >= 0 ? malloc((size_t)S * (size_t)(ncol + 1) * sizeof *sig) : NULL;
-    int32_t *table = malloc(tsize * sizeof *table), *rep = NULL;
-    int32_t k = 1, stable = 0;
+    int32_t *table = malloc(tsize * sizeof *table);
+    int32_t k = 1, k_short = -1, full = 0;
+    int32_t *rep = NULL, *rep_short = NULL;
+    gr_equiv *e = NULL;
     uint64_t spent = (uint64_t)S * (uint64_t)C;
     if (!cls || !nc || !sig || !table)
         goto out;
     for (int32_t r = 0; r < depth; r++) {
+        if (r == SX_VOCAB_SHORT && depth > SX_VOCAB_SHORT && k < S) {
+            /* the classes for the short tokens: states alike to this depth */
+            if (!(rep_short = reps(cls, S, table)))
+                goto out;
+            k_short = k;
+        }
         spent += (uint64_t)S * (uint64_t)(ncol + 1);
         if (spent > EQUIV_BUDGET)
-            goto out; /* stopped early the classes would be too coarse */
+            break; /* stopped early these classes would be too coarse */
         int32_t nk = refine(x, col, ncol, cls, nc, sig, table, tsize - 1);
         memcpy(cls, nc, (size_t)S * sizeof *cls);
         if (nk == k) {
-            stable = 1;
+            full = 1; /* stable: exact to any depth */
             break;
         }
         k = nk;
+        if (r + 1 == depth)
+            full = 1; /* `depth` rounds: exact for the plain walk */
     }
-    (void)stable; /* stable or `depth` rounds: both exact for the plain walk */
-    if (k == S)
-        goto out; /* nothing shared */
-    rep = malloc((size_t)S * sizeof *rep);
-    if (!rep)
+    if (full && k < S && !(rep = reps(cls, S, table)))
         goto out;
-    /* class ids are numbered by first state, so table[c] can hold it */
-    for (int32_t s = 0; s < S; s++)
-        table[s] = -1;
-    for (int32_t s = 0; s < S; s++) {
-        if (table[cls[s]] < 0)
-            table[cls[s]] = s;
-        rep[s] = table[cls[s]];
+    if (rep_short && rep && k_short == k) {
+        free(rep_short); /* no coarser at the short depth */
+        rep_short = NULL;
+    }
+    if (!rep && !rep_short)
+        goto out;
+    e = calloc(1, sizeof *e);
+    if (e && rep_short && !(e->short_cache = calloc((size_t)S, sizeof *e->short_cache))) {
+        free(e);
+        e = NULL;
+    }
+    if (e) {
+        e->rep = rep;
+        e->rep_short = rep_short;
+        rep = rep_short = NULL;
     }
 out:
+    free(rep);
+    free(rep_short);
     free(col);
     free(cls);
     free(nc);
     free(sig);
     free(table);
-    return rep;
+    return e;
 }
 
 /* A marker for "computed, nothing shared", distinct from NULL (not yet). */
-static int32_t none_shared;
+static gr_equiv none_shared;
 
-int32_t gr_strx_plain_rep(const sx_grammar *g, gr_strx *x, int32_t st)
+const gr_equiv *gr_strx_equiv(const sx_grammar *g, gr_strx *x)
 {
-    _Atomic(int32_t *) *slot = (_Atomic(int32_t *) *)&x->plain_rep;
-    int32_t *rep = atomic_load_explicit(slot, memory_order_acquire);
-    if (!rep) {
-        int32_t *mine = compute(g->vocab, x);
-        int32_t *want = mine ? mine : &none_shared, *expected = NULL;
+    _Atomic(gr_equiv *) *slot = (_Atomic(gr_equiv *) *)&x->plain_rep;
+    gr_equiv *e = atomic_load_explicit(slot, memory_order_acquire);
+    if (!e) {
+        gr_equiv *mine = compute(g->vocab, x);
+        gr_equiv *want = mine ? mine : &none_shared, *expected = NULL;
         if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_acq_rel,
                                                     memory_order_acquire)) {
-            rep = want;
+            e = want;
         } else {
-            free(mine);
-            rep = expected;
+            gr_equiv_free(mine, x->n_states);
+            e = expected;
         }
     }
-    return rep == &none_shared ? st : rep[st];
+    return e == &none_shared ? NULL : e;
+}
+
+void gr_equiv_free(gr_equiv *e, int32_t n_states)
+{
+    if (!e || e == &none_shared)
+        return;
+    if (e->short_cache)
+        for (int32_t s = 0; s < n_states; s++)
+            free(e->short_cache[s]);
+    free(e->short_cache);
+    free(e->rep);
+    free(e->rep_short);
+    free(e);
 }
 
 void gr_strx_free_rep(gr_strx *x)
 {
-    if (x->plain_rep != &none_shared)
-        free(x->plain_rep);
+    gr_equiv_free(x->plain_rep, x->n_states);
     x->plain_rep = NULL;
 }

@@ -254,6 +254,13 @@ static int build_long(sx_vocab *v, const vocab_key *order, int32_t n_order)
         v->lp_cp[k] = cps[k];
         rc = build_trie(keep, m, &v->lp_nodes[k], &v->n_lp_nodes[k]);
     }
+    if (!rc) {
+        int32_t m = 0;
+        for (int32_t i = 0; i < n_order; i++)
+            if (order[i].len > SX_VOCAB_SHORT && plain_cp(order[i].b, order[i].len) >= 0)
+                keep[m++] = order[i];
+        rc = build_trie(keep, m, &v->long_nodes, &v->n_long_nodes);
+    }
     free(keep);
     return rc;
 }
@@ -375,6 +382,7 @@ void sx_vocab_free(sx_vocab *v)
         return;
     free(v->nodes);
     free(v->np_nodes);
+    free(v->long_nodes);
     for (int k = 0; k < SX_VOCAB_N_LP; k++)
         free(v->lp_nodes[k]);
     free(v->q_nodes);

@@ -27,6 +27,7 @@ typedef struct sx_vocab_node {
 } sx_vocab_node;
 
 #define SX_VOCAB_N_LP 3
+#define SX_VOCAB_SHORT 16
 
 typedef struct sx_vocab {
     int32_t n_tokens;      /* ids the tokenizer knows (151669 for Qwen3) */
@@ -57,6 +58,11 @@ typedef struct sx_vocab {
      * only for the plain tokens of a few code points: lp_nodes[k] holds
      * the tokens that are not plain or are plain with more than lp_cp[k]
      * code points (lp_cp ascending), the rest of the walk there. */
+    /* The plain tokens longer than SX_VOCAB_SHORT bytes, as a trie: a
+     * string automaton's plain mask is the short tokens' part (shared by
+     * states alike to that depth) plus a walk of this small trie. */
+    sx_vocab_node *long_nodes;
+    uint32_t n_long_nodes;
     sx_vocab_node *lp_nodes[SX_VOCAB_N_LP];
     uint32_t n_lp_nodes[SX_VOCAB_N_LP];
     int32_t lp_cp[SX_VOCAB_N_LP];

@@ -2,7 +2,8 @@
  * on schemas made to exercise each one:
  *  - plain masks shared by automaton states the plain walk cannot tell
  *    apart (gr_strx_equiv.c): unanchored patterns, counted repetitions up
- *    to and at their bound, fixed lengths, key automata;
+ *    to and at their bound, fixed lengths, key automata; the short
+ *    tokens' part shared at their depth, the long tokens walked;
  *  - near a patterned string's maximum length, the short plain tokens
  *    from the automaton's mask and the others walked (lp_nodes), also
  *    below its minimum when the length sets are dense;
@@ -36,7 +37,10 @@ static const char *const multi[] = {
     "12", "\\n", "al", "alp", "alpha", "alpine", "alps", "ha", "ine", "pha", "be", "beta", "ta",
     "x-", "x-a", "x-ab", "-a", "abc", "abcdef", "0123456789ab", "ab", "cd", "ef", "f0", "a ",
     " a", "a a", "a a a", "a a a a a", "word", "word ", " word", "aaaa", "aaaaaaaa", "  ", "\"alpha",
-    "\"beta\":", "\"x-", "alpha\":", "gamma", "gam", "ma", "\xc3\xa9", "\xc3\xa9t\xc3\xa9", NULL};
+    "\"beta\":", "\"x-", "alpha\":", "gamma", "gam", "ma", "\xc3\xa9", "\xc3\xa9t\xc3\xa9",
+    /* longer than SX_VOCAB_SHORT bytes: the long tokens' walk */
+    "aaaaaaaaaaaaaaaaaaaa", "word word word word ", "a a a a a a a a", "a a a a a a a a a a a", "0123456789abcdef0123",
+    NULL};
 
 static int setup(void **state)
 {
@@ -86,6 +90,8 @@ static const mcase cases[] = {
     /* counted words: states part only near the bound, and at it */
     {"{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,3}\\\\S+$\"}",
      {"\"a a a a\"", "\"word word word word\"", "\"aaaaaaaa a\""}},
+    {"{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,7}\\\\S+$\"}",
+     {"\"a a a a a a a a\"", "\"a a a a a a a a a\""}},
     {"{\"type\":\"string\",\"pattern\":\"^[a-z]{12}$\"}", {"\"abcdefabcdef\""}},
     {"{\"type\":\"string\",\"pattern\":\"^(ab|cd)*ef$\"}", {"\"abcdabef\""}},
     /* near a maximum length: short plain tokens from the automaton's
