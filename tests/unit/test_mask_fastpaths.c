@@ -29,6 +29,7 @@
 #include "grammar/gr_internal.h"
 #include "grammar/grammar.h"
 #include "grammar/vocab/vocab.h"
+#include "tests/unit/helpers/test_vocab.h"
 
 static sx_vocab *V;
 
@@ -45,31 +46,8 @@ static const char *const multi[] = {
 static int setup(void **state)
 {
     (void)state;
-    int nm = 0;
-    while (multi[nm])
-        nm++;
-    int32_t n = 256 + nm + 1;
-    const uint8_t **bytes = calloc((size_t)n, sizeof *bytes);
-    uint32_t *lens = calloc((size_t)n, sizeof *lens);
-    uint8_t *special = calloc((size_t)n, 1), single[256];
-    for (int i = 0; i < 256; i++) {
-        single[i] = (uint8_t)i;
-        bytes[i] = &single[i];
-        lens[i] = 1;
-    }
-    for (int i = 0; i < nm; i++) {
-        bytes[256 + i] = (const uint8_t *)multi[i];
-        lens[256 + i] = (uint32_t)strlen(multi[i]);
-    }
-    bytes[n - 1] = (const uint8_t *)"<eot>";
-    lens[n - 1] = 5;
-    special[n - 1] = 1;
-    int32_t eos = n - 1;
-    int rc = sx_vocab_new(n, n + 7, bytes, lens, special, &eos, 1, &V, NULL);
-    free(bytes);
-    free(lens);
-    free(special);
-    return rc ? -1 : 0;
+    V = tv_vocab_with(multi);
+    return V ? 0 : -1;
 }
 
 static int teardown(void **state)
