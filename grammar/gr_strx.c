@@ -252,28 +252,70 @@ int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char 
 }
 
 /* mu[s] from the shortest completion of each state to the most that any
- * state reachable from s needs (s included): a relaxation, deepest
- * states first.  Returns 1, or 0 when the table is too large or does not
- * settle (the caller then uses max_min_cps, which bounds every mu). */
+ * state reachable from s needs (s included): a value moves backwards over
+ * the reverse edges, a state queued again only when its value rises (at
+ * most max_min_cps times).  Returns 1, or 0 when out of memory or the
+ * table is too large (the caller then uses max_min_cps, which bounds
+ * every mu). */
 static int ahead_min_cps(const gr_strx *x, int32_t *mu)
 {
     int32_t n = x->n_states, C = x->n_classes;
-    if ((uint64_t)n * (uint64_t)C > (1u << 21))
+    if ((uint64_t)n * (uint64_t)C > (1u << 22))
         return 0;
-    for (int pass = 0; pass < 64; pass++) {
-        int changed = 0;
-        for (int32_t s = n - 1; s >= 0; s--)
-            for (int32_t cl = 0; cl < C; cl++) {
-                int32_t t = x->next[(size_t)s * (size_t)C + (size_t)cl];
-                if (t >= 0 && mu[t] > mu[s]) {
-                    mu[s] = mu[t];
-                    changed = 1;
+    int32_t *rstart = calloc((size_t)n + 1, sizeof *rstart), *fill = NULL, *redge = NULL;
+    int32_t *queue = malloc(((size_t)n + 1) * sizeof *queue);
+    uint8_t *queued = calloc((size_t)n, 1);
+    size_t ne = 0;
+    int ok = 0;
+    if (!rstart || !queue || !queued)
+        goto out;
+    for (size_t i = 0; i < (size_t)n * (size_t)C; i++)
+        if (x->next[i] >= 0) {
+            rstart[x->next[i] + 1]++;
+            ne++;
+        }
+    for (int32_t s = 0; s < n; s++)
+        rstart[s + 1] += rstart[s];
+    redge = malloc((ne ? ne : 1) * sizeof *redge);
+    fill = calloc((size_t)n, sizeof *fill);
+    if (!redge || !fill)
+        goto out;
+    for (int32_t s = 0; s < n; s++)
+        for (int32_t cl = 0; cl < C; cl++) {
+            int32_t t = x->next[(size_t)s * (size_t)C + (size_t)cl];
+            if (t >= 0)
+                redge[rstart[t] + fill[t]++] = s;
+        }
+    size_t cap = (size_t)n + 1, head = 0, count = 0;
+    for (int32_t s = 0; s < n; s++) {
+        queue[count++] = s;
+        queued[s] = 1;
+    }
+    while (count) {
+        int32_t t = queue[head];
+        head = (head + 1) % cap;
+        count--;
+        queued[t] = 0;
+        for (int32_t k = rstart[t]; k < rstart[t + 1]; k++) {
+            int32_t s = redge[k];
+            if (mu[t] > mu[s]) {
+                mu[s] = mu[t];
+                if (!queued[s]) {
+                    queued[s] = 1;
+                    queue[(head + count) % cap] = s;
+                    count++;
                 }
             }
-        if (!changed)
-            return 1;
+        }
     }
-    return 0;
+    ok = 1;
+out:
+    free(rstart);
+    free(fill);
+    free(redge);
+    free(queue);
+    free(queued);
+    return ok;
 }
 
 static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len,
