@@ -39,34 +39,63 @@ static int re_error(gc_ctx *c, const char *kw, const char *src, int rc, const sx
 }
 
 /* Reachable completion lengths of every state at once, as bitsets up to
- * K code points: a fixpoint over the transitions, states taken deepest
- * first.  Stopping early would only under-approximate (still sound), but
- * a table too large to fill is refused. */
+ * K code points: the least fixpoint of "a state reaches what its
+ * successors reach, one more after a byte that starts a code point".
+ * Sweeps deepest first over the reverse edges, a state's set handed on
+ * only when it grew, so a long counted pattern costs the few sets that
+ * change per sweep, not the whole table each time.  A table too large to
+ * fill is refused. */
 static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
 {
     uint64_t words = (uint64_t)K / 64 + 1, n = (uint64_t)x->n_states;
-    if (words * n > (1u << 22) || words * n * (uint64_t)x->n_classes * (uint64_t)(K + 2) > 400000000ull)
+    int32_t C = x->n_classes;
+    if (words * n > (1u << 22) || words * n * (uint64_t)C * (uint64_t)(K + 2) > 400000000ull)
         return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
                            "pattern at %s with maxLength %lld needs too large a length table",
                            c->ptr, (long long)K);
     uint64_t *L = gc_alloc(c, words * n * sizeof *L), *tmp = malloc(words * sizeof *tmp);
-    if (!L || !tmp) {
-        free(tmp);
-        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    }
-    for (uint64_t s = 0; s < n; s++)
-        if (x->accept[s])
-            L[s * words] = 1;
-    for (int changed = 1, pass = 0; changed && pass <= K + 2; pass++) {
-        changed = 0;
-        for (int64_t s = (int64_t)n - 1; s >= 0; s--) {
-            uint64_t *ls = L + (uint64_t)s * words;
-            for (int32_t cl = 0; cl < x->n_classes; cl++) {
-                int32_t t = x->next[(size_t)s * (size_t)x->n_classes + (size_t)cl];
-                if (t < 0)
-                    continue;
-                const uint64_t *lt = L + (uint64_t)t * words;
-                if (x->class_starts_cp[cl]) { /* shift by one */
+    int32_t *rstart = calloc(n + 1, sizeof *rstart), *fill = calloc(n + 1, sizeof *fill);
+    int32_t *redge = NULL;
+    uint8_t *queued = calloc(n + 1, 1);
+    size_t ne = 0;
+    if (!L || !tmp || !rstart || !fill || !queued)
+        goto oom;
+    for (size_t k = 0; k < n * (size_t)C; k++)
+        if (x->next[k] >= 0) {
+            rstart[x->next[k] + 1]++;
+            ne++;
+        }
+    for (uint64_t st = 0; st < n; st++)
+        rstart[st + 1] += rstart[st];
+    /* an edge into t: its source state times 2, plus 1 when it shifts */
+    if (!(redge = malloc((ne ? ne : 1) * sizeof *redge)))
+        goto oom;
+    for (uint64_t st = 0; st < n; st++)
+        for (int32_t cl = 0; cl < C; cl++) {
+            int32_t t = x->next[st * (size_t)C + (size_t)cl];
+            if (t >= 0)
+                redge[rstart[t] + fill[t]++] = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+        }
+    for (uint64_t st = 0; st < n; st++)
+        if (x->accept[st])
+            L[st * words] = 1;
+    /* sweeps deepest first, as sets flow from the accepting states back:
+     * a state whose set grew since it last did hands it to each of its
+     * predecessors (so an acyclic part settles in one sweep, a loop in
+     * as many as its sets grow) */
+    for (uint64_t st = 0; st < n; st++)
+        queued[st] = 1;
+    for (int any = 1; any;) {
+        any = 0;
+        for (int64_t t = (int64_t)n - 1; t >= 0; t--) {
+            if (!queued[t])
+                continue;
+            queued[t] = 0;
+            const uint64_t *lt = L + (uint64_t)t * words;
+            for (int32_t k = rstart[t]; k < rstart[t + 1]; k++) {
+                int32_t sp = redge[k] >> 1;
+                uint64_t *ls = L + (uint64_t)sp * words;
+                if (redge[k] & 1) { /* shift by one */
                     uint64_t carry = 0;
                     for (uint64_t w = 0; w < words; w++) {
                         tmp[w] = lt[w] << 1 | carry;
@@ -77,14 +106,23 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
                 } else {
                     memcpy(tmp, lt, words * sizeof *tmp);
                 }
+                int grew = 0;
                 for (uint64_t w = 0; w < words; w++)
                     if (tmp[w] & ~ls[w]) {
                         ls[w] |= tmp[w];
-                        changed = 1;
+                        grew = 1;
                     }
+                if (grew) {
+                    queued[sp] = 1;
+                    any = 1;
+                }
             }
         }
     }
+    free(rstart);
+    free(fill);
+    free(redge);
+    free(queued);
     free(tmp);
     x->lenbits = L;
     x->len_words = (uint32_t)words;
@@ -105,6 +143,13 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
                 x->len_dense = 0;
     }
     return SX_OK;
+oom:
+    free(tmp);
+    free(rstart);
+    free(fill);
+    free(redge);
+    free(queued);
+    return sx_err_set(c->err, SX_ENOMEM, "out of memory");
 }
 
 /* Longest completion of every state that cannot loop (-1 for those that
