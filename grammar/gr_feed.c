@@ -1132,6 +1132,11 @@ static int obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint
     return 0;
 }
 
+int gr_obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t hi)
+{
+    return obj_range_live(n, f, lo, hi);
+}
+
 typedef struct key_hash {
     const struct key_hash *next;
     uint64_t h;

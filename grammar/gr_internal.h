@@ -69,12 +69,22 @@ typedef struct gr_strx {
     uint64_t *lenbits;   /* per state: continuation lengths 0..len_k, or NULL */
     uint32_t len_words;  /* words per state in lenbits */
     int64_t len_k;
+    int len_dense;       /* with lenbits: every state reaches every length from
+                            its shortest completion up to len_k */
     uint8_t *unbounded;  /* per state: continuations can be arbitrarily long */
     void **plain_cache;  /* per state: mask of plain tokens that stay alive */
+    void *plain_rep;     /* per state: the state whose plain mask it shares
+                            (gr_strx_equiv.c), computed on first use */
     int all_unbounded;   /* every state has endless completions */
     int32_t max_min_cps; /* the most code points any state needs to accept */
+    int32_t *mu;         /* per state: the most code points any state reachable
+                            from it needs to accept (NULL: use max_min_cps) */
     uint32_t *fin_count; /* key automata: accepted completions per state,
                             UINT32_MAX when unbounded or too many to count */
+    uint32_t *fin_reach; /* key automata: the least fin_count of any state
+                            reachable from each state (0 = not known) */
+    void *fin_near;      /* the same within the longest plain token's bytes,
+                            computed on first use (gr_keyauto.c) */
     const char *example; /* a format's plausible value the automaton accepts, or NULL:
                             the completion from the start when it is a shortest one */
 } gr_strx;
@@ -384,6 +394,25 @@ int gr_is_done(const gr_frame *f);
 /* gr_strx.c: a mask of the plain tokens that keep the string's automaton
  * alive from state st, computed on first use and shared (thread-safe). */
 const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
+/* gr_strx_equiv.c: classes of states whose plain masks agree -- rep[s]
+ * on all plain tokens (NULL: none known), rep_short[s] on those of at
+ * most SX_VOCAB_SHORT bytes (NULL: no coarser than rep), with the short
+ * tokens' masks cached per rep_short state.  Computed on first use and
+ * shared (thread-safe); NULL when nothing is shared. */
+typedef struct gr_equiv {
+    int32_t *rep;
+    int32_t *rep_short;
+    void **short_cache;
+} gr_equiv;
+const gr_equiv *gr_strx_equiv(const sx_grammar *g, gr_strx *x);
+void gr_equiv_free(gr_equiv *e, int32_t n_states);
+void gr_strx_free_rep(gr_strx *x);
+/* gr_strx_equiv.c: one byte class per distinct column of the table into
+ * col (n_classes entries); how many, or -1 when out of memory. */
+int32_t gr_strx_columns(const gr_strx *x, int32_t *col);
+/* gr_strx_equiv.c: the longest plain token in bytes (the deepest a walk
+ * over plain tokens goes). */
+int32_t gr_vocab_plain_depth(const sx_vocab *v);
 /* Some continuation of k code points from state st keeps count + k within
  * [min_len, max_len] (max -1 = unbounded)? */
 int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len, int64_t max_len);
@@ -405,11 +434,30 @@ void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_
 int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int in_escape,
                         uint64_t h, const void *seen);
 
+/* 1 if no state that a plain token reaches from st can have every
+ * completion among the keys in `seen` (so gr_keyauto_all_seen is 0 all
+ * along the token). */
+int gr_keyauto_none_all_seen(const sx_grammar *g, gr_strx *x, int32_t st, const void *seen);
+void gr_keyauto_free_near(gr_strx *x);
+
 /* A completion from state st to a key not in `seen` (escaped bytes into
  * out, *final = the state reached); its length, or -1 if none was found
  * within the search budget. */
 long gr_keyauto_new_key(const gr_strx *x, const int32_t *close, int32_t st, uint64_t h,
                         const void *seen, uint8_t *out, size_t cap, int32_t *final);
+
+/* gr_feed.c: some listed property in props[lo, hi) may still be added to
+ * the object on frame f (not seen, in order, feasible). */
+int gr_obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t hi);
+/* gr_keymask.c: ORs into mask the plain tokens (vocab.h) that an object
+ * key on frame f (phase O_KEY, no escape or character pending) may take
+ * because they continue a usable listed name of its range lo..hi. */
+int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
+                       const gr_frame *f, uint32_t *mask);
+/* gr_keymask.c: ORs into mask the plain tokens equal to a prefix of the
+ * rest (from byte pos) of one of the n strings L, sorted and sharing
+ * their first pos bytes. */
+void gr_lits_plain(const sx_vocab *v, const gr_lit *L, uint32_t n, uint32_t pos, uint32_t *mask);
 
 /* gr_feed.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
 int gr_key_listed(const void *list, uint64_t h);

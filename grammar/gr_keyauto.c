@@ -8,12 +8,14 @@
  * of this at once -- UTF-8 validity, propertyNames, the listed names, and
  * every pattern -- so the matcher keeps a single state per key, and a
  * state is kept only if some key completing from it is acceptable. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grammar/gr_compile_internal.h"
 #include "grammar/regex/regex.h"
+#include "grammar/vocab/vocab.h"
 
 #define KA_MAX_STATES 4096
 #define KA_MAX_PATTERNS 16
@@ -251,7 +253,8 @@ int gc_key_automaton(gc_ctx *c, const sx_re *names, const sx_re *known,
     x->plain_cache = gc_alloc(c, (size_t)m.n * sizeof *x->plain_cache);
     x->unbounded = gc_alloc(c, (size_t)m.n);
     x->fin_count = gc_alloc(c, (size_t)m.n * sizeof *x->fin_count);
-    if (!x->plain_cache || !x->unbounded || !x->fin_count) {
+    x->fin_reach = gc_alloc(c, (size_t)m.n * sizeof *x->fin_reach);
+    if (!x->plain_cache || !x->unbounded || !x->fin_count || !x->fin_reach) {
         rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
         goto out;
     }
@@ -270,12 +273,53 @@ out:
 
 /* Completions per state: a state is finite when all its successors are
  * (a worklist over reverse edges); what stays infinite reaches a cycle. */
+/* fin_reach[s]: the fewest completions of any state reachable from s (s
+ * included).  Counts only fall along a transition (a successor's
+ * completions extend the state's), so over a walk from s no state has
+ * fewer; when that is more than the keys already in an object, no state
+ * a token reaches can have all its keys used (gr_keyauto_all_seen).
+ * Relaxed backwards over the reverse edges from every state; work
+ * holds n + 1 entries, queued flags. */
+static void reach_min(gr_strx *x, const int32_t *rstart, const int32_t *redge, int32_t *work,
+                      uint8_t *queued)
+{
+    int32_t n = x->n_states;
+    uint32_t *r = x->fin_reach;
+    if (!r)
+        return;
+    size_t cap = (size_t)n + 1, head = 0, count = 0;
+    for (int32_t s = 0; s < n; s++) {
+        r[s] = x->fin_count[s];
+        work[count++] = s;
+        queued[s] = 1;
+    }
+    while (count) {
+        int32_t s = work[head];
+        head = (head + 1) % cap;
+        count--;
+        queued[s] = 0;
+        for (int32_t k = rstart[s]; k < rstart[s + 1]; k++) {
+            int32_t p = redge[k];
+            if (r[s] < r[p]) {
+                r[p] = r[s];
+                if (!queued[p]) {
+                    queued[p] = 1;
+                    work[(head + count) % cap] = p;
+                    count++;
+                }
+            }
+        }
+    }
+}
+
 static void count_completions(gr_strx *x, const int32_t *close)
 {
     int32_t n = x->n_states;
     const int32_t *tab = x->next;
     if (!x->fin_count)
         return;
+    if (x->fin_reach) /* 0 = unknown until computed below */
+        memset(x->fin_reach, 0, (size_t)n * sizeof *x->fin_reach);
     uint32_t *pend = calloc((size_t)n, sizeof *pend);
     int32_t *rstart = calloc((size_t)n + 1, sizeof *rstart), *redge = NULL, *work = NULL;
     uint8_t *fin = calloc((size_t)n, 1);
@@ -332,6 +376,7 @@ static void count_completions(gr_strx *x, const int32_t *close)
         x->unbounded[s] = !fin[s];
         x->all_unbounded &= !fin[s];
     }
+    reach_min(x, rstart, redge, work, fin);
 out:
     free(pend);
     free(rstart);
@@ -344,6 +389,86 @@ typedef struct seen_hash {
     const struct seen_hash *next;
     uint64_t h;
 } seen_hash;
+
+/* fin_near[s]: the least fin_count of any state reachable from s in at
+ * most `depth` bytes -- no token goes further, and the states far ahead
+ * (the ends of a bounded key) need not hold a token back.  Rounds of
+ * r'[s] = min(fin[s], r[successors]) over the distinct columns; NULL when
+ * too large (fin_reach, over any distance, is used then). */
+static uint32_t *near_min(const gr_strx *x, int32_t depth)
+{
+    int32_t n = x->n_states, C = x->n_classes;
+    int32_t *col = malloc((size_t)C * sizeof *col), ncol = col ? gr_strx_columns(x, col) : -1;
+    uint32_t *r = NULL, *nr = NULL;
+    if (ncol < 0 || (uint64_t)n * (uint64_t)(ncol + 1) * (uint64_t)depth > (8u << 20))
+        goto fail;
+    r = malloc((size_t)n * sizeof *r);
+    nr = malloc((size_t)n * sizeof *nr);
+    if (!r || !nr)
+        goto fail;
+    memcpy(r, x->fin_count, (size_t)n * sizeof *r);
+    for (int32_t d = 0; d < depth; d++) {
+        int changed = 0;
+        for (int32_t s = 0; s < n; s++) {
+            uint32_t v = x->fin_count[s];
+            for (int32_t j = 0; j < ncol; j++) {
+                int32_t t = x->next[(size_t)s * (size_t)C + (size_t)col[j]];
+                if (t >= 0 && r[t] < v)
+                    v = r[t];
+            }
+            nr[s] = v;
+            changed |= v != r[s];
+        }
+        uint32_t *tmp = r;
+        r = nr;
+        nr = tmp;
+        if (!changed)
+            break;
+    }
+    free(col);
+    free(nr);
+    return r;
+fail:
+    free(col);
+    free(r);
+    free(nr);
+    return NULL;
+}
+
+static uint32_t near_none; /* computed, too large: use fin_reach */
+
+int gr_keyauto_none_all_seen(const sx_grammar *g, gr_strx *x, int32_t st, const void *seen)
+{
+    uint32_t n_seen = 0;
+    for (const seen_hash *k = seen; k; k = k->next)
+        n_seen++;
+    if (!x->fin_count)
+        return 0;
+    _Atomic(uint32_t *) *slot = (_Atomic(uint32_t *) *)&x->fin_near;
+    uint32_t *r = atomic_load_explicit(slot, memory_order_acquire);
+    if (!r) {
+        uint32_t *mine = near_min(x, gr_vocab_plain_depth(g->vocab));
+        uint32_t *want = mine ? mine : &near_none, *expected = NULL;
+        if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            r = want;
+        } else {
+            free(mine);
+            r = expected;
+        }
+    }
+    if (r == &near_none)
+        return x->fin_reach && x->fin_reach[st] > n_seen;
+    return r[st] > n_seen;
+}
+
+void gr_keyauto_free_near(gr_strx *x)
+{
+    if (x->fin_near != &near_none)
+        free(x->fin_near);
+    x->fin_near = NULL;
+}
+
 
 static uint64_t fnv(uint64_t h, uint8_t b)
 {

@@ -140,25 +140,47 @@ static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, 
  * object key, where any characters do), the plain tokens allowed are known
  * without a walk -- those that fit the room left, or for a patterned
  * string those that keep its automaton alive (cached per state) -- and only
- * the other tokens need the walk.  Returns 0 and ORs the plain part into
- * mask, or -1 when the fast path does not apply. */
-static int plain_part(sx_matcher *m, uint32_t *mask)
+ * the other tokens need the walk.  Returns 0, ORs the plain part into
+ * mask and sets *lp to the trie the walk needs (below), or returns -1
+ * when the fast path does not apply.
+ *
+ * Near the maximum length of a patterned string, the automaton's mask is
+ * still exact for the plain tokens short enough that the shortest way to
+ * accept fits after them: with lp_cp[k] of room to spare, those of at
+ * most lp_cp[k] code points come from the mask and the walk takes the
+ * trie of the others (lp_nodes[k]).  *lp = SX_VOCAB_N_LP: no such string,
+ * the trie of the tokens that are not plain. */
+static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
 {
     const sx_vocab *v = m->g->vocab;
+    *lp = SX_VOCAB_N_LP;
     for (int i = 0; i < m->cur.n; i++) {
         const gr_frame *f = m->cur.f[i];
         if (f->node < 0)
             return -1;
         const gr_node *n = &m->g->nodes[f->node];
-        if (n->kind == GK_OBJECT && f->phase == O_KEY && (f->flags & F_KGEN) &&
-            !(f->flags & F_KESC) && !f->aux) {
-            /* an additional key being typed; with a bounded key language
-             * the keys already used matter, which only the walk sees */
-            if (n->u.obj.keyx && f->ext && !n->u.obj.keyx->all_unbounded)
+        if (n->kind == GK_OBJECT && f->phase == O_KEY && !(f->flags & F_KESC) && !f->aux) {
+            /* a key being typed: the listed names it may still become
+             * (gr_key_names_plain) and, if it may be an additional key,
+             * those; with a bounded key language the keys already used
+             * matter, which only the walk sees -- unless every state
+             * ahead has more completions than keys were used */
+            if ((f->flags & F_KGEN) && n->u.obj.keyx && f->ext &&
+                !n->u.obj.keyx->all_unbounded &&
+                !gr_keyauto_none_all_seen(m->g, n->u.obj.keyx, f->kst, f->ext))
                 return -1;
-            /* the automaton's mask covers additional keys only: while a
-             * listed name is still possible, the walk decides */
-            if (n->u.obj.keyx && f->lo < f->hi)
+            continue;
+        } else if (n->kind == GK_LITSET) {
+            /* inside a string literal of an enum or const: the literals'
+             * rest (gr_lits_plain), while every one of them still needs
+             * its closing quote -- a complete one would hand the token on
+             * to the enclosing value -- and no item uniqueness applies */
+            const gr_lit *L = n->u.lit.lits;
+            const gr_frame *up = f->up;
+            if (f->pos == 0 || f->lo >= f->hi || L[f->lo].b[0] != '"' || L[f->lo].len == f->pos ||
+                (f->flags & F_UITEM) ||
+                (up && up->node >= 0 && m->g->nodes[up->node].kind == GK_ARRAY &&
+                 m->g->nodes[up->node].u.arr.lit_class))
                 return -1;
             continue;
         } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {
@@ -167,10 +189,27 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
              * way to accept, still fits); near them the walk decides */
             const gr_strx *x = n->u.str.x;
             int64_t mn = n->u.str.min_len, mx = n->u.str.max_len;
+            /* below the minimum the lengths reachable ahead matter too,
+             * unless every state reaches every length up to the maximum
+             * from its shortest completion on (len_dense) */
+            int min_far = f->count >= mn || (mx < 0 && x && x->all_unbounded) ||
+                          (mx >= 0 && x && x->lenbits && x->len_dense);
+            /* the shortest completion of any state a token reaches */
+            int32_t mu = x ? (x->mu ? x->mu[f->pos] : x->max_min_cps) : 0;
             if (x && (mn > 0 || mx >= 0) &&
-                !((mx < 0 || f->count + v->max_plain_cp + x->max_min_cps <= mx) &&
-                  (f->count >= mn || (mx < 0 && x->all_unbounded))))
-                return -1;
+                !((mx < 0 || f->count + v->max_plain_cp + mu <= mx) && min_far)) {
+                if (mx < 0 || !min_far)
+                    return -1;
+                /* room to spare after a token of lp_cp[k]; none needed when
+                 * every state ahead accepts (mu 0): the room decides */
+                int k = SX_VOCAB_N_LP - 1;
+                while (mu > 0 && k >= 0 && f->count + v->lp_cp[k] + mu > mx)
+                    k--;
+                if (k < 0)
+                    return -1;
+                if (mu > 0 && k < *lp)
+                    *lp = k;
+            }
             /* an item that must differ from earlier ones: exact only while
              * every state a token reaches has endless completions */
             if ((f->flags & F_UITEM) && f->up->count > 0 &&
@@ -184,13 +223,39 @@ static int plain_part(sx_matcher *m, uint32_t *mask)
         const gr_frame *f = m->cur.f[i];
         const gr_node *n = &m->g->nodes[f->node];
         const uint32_t *pl;
+        if (n->kind == GK_LITSET) {
+            gr_lits_plain(v, n->u.lit.lits + f->lo, f->hi - f->lo, f->pos, mask);
+            continue;
+        }
         if (n->kind == GK_STRING && n->u.str.x) {
             pl = gr_strx_plain_mask(m->g, n->u.str.x, (int32_t)f->pos);
             if (!pl)
                 return -1;
-        } else if (n->kind == GK_OBJECT && n->u.obj.keyx) {
-            /* the key automaton decides, cached per state */
-            pl = gr_strx_plain_mask(m->g, n->u.obj.keyx, f->kst);
+            const gr_strx *x = n->u.str.x;
+            int64_t mx = n->u.str.max_len;
+            int64_t mu = x->mu ? x->mu[f->pos] : x->max_min_cps;
+            if (mx >= 0 && f->count + v->max_plain_cp + mu > mx) {
+                /* near the bound: the plain tokens short enough (the
+                 * longer ones are in the walk's trie, or do not fit) */
+                int64_t L = mx - f->count - mu;
+                if (*lp < SX_VOCAB_N_LP && v->lp_cp[*lp] < L)
+                    L = v->lp_cp[*lp];
+                const uint32_t *sh = v->plain_le + (size_t)L * (size_t)v->mask_words;
+                for (int32_t w = 0; w < v->mask_words; w++)
+                    mask[w] |= pl[w] & sh[w];
+                continue;
+            }
+        } else if (n->kind == GK_OBJECT) {
+            /* listed names by a walk along their bytes; additional keys:
+             * any plain token, or what the key automaton takes (cached
+             * per state) */
+            if (!(f->flags & F_KGEN) || n->u.obj.keyx)
+                if (gr_key_names_plain(m->g, &m->scratch, n, f, mask))
+                    return -1;
+            if (!(f->flags & F_KGEN))
+                continue;
+            pl = n->u.obj.keyx ? gr_strx_plain_mask(m->g, n->u.obj.keyx, f->kst)
+                               : v->plain_le + (size_t)v->max_plain_cp * (size_t)v->mask_words;
             if (!pl)
                 return -1;
         } else {
@@ -237,6 +302,7 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
         return SX_OK;
     gr_ctx cx = ctx_for(m, &m->scratch);
     int64_t room = fast ? free_strings(m) : -2;
+    int trie;
     if (room >= -1) {
         /* plain and other quote-free content as blocks, by the room left;
          * walk only the tokens that hold a quote (they close the string) */
@@ -247,8 +313,11 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
         for (int32_t w = 0; w < v->mask_words; w++)
             mask[w] = pl[w] | fl[w];
         walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
-    } else if (fast && plain_part(m, mask) == 0) {
-        walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
+    } else if (fast && plain_part(m, mask, &trie) == 0) {
+        if (trie < SX_VOCAB_N_LP)
+            walk(m, &cx, v->lp_nodes[trie], v->n_lp_nodes[trie], mask);
+        else
+            walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
     } else {
         memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
         walk(m, &cx, v->nodes, v->n_nodes, mask);

@@ -39,34 +39,63 @@ static int re_error(gc_ctx *c, const char *kw, const char *src, int rc, const sx
 }
 
 /* Reachable completion lengths of every state at once, as bitsets up to
- * K code points: a fixpoint over the transitions, states taken deepest
- * first.  Stopping early would only under-approximate (still sound), but
- * a table too large to fill is refused. */
+ * K code points: the least fixpoint of "a state reaches what its
+ * successors reach, one more after a byte that starts a code point".
+ * Sweeps deepest first over the reverse edges, a state's set handed on
+ * only when it grew, so a long counted pattern costs the few sets that
+ * change per sweep, not the whole table each time.  A table too large to
+ * fill is refused. */
 static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
 {
     uint64_t words = (uint64_t)K / 64 + 1, n = (uint64_t)x->n_states;
-    if (words * n > (1u << 22) || words * n * (uint64_t)x->n_classes * (uint64_t)(K + 2) > 400000000ull)
+    int32_t C = x->n_classes;
+    if (words * n > (1u << 22) || words * n * (uint64_t)C * (uint64_t)(K + 2) > 400000000ull)
         return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
                            "pattern at %s with maxLength %lld needs too large a length table",
                            c->ptr, (long long)K);
     uint64_t *L = gc_alloc(c, words * n * sizeof *L), *tmp = malloc(words * sizeof *tmp);
-    if (!L || !tmp) {
-        free(tmp);
-        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    }
-    for (uint64_t s = 0; s < n; s++)
-        if (x->accept[s])
-            L[s * words] = 1;
-    for (int changed = 1, pass = 0; changed && pass <= K + 2; pass++) {
-        changed = 0;
-        for (int64_t s = (int64_t)n - 1; s >= 0; s--) {
-            uint64_t *ls = L + (uint64_t)s * words;
-            for (int32_t cl = 0; cl < x->n_classes; cl++) {
-                int32_t t = x->next[(size_t)s * (size_t)x->n_classes + (size_t)cl];
-                if (t < 0)
-                    continue;
-                const uint64_t *lt = L + (uint64_t)t * words;
-                if (x->class_starts_cp[cl]) { /* shift by one */
+    int32_t *rstart = calloc(n + 1, sizeof *rstart), *fill = calloc(n + 1, sizeof *fill);
+    int32_t *redge = NULL;
+    uint8_t *queued = calloc(n + 1, 1);
+    size_t ne = 0;
+    if (!L || !tmp || !rstart || !fill || !queued)
+        goto oom;
+    for (size_t k = 0; k < n * (size_t)C; k++)
+        if (x->next[k] >= 0) {
+            rstart[x->next[k] + 1]++;
+            ne++;
+        }
+    for (uint64_t st = 0; st < n; st++)
+        rstart[st + 1] += rstart[st];
+    /* an edge into t: its source state times 2, plus 1 when it shifts */
+    if (!(redge = malloc((ne ? ne : 1) * sizeof *redge)))
+        goto oom;
+    for (uint64_t st = 0; st < n; st++)
+        for (int32_t cl = 0; cl < C; cl++) {
+            int32_t t = x->next[st * (size_t)C + (size_t)cl];
+            if (t >= 0)
+                redge[rstart[t] + fill[t]++] = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+        }
+    for (uint64_t st = 0; st < n; st++)
+        if (x->accept[st])
+            L[st * words] = 1;
+    /* sweeps deepest first, as sets flow from the accepting states back:
+     * a state whose set grew since it last did hands it to each of its
+     * predecessors (so an acyclic part settles in one sweep, a loop in
+     * as many as its sets grow) */
+    for (uint64_t st = 0; st < n; st++)
+        queued[st] = 1;
+    for (int any = 1; any;) {
+        any = 0;
+        for (int64_t t = (int64_t)n - 1; t >= 0; t--) {
+            if (!queued[t])
+                continue;
+            queued[t] = 0;
+            const uint64_t *lt = L + (uint64_t)t * words;
+            for (int32_t k = rstart[t]; k < rstart[t + 1]; k++) {
+                int32_t sp = redge[k] >> 1;
+                uint64_t *ls = L + (uint64_t)sp * words;
+                if (redge[k] & 1) { /* shift by one */
                     uint64_t carry = 0;
                     for (uint64_t w = 0; w < words; w++) {
                         tmp[w] = lt[w] << 1 | carry;
@@ -77,19 +106,50 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
                 } else {
                     memcpy(tmp, lt, words * sizeof *tmp);
                 }
+                int grew = 0;
                 for (uint64_t w = 0; w < words; w++)
                     if (tmp[w] & ~ls[w]) {
                         ls[w] |= tmp[w];
-                        changed = 1;
+                        grew = 1;
                     }
+                if (grew) {
+                    queued[sp] = 1;
+                    any = 1;
+                }
             }
         }
     }
+    free(rstart);
+    free(fill);
+    free(redge);
+    free(queued);
     free(tmp);
     x->lenbits = L;
     x->len_words = (uint32_t)words;
     x->len_k = K;
+    /* dense: from every state, every length from its shortest completion
+     * (no more than max_min_cps) up to K -- then whether a length fits
+     * depends only on the maximum, never on the minimum */
+    x->len_dense = 1;
+    for (uint64_t st = 0; st < n && x->len_dense; st++) {
+        const uint64_t *ls = L + st * words;
+        int64_t k = 0;
+        while (k <= K && !(ls[k >> 6] >> (k & 63) & 1))
+            k++;
+        if (k > K || k > x->max_min_cps)
+            x->len_dense = 0;
+        for (; k <= K && x->len_dense; k++)
+            if (!(ls[k >> 6] >> (k & 63) & 1))
+                x->len_dense = 0;
+    }
     return SX_OK;
+oom:
+    free(tmp);
+    free(rstart);
+    free(fill);
+    free(redge);
+    free(queued);
+    return sx_err_set(c->err, SX_ENOMEM, "out of memory");
 }
 
 /* Longest completion of every state that cannot loop (-1 for those that
@@ -236,6 +296,73 @@ int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char 
     return wrap_automaton(c, re, min_len, max_len, example, out);
 }
 
+/* mu[s] from the shortest completion of each state to the most that any
+ * state reachable from s needs (s included): a value moves backwards over
+ * the reverse edges, a state queued again only when its value rises (at
+ * most max_min_cps times).  Returns 1, or 0 when out of memory or the
+ * table is too large (the caller then uses max_min_cps, which bounds
+ * every mu). */
+static int ahead_min_cps(const gr_strx *x, int32_t *mu)
+{
+    int32_t n = x->n_states, C = x->n_classes;
+    if ((uint64_t)n * (uint64_t)C > (1u << 22))
+        return 0;
+    int32_t *rstart = calloc((size_t)n + 1, sizeof *rstart), *fill = NULL, *redge = NULL;
+    int32_t *queue = malloc(((size_t)n + 1) * sizeof *queue);
+    uint8_t *queued = calloc((size_t)n, 1);
+    size_t ne = 0;
+    int ok = 0;
+    if (!rstart || !queue || !queued)
+        goto out;
+    for (size_t i = 0; i < (size_t)n * (size_t)C; i++)
+        if (x->next[i] >= 0) {
+            rstart[x->next[i] + 1]++;
+            ne++;
+        }
+    for (int32_t s = 0; s < n; s++)
+        rstart[s + 1] += rstart[s];
+    redge = malloc((ne ? ne : 1) * sizeof *redge);
+    fill = calloc((size_t)n, sizeof *fill);
+    if (!redge || !fill)
+        goto out;
+    for (int32_t s = 0; s < n; s++)
+        for (int32_t cl = 0; cl < C; cl++) {
+            int32_t t = x->next[(size_t)s * (size_t)C + (size_t)cl];
+            if (t >= 0)
+                redge[rstart[t] + fill[t]++] = s;
+        }
+    size_t cap = (size_t)n + 1, head = 0, count = 0;
+    for (int32_t s = 0; s < n; s++) {
+        queue[count++] = s;
+        queued[s] = 1;
+    }
+    while (count) {
+        int32_t t = queue[head];
+        head = (head + 1) % cap;
+        count--;
+        queued[t] = 0;
+        for (int32_t k = rstart[t]; k < rstart[t + 1]; k++) {
+            int32_t s = redge[k];
+            if (mu[t] > mu[s]) {
+                mu[s] = mu[t];
+                if (!queued[s]) {
+                    queued[s] = 1;
+                    queue[(head + count) % cap] = s;
+                    count++;
+                }
+            }
+        }
+    }
+    ok = 1;
+out:
+    free(rstart);
+    free(fill);
+    free(redge);
+    free(queue);
+    free(queued);
+    return ok;
+}
+
 static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len,
                           const char *example, gr_strx **out)
 {
@@ -262,13 +389,18 @@ static int wrap_automaton(gc_ctx *c, sx_re *re, int64_t min_len, int64_t max_len
         if (!x->plain_cache || !x->unbounded)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         x->all_unbounded = 1;
+        int32_t *mu = gc_alloc(c, (size_t)t.n_states * sizeof *mu);
         for (int32_t s = 0; s < t.n_states; s++) {
             x->unbounded[s] = sx_re_is_unbounded(re, s) == 1;
             x->all_unbounded &= x->unbounded[s];
             int32_t mc = sx_re_min_cps(re, s);
             if (mc > x->max_min_cps)
                 x->max_min_cps = mc;
+            if (mu)
+                mu[s] = mc;
         }
+        if (mu && ahead_min_cps(x, mu))
+            x->mu = mu;
     }
     x->class_starts_cp = t.class_starts_cp;
     /* kept only when everything else on the string (pattern, not, enum
@@ -313,23 +445,16 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
     return 0;
 }
 
-const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
+/* Marks into m the plain tokens of trie N (n nodes) that keep the
+ * automaton alive from st, going no deeper than max_depth bytes. */
+static void plain_walk(const sx_vocab *v, const gr_strx *x, const sx_vocab_node *N, uint32_t n,
+                       int32_t st, int max_depth, uint32_t *m)
 {
-    _Atomic(uint32_t *) *slot = (_Atomic(uint32_t *) *)&x->plain_cache[st];
-    uint32_t *m = atomic_load_explicit(slot, memory_order_acquire);
-    if (m)
-        return m;
-    const sx_vocab *v = g->vocab;
-    m = calloc((size_t)v->mask_words, sizeof *m);
-    if (!m)
-        return NULL;
-    /* walk the whole trie with the automaton alone: cheap table steps */
     int32_t stack[257];
     stack[0] = st;
-    const sx_vocab_node *N = v->nodes;
-    for (uint32_t i = 1; i < v->n_nodes;) {
+    for (uint32_t i = 1; i < n;) {
         int d = N[i].depth;
-        int32_t s = gr_strx_step(x, stack[d - 1], N[i].byte);
+        int32_t s = d > max_depth ? -1 : gr_strx_step(x, stack[d - 1], N[i].byte);
         if (s < 0) {
             i = N[i].next;
             continue;
@@ -340,6 +465,12 @@ const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
             m[t >> 5] |= 1u << (t & 31);
         i++;
     }
+}
+
+/* Publishes a mask computed for a cache slot; the first one wins. */
+static uint32_t *publish(void **cell, uint32_t *m)
+{
+    _Atomic(uint32_t *) *slot = (_Atomic(uint32_t *) *)cell;
     uint32_t *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(slot, &expected, m, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -349,6 +480,48 @@ const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
     return m;
 }
 
+static uint32_t *cached(void **cell)
+{
+    return atomic_load_explicit((_Atomic(uint32_t *) *)cell, memory_order_acquire);
+}
+
+const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
+{
+    /* states the plain walk cannot tell apart share one mask */
+    const gr_equiv *e = gr_strx_equiv(g, x);
+    if (e && e->rep)
+        st = e->rep[st];
+    uint32_t *m = cached(&x->plain_cache[st]);
+    if (m)
+        return m;
+    const sx_vocab *v = g->vocab;
+    m = malloc((size_t)v->mask_words * sizeof *m);
+    if (!m)
+        return NULL;
+    if (e && e->rep_short) {
+        /* the short tokens' part, shared by the states alike to their
+         * depth, then the few long tokens from this state */
+        int32_t q = e->rep_short[st];
+        const uint32_t *sh = cached(&e->short_cache[q]);
+        if (!sh) {
+            uint32_t *t = calloc((size_t)v->mask_words, sizeof *t);
+            if (!t) {
+                free(m);
+                return NULL;
+            }
+            plain_walk(v, x, v->nodes, v->n_nodes, q, SX_VOCAB_SHORT, t);
+            sh = publish(&e->short_cache[q], t);
+        }
+        memcpy(m, sh, (size_t)v->mask_words * sizeof *m);
+        plain_walk(v, x, v->long_nodes, v->n_long_nodes, st, 256, m);
+    } else {
+        /* walk the whole trie with the automaton alone: cheap table steps */
+        memset(m, 0, (size_t)v->mask_words * sizeof *m);
+        plain_walk(v, x, v->nodes, v->n_nodes, st, 256, m);
+    }
+    return publish(&x->plain_cache[st], m);
+}
+
 void gr_strx_free_caches(sx_grammar *g)
 {
     for (int32_t i = 0; i < g->n_nodes; i++) {
@@ -356,6 +529,8 @@ void gr_strx_free_caches(sx_grammar *g)
         gr_strx *x = n->kind == GK_STRING ? n->u.str.x : n->kind == GK_OBJECT ? n->u.obj.keyx : NULL;
         if (!x || !x->plain_cache)
             continue;
+        gr_strx_free_rep(x);
+        gr_keyauto_free_near(x);
         for (int32_t s = 0; s < x->n_states; s++)
             free(x->plain_cache[s]);
     }

@@ -235,6 +235,36 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
     return rc;
 }
 
+/* The tries of lp_nodes (vocab.h): every token of order[] (sorted) but
+ * the plain ones of at most lp_cp[k] code points. */
+static int build_long(sx_vocab *v, const vocab_key *order, int32_t n_order)
+{
+    static const int32_t cps[SX_VOCAB_N_LP] = {6, 10, 16};
+    vocab_key *keep = malloc((size_t)(n_order ? n_order : 1) * sizeof *keep);
+    int rc = SX_OK;
+    if (!keep)
+        return SX_ENOMEM;
+    for (int k = 0; k < SX_VOCAB_N_LP && !rc; k++) {
+        int32_t m = 0;
+        for (int32_t i = 0; i < n_order; i++) {
+            int c = plain_cp(order[i].b, order[i].len);
+            if (c < 0 || c > cps[k])
+                keep[m++] = order[i];
+        }
+        v->lp_cp[k] = cps[k];
+        rc = build_trie(keep, m, &v->lp_nodes[k], &v->n_lp_nodes[k]);
+    }
+    if (!rc) {
+        int32_t m = 0;
+        for (int32_t i = 0; i < n_order; i++)
+            if (order[i].len > SX_VOCAB_SHORT && plain_cp(order[i].b, order[i].len) >= 0)
+                keep[m++] = order[i];
+        rc = build_trie(keep, m, &v->long_nodes, &v->n_long_nodes);
+    }
+    free(keep);
+    return rc;
+}
+
 /* Fills plain_le and leaves in order[] only the tokens that are not plain. */
 static int build_plain(sx_vocab *v, vocab_key *order, int32_t *n_order)
 {
@@ -330,6 +360,7 @@ int sx_vocab_new(int32_t n_tokens, int32_t n_rows, const uint8_t *const *bytes,
     }
     qsort(order, (size_t)n_order, sizeof *order, cmp_tokens);
     if ((rc = build_trie(order, n_order, &v->nodes, &v->n_nodes)) ||
+        (rc = build_long(v, order, n_order)) ||
         (rc = build_plain(v, order, &n_order)) ||
         (rc = build_trie(order, n_order, &v->np_nodes, &v->n_np_nodes)) ||
         (rc = build_free(v, order, n_order)))
@@ -351,6 +382,9 @@ void sx_vocab_free(sx_vocab *v)
         return;
     free(v->nodes);
     free(v->np_nodes);
+    free(v->long_nodes);
+    for (int k = 0; k < SX_VOCAB_N_LP; k++)
+        free(v->lp_nodes[k]);
     free(v->q_nodes);
     free(v->free_le);
     free(v->plain_le);

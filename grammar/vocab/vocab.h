@@ -26,6 +26,9 @@ typedef struct sx_vocab_node {
     uint16_t _pad;
 } sx_vocab_node;
 
+#define SX_VOCAB_N_LP 3
+#define SX_VOCAB_SHORT 16
+
 typedef struct sx_vocab {
     int32_t n_tokens;      /* ids the tokenizer knows (151669 for Qwen3) */
     int32_t n_rows;        /* model logit rows (151936); ids >= n_tokens never allowed */
@@ -51,6 +54,18 @@ typedef struct sx_vocab {
     int16_t *plain_cp;     /* per token: code points if plain, else -1 */
     sx_vocab_node *np_nodes;
     uint32_t n_np_nodes;
+    /* Near a string's maximum length the automaton's plain mask is exact
+     * only for the plain tokens of a few code points: lp_nodes[k] holds
+     * the tokens that are not plain or are plain with more than lp_cp[k]
+     * code points (lp_cp ascending), the rest of the walk there. */
+    /* The plain tokens longer than SX_VOCAB_SHORT bytes, as a trie: a
+     * string automaton's plain mask is the short tokens' part (shared by
+     * states alike to that depth) plus a walk of this small trie. */
+    sx_vocab_node *long_nodes;
+    uint32_t n_long_nodes;
+    sx_vocab_node *lp_nodes[SX_VOCAB_N_LP];
+    uint32_t n_lp_nodes[SX_VOCAB_N_LP];
+    int32_t lp_cp[SX_VOCAB_N_LP];
 
     /* Inside a string with no automaton and no maximum length, a token that
      * holds no '"' is allowed exactly when its bytes are valid string

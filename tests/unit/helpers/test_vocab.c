@@ -12,8 +12,13 @@ static const char *const multi[] = {
 
 sx_vocab *tv_small_vocab(void)
 {
+    return tv_vocab_with(multi);
+}
+
+sx_vocab *tv_vocab_with(const char *const *tokens)
+{
     int nm = 0;
-    while (multi[nm])
+    while (tokens[nm])
         nm++;
     int32_t n = 256 + nm + 1; /* + end of turn */
     const uint8_t **bytes = calloc((size_t)n, sizeof *bytes);
@@ -26,8 +31,8 @@ sx_vocab *tv_small_vocab(void)
         lens[i] = 1;
     }
     for (int i = 0; i < nm; i++) {
-        bytes[256 + i] = (const uint8_t *)multi[i];
-        lens[256 + i] = (uint32_t)strlen(multi[i]);
+        bytes[256 + i] = (const uint8_t *)tokens[i];
+        lens[256 + i] = (uint32_t)strlen(tokens[i]);
     }
     bytes[n - 1] = (const uint8_t *)"<eot>";
     lens[n - 1] = 5;
