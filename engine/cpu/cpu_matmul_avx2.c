@@ -189,21 +189,28 @@ TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *
     }
 }
 
-/* q4: sx_q4_quant_x with AVX2's rounding (to nearest even, as nearbyintf) */
+/* q4: sx_q4_quant_x with AVX2's rounding (to nearest even, as nearbyintf).
+ * A token alone in its activation tile (decode) has its k contiguous, so
+ * its blocks are read in place; others gather their pairs. */
 TGT static void q4_xquant(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq,
                           float *sx, int32_t *s8)
 {
     const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     int k2 = (k + 1) / 2, nb = sx_q4_kpad(k) / SX_Q4_XBLOCK, j = t / tile, u = t % tile;
     int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
     const float *xt = xp + (size_t)j * tile * 2 * k2 + 2 * u;
     for (int b = 0; b < nb; b++) {
-        float v[SX_Q4_XBLOCK], m[8];
-        int32_t q[SX_Q4_XBLOCK];
-        for (int i = 0; i < SX_Q4_XBLOCK; i++) {
-            int kk = b * SX_Q4_XBLOCK + i;
-            v[i] = kk < 2 * k2 ? xt[(size_t)(kk / 2) * 2 * tj + (kk & 1)] : 0.0f;
+        float vb[SX_Q4_XBLOCK], m[8];
+        const float *v = vb;
+        if (tj == 1 && (b + 1) * SX_Q4_XBLOCK <= 2 * k2) {
+            v = xt + (size_t)b * SX_Q4_XBLOCK;
+        } else {
+            for (int i = 0; i < SX_Q4_XBLOCK; i++) {
+                int kk = b * SX_Q4_XBLOCK + i;
+                vb[i] = kk < 2 * k2 ? xt[(size_t)(kk / 2) * 2 * tj + (kk & 1)] : 0.0f;
+            }
         }
         __m256 mx = _mm256_setzero_ps();
         for (int i = 0; i < SX_Q4_XBLOCK; i += 8)
@@ -220,18 +227,22 @@ TGT static void q4_xquant(const float *xp, int n_tok, int tile, int t, int k, in
             continue;
         }
         __m256 inv = _mm256_set1_ps(127.0f / amax);
-        __m256i sum = _mm256_setzero_si256();
-        for (int i = 0; i < SX_Q4_XBLOCK; i += 8) {
-            __m256i qi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + i), inv));
-            qi = _mm256_max_epi32(_mm256_min_epi32(qi, lim), nlim);
-            sum = _mm256_add_epi32(sum, qi);
-            _mm256_storeu_si256((__m256i *)(q + i), qi);
+        __m256i q[4];
+        for (int i = 0; i < 4; i++) {
+            q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8 * i), inv));
+            q[i] = _mm256_max_epi32(_mm256_min_epi32(q[i], lim), nlim);
         }
-        for (int i = 0; i < SX_Q4_XBLOCK; i++)
-            xb[i] = (int8_t)q[i];
-        _mm256_storeu_si256((__m256i *)q, sum);
+        /* within +-127 the saturating packs are exact; they interleave
+         * 4-value runs across the 128-bit lanes, which the permute undoes */
+        __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+                                       _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i *)xb, _mm256_permutevar8x32_epi32(w, order));
+        __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         sx[b] = amax / 127.0f;
-        s8[b] = 8 * (q[0] + q[1] + q[2] + q[3] + q[4] + q[5] + q[6] + q[7]);
+        s8[b] = 8 * _mm_cvtsi128_si32(s4);
     }
 }
 
@@ -306,11 +317,87 @@ INL void tile_q4(const uint8_t *pan, int kp, const int8_t *xq, const float *sx,
             store8(y + t * ldy + 8 * (q0 + q), f[t * NQ + q], nrows - 8 * (q0 + q), add);
 }
 
+/* Pins v to a register at this point: the compiler may not move work
+ * across it.  tile_q4_m1 uses it so that GCC neither turns the running
+ * int16 sums into addition trees over the unrolled loops (32 products
+ * alive at once, spilled to the stack) nor hoists every load of a group
+ * ahead of its use. */
+#define PIN(v) __asm__("" : "+x"(v))
+
+/* decode's software prefetch distance in bytes (0: none), ~3.5 groups of
+ * 576 bytes ahead: on an AMD EPYC (Zen 3) the hardware prefetcher alone
+ * left 2-thread streaming at 17 GB/s, 2048 bytes ahead gave 22 (3072: 21;
+ * a shared machine, medians of 5) */
+#ifndef SX_Q4_AVX2_PF
+#define SX_Q4_AVX2_PF 2048
+#endif
+
+/* tile_q4 for one token and a whole panel (decode): the same integer sums
+ * and the same f32 operations in the same order as tile_q4 (so the same
+ * bits, whatever the batch), written for 16 ymm registers -- 4 running
+ * block sums, 4 f32 sums, the nibble mask and the two activation words,
+ * each 32-byte weight vector unpacked and consumed at once. */
+INL void tile_q4_m1(const uint8_t *pan, int kp, const int8_t *xq, const float *sx,
+                    const int32_t *s8, float *y, int nrows, int add)
+{
+    enum { SUB = SX_Q4_XBLOCK / 8, BPG = SX_Q4_GROUP / SX_Q4_XBLOCK };
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    int ng = kp / SX_Q4_GROUP;
+    __m256 f[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        f[q] = _mm256_setzero_ps();
+    for (int g = 0; g < ng; g++) {
+        const uint8_t *gb = pan + (size_t)g * SX_Q4_GROUP_BYTES;
+#if SX_Q4_AVX2_PF
+#pragma GCC unroll 16
+        for (int l = 0; l < SX_Q4_GROUP_BYTES; l += 64)
+            _mm_prefetch((const char *)gb + SX_Q4_AVX2_PF + l, _MM_HINT_T0);
+#endif
+        for (int bb = 0; bb < BPG; bb++) {
+            int b = g * BPG + bb;
+            __m256i a[4];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++)
+                a[q] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int s = 0; s < SUB; s++) {
+                const uint8_t *pd = gb + 2 * SX_PANEL + (size_t)(bb * SUB + s) * 4 * SX_PANEL;
+                int32_t dl, dh;
+                memcpy(&dl, xq + b * SX_Q4_XBLOCK + 8 * s, 4);
+                memcpy(&dh, xq + b * SX_Q4_XBLOCK + 8 * s + 4, 4);
+                __m256i xl = _mm256_set1_epi32(dl), xh = _mm256_set1_epi32(dh);
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(pd + 32 * q));
+                    __m256i l = _mm256_and_si256(v, m4);
+                    __m256i h = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    a[q] = _mm256_add_epi16(a[q], _mm256_add_epi16(_mm256_maddubs_epi16(l, xl),
+                                                                   _mm256_maddubs_epi16(h, xh)));
+                    PIN(a[q]);
+                }
+            }
+            __m256i c = _mm256_set1_epi32(-s8[b]);
+            __m256 xs = _mm256_set1_ps(sx[b]);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                __m256 w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gb + 16 * q)));
+                __m256i d = _mm256_add_epi32(_mm256_madd_epi16(a[q], ones), c);
+                f[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(w, xs), f[q]);
+                PIN(f[q]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        store8(y + 8 * q, f[q], nrows - 8 * q, add);
+}
+
 TGT static void tile_q4_any(const uint8_t *pan, int kp, const int8_t *xq, const float *sx,
                             const int32_t *s8, int T, float *y, long ldy, int nrows, int add)
 {
     if (T == 1) {
-        tile_q4(pan, kp, xq, sx, s8, y, ldy, nrows, 0, 4, 1, add);
+        tile_q4_m1(pan, kp, xq, sx, s8, y, nrows, add);
     } else if (T == 2) {
         for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0 += 2)
             tile_q4(pan, kp, xq, sx, s8, y, ldy, nrows, q0, 2, 2, add);
@@ -372,39 +459,68 @@ TGT static void vexp(float *y, const float *x, int n)
     }
 }
 
-/* 8 keys at a time (keys in lanes); values added row by row */
+/* The scores of NCH whole 8-key chunks for one query (keys in lanes): each
+ * chunk's sums in att_block's order (even d in one chain, odd d in
+ * another, then their sum), the chunks interleaved so that 2 * NCH
+ * independent FMA chains hide the FMA latency -- one chunk's two chains
+ * alone left the core waiting ~4 cycles per FMA. */
+INL void att_scores(const float *qi, const float *kc, int bt, int hd, float scale, float *s,
+                    const int NCH)
+{
+    __m256 s0[4], s1[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < NCH; c++)
+        s0[c] = s1[c] = _mm256_setzero_ps();
+    int d = 0;
+    for (; d + 2 <= hd; d += 2) {
+        __m256 b0 = _mm256_set1_ps(qi[d]), b1 = _mm256_set1_ps(qi[d + 1]);
+        const float *k0 = kc + (size_t)d * bt, *k1 = k0 + bt;
+#pragma GCC unroll 4
+        for (int c = 0; c < NCH; c++) {
+            s0[c] = _mm256_fmadd_ps(b0, _mm256_loadu_ps(k0 + 8 * c), s0[c]);
+            s1[c] = _mm256_fmadd_ps(b1, _mm256_loadu_ps(k1 + 8 * c), s1[c]);
+        }
+    }
+    if (d < hd)
+#pragma GCC unroll 4
+        for (int c = 0; c < NCH; c++)
+            s0[c] = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]),
+                                    _mm256_loadu_ps(kc + (size_t)d * bt + 8 * c), s0[c]);
+#pragma GCC unroll 4
+    for (int c = 0; c < NCH; c++)
+        _mm256_storeu_ps(s + 8 * c, _mm256_mul_ps(_mm256_add_ps(s0[c], s1[c]),
+                                                  _mm256_set1_ps(scale)));
+}
+
+/* 8 keys at a time (keys in lanes); values added row by row.  A query's
+ * keys are scored 32 at a time, then taken in chunks of 8 in key order:
+ * the same operations per query and chunk as one chunk at a time, and
+ * queries never meet, so a query's result does not depend on nq. */
 TGT static void att_block(const float *q, long ldq, int nq, const float *kt, const float *v,
                           int bt, int nj, int hd, float scale, float *m, float *l, float *acc)
 {
-    float p[8];
-    for (int j0 = 0; j0 < nj; j0 += 8) {
-        int nc = nj - j0 < 8 ? nj - j0 : 8;
-        for (int i = 0; i < nq; i++) {
-            const float *qi = q + i * ldq;
-            float *a = acc + (size_t)i * hd;
-            float s[8];
-            if (nc == 8) {
-                __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-                int d = 0;
-                const float *kc = kt + j0;
-                for (; d + 2 <= hd; d += 2) {
-                    s0 = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]), _mm256_loadu_ps(kc + (size_t)d * bt),
-                                         s0);
-                    s1 = _mm256_fmadd_ps(_mm256_set1_ps(qi[d + 1]),
-                                         _mm256_loadu_ps(kc + (size_t)(d + 1) * bt), s1);
-                }
-                if (d < hd)
-                    s0 = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]), _mm256_loadu_ps(kc + (size_t)d * bt),
-                                         s0);
-                _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_add_ps(s0, s1), _mm256_set1_ps(scale)));
-            } else {
-                for (int j = 0; j < nc; j++) {
-                    float t = 0.0f;
-                    for (int d = 0; d < hd; d++)
-                        t += qi[d] * kt[(size_t)d * bt + j0 + j];
-                    s[j] = t * scale;
-                }
-            }
+    float p[8], sg[32];
+    for (int i = 0; i < nq; i++)
+    for (int g0 = 0; g0 < nj; g0 += 32) {
+        const float *qi = q + i * ldq;
+        float *a = acc + (size_t)i * hd;
+        int ng = nj - g0 < 32 ? nj - g0 : 32, nfull = ng / 8;
+        switch (nfull) {
+        case 1: att_scores(qi, kt + g0, bt, hd, scale, sg, 1); break;
+        case 2: att_scores(qi, kt + g0, bt, hd, scale, sg, 2); break;
+        case 3: att_scores(qi, kt + g0, bt, hd, scale, sg, 3); break;
+        case 4: att_scores(qi, kt + g0, bt, hd, scale, sg, 4); break;
+        default: break;
+        }
+        for (int j = 8 * nfull; j < ng; j++) {
+            float t = 0.0f;
+            for (int d = 0; d < hd; d++)
+                t += qi[d] * kt[(size_t)d * bt + g0 + j];
+            sg[j] = t * scale;
+        }
+        for (int j0 = g0; j0 < g0 + ng; j0 += 8) {
+            int nc = nj - j0 < 8 ? nj - j0 : 8;
+            const float *s = sg + (j0 - g0);
             float mx = s[0];
             for (int j = 1; j < nc; j++)
                 mx = s[j] > mx ? s[j] : mx;
@@ -418,17 +534,36 @@ TGT static void att_block(const float *q, long ldq, int nq, const float *kt, con
             for (int j = 0; j < 8; j++)
                 p[j] = j < nc ? s[j] - m[i] : -100.0f;
             _mm256_storeu_ps(p, exp8(_mm256_loadu_ps(p)));
+            /* acc += sum_j p_j v_j with the keys innermost: each 8 values
+             * of acc are loaded and stored once per 8 keys, not once per
+             * key (a chain through memory), and each element still takes
+             * the keys' products in key order, so the bits are the same */
+            const float *vr = v + (size_t)j0 * hd;
+            __m256 pv[8];
             for (int j = 0; j < nc; j++) {
                 l[i] += p[j];
-                const float *vr = v + (size_t)(j0 + j) * hd;
-                __m256 pj = _mm256_set1_ps(p[j]);
-                int d = 0;
-                for (; d + 8 <= hd; d += 8)
-                    _mm256_storeu_ps(a + d, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + d),
-                                                            _mm256_loadu_ps(a + d)));
-                for (; d < hd; d++)
-                    a[d] += p[j] * vr[d];
+                pv[j] = _mm256_set1_ps(p[j]);
             }
+            int d = 0;
+            if (nc == 8) {
+                for (; d + 8 <= hd; d += 8) {
+                    __m256 sa = _mm256_loadu_ps(a + d);
+#pragma GCC unroll 8
+                    for (int j = 0; j < 8; j++)
+                        sa = _mm256_fmadd_ps(pv[j], _mm256_loadu_ps(vr + (size_t)j * hd + d), sa);
+                    _mm256_storeu_ps(a + d, sa);
+                }
+            } else {
+                for (; d + 8 <= hd; d += 8) {
+                    __m256 sa = _mm256_loadu_ps(a + d);
+                    for (int j = 0; j < nc; j++)
+                        sa = _mm256_fmadd_ps(pv[j], _mm256_loadu_ps(vr + (size_t)j * hd + d), sa);
+                    _mm256_storeu_ps(a + d, sa);
+                }
+            }
+            for (; d < hd; d++)
+                for (int j = 0; j < nc; j++)
+                    a[d] += p[j] * vr[(size_t)j * hd + d];
         }
     }
 }

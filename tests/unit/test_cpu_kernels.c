@@ -311,6 +311,62 @@ static void check_mm_q4(const sx_cpu_kernels *kr)
             }
 }
 
+/* q4 batch invariance at the kernel: each token of a batch alone (the
+ * decode-only kernel and the in-place activation reads) gives bit for bit
+ * what it gets inside the batch (the tile kernels and the gathered
+ * activations), rows split across calls, with and without accumulate. */
+static void check_mm_q4_alone(const sx_cpu_kernels *kr)
+{
+    static const int kq[] = { 1, 33, 64, 1000, 1057, 3072 };
+    static const int rq[] = { 37, 96 };
+    static const int tq[] = { 5, 13 };
+    for (size_t ki = 0; ki < sizeof kq / sizeof *kq; ki++)
+        for (size_t ri = 0; ri < sizeof rq / sizeof *rq; ri++)
+            for (size_t ti = 0; ti < sizeof tq / sizeof *tq; ti++)
+                for (int acc = 0; acc < 2; acc++) {
+                    int K = kq[ki], R = rq[ri], T = tq[ti], split = R > SX_PANEL ? SX_PANEL : R;
+                    long ldy = R + 1;
+                    uint16_t *w = malloc((size_t)R * K * sizeof *w);
+                    uint8_t *wp = malloc(sx_pack_q4_size(R, K));
+                    float *x = malloc((size_t)T * K * sizeof *x);
+                    float *xp = malloc(sx_xpack_size(T, K) * sizeof *xp);
+                    float *x1 = malloc(sx_xpack_size(1, K) * sizeof *x1);
+                    float *y = malloc((size_t)T * ldy * sizeof *y);
+                    float *y1 = malloc((size_t)ldy * sizeof *y1);
+                    assert_non_null(w); assert_non_null(wp); assert_non_null(x);
+                    assert_non_null(xp); assert_non_null(x1); assert_non_null(y);
+                    assert_non_null(y1);
+                    for (long i = 0; i < (long)R * K; i++)
+                        w[i] = sx_f32_to_bf16((float)urand());
+                    sx_pack_q4(w, R, K, 0, R, wp);
+                    fill(x, (size_t)T * K, 3.0);
+                    for (int i = 0; i < K && i < 40; i++)
+                        x[K + i] = 0.0f;                       /* an all-zero block */
+                    for (int i = 0; i < K; i += 7)
+                        x[2 * K + i] *= 1e4f;                  /* a wide range */
+                    for (int t = 0; t < T; t++)
+                        sx_pack_x_row(x + (size_t)t * K, t, T, K, kr->tile, xp);
+                    fill(y, (size_t)T * ldy, 1.0);
+                    for (int t = 0; t < T; t++)
+                        y[t * ldy + R] = (float)t;
+                    float *yb = malloc((size_t)T * ldy * sizeof *yb);
+                    assert_non_null(yb);
+                    memcpy(yb, y, (size_t)T * ldy * sizeof *y);
+                    kr->mm_q4(wp, K, xp, T, yb, ldy, 0, split, acc);
+                    kr->mm_q4(wp, K, xp, T, yb, ldy, split, R, acc);
+                    for (int t = 0; t < T; t++) {
+                        sx_pack_x_row(x + (size_t)t * K, 0, 1, K, kr->tile, x1);
+                        memcpy(y1, y + t * ldy, (size_t)ldy * sizeof *y1);
+                        kr->mm_q4(wp, K, x1, 1, y1, ldy, 0, split, acc);
+                        kr->mm_q4(wp, K, x1, 1, y1, ldy, split, R, acc);
+                        if (memcmp(y1, yb + t * ldy, (size_t)ldy * sizeof *y1) != 0)
+                            fail_msg("%s q4 K=%d R=%d acc=%d: token %d of %d alone differs",
+                                     kr->name, K, R, acc, t, T);
+                    }
+                    free(w); free(wp); free(x); free(xp); free(x1); free(y); free(y1); free(yb);
+                }
+}
+
 static void run_path(int path)
 {
     const sx_cpu_kernels *kr = sx_cpu_kernels_for(path);
@@ -321,6 +377,7 @@ static void run_path(int path)
     check_mm(kr, 0);
     check_mm(kr, 1);
     check_mm_q4(kr);
+    check_mm_q4_alone(kr);
     check_vec(kr);
 }
 
