@@ -106,6 +106,9 @@ versions() {
 
 speed() {
     mkdir -p "$RES"
+    # the binaries measured are this tree's: a bench_decode linked before the
+    # last merge would measure old kernels (plain `make` does not relink it)
+    nice make CUDA=0 build/strux build/bench_decode >/dev/null
     versions
     : >"$RES/speed-llamacpp.jsonl"
     : >"$RES/speed-strux.txt"
