@@ -417,6 +417,16 @@ INL void tile_q8(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
         for (int i = 0; i < NQ * T; i++)
             a[i] = _mm256_setzero_si256();
         for (int g = 0; g < GPB; g++) {
+#if SX_Q8_AVX2_PF
+            /* the first pass over a panel brings it in (batched decode
+             * reads it from memory, as decode does); the others find it
+             * in cache */
+            if (q0 == 0) {
+                _mm_prefetch((const char *)pb + SX_Q8_AVX2_PF + g * Q8_GROUP_BYTES, _MM_HINT_T0);
+                _mm_prefetch((const char *)pb + SX_Q8_AVX2_PF + g * Q8_GROUP_BYTES + 64,
+                             _MM_HINT_T0);
+            }
+#endif
             __m256i w[4];
 #pragma GCC unroll 4
             for (int q = 0; q < NQ; q++)

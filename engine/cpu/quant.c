@@ -380,20 +380,33 @@ __attribute__((target("avx2"))) static void zero_apply_avx2(const float *zb, int
 }
 #endif
 
+typedef void (*zero_apply_fn)(const float *zb, int rows, int group, int k, const float *xs,
+                              int n_tok, float *y, long ldy, int r0, int r1);
+
+/* the widest form this CPU runs, chosen on the first call (every thread
+ * that races there chooses the same; every form gives the same bits) */
+static zero_apply_fn zero_apply_pick(void)
+{
+    static zero_apply_fn chosen;
+    zero_apply_fn f = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
+    if (f)
+        return f;
+    f = zero_apply_c;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        f = zero_apply_avx512;
+    else if (__builtin_cpu_supports("avx2"))
+        f = zero_apply_avx2;
+#endif
+    __atomic_store_n(&chosen, f, __ATOMIC_RELAXED);
+    return f;
+}
+
 void sx_q4_zero_apply(const float *zb, int rows, int group, int k, const float *xs, int n_tok,
                       float *y, long ldy, int r0, int r1)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx512f")) {
-        zero_apply_avx512(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        zero_apply_avx2(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
-        return;
-    }
-#endif
-    zero_apply_c(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
+    zero_apply_pick()(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
 }
 
 void sx_q4_zero_correct(const float *zb, int rows, int group, int k, const float *xp, int n_tok,
