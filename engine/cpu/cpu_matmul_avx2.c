@@ -398,7 +398,9 @@ INL __m256i q8_dot4(__m256i acc, __m256i w, __m256i xs, __m256i xu, __m256i ones
 }
 
 /* NQ quarters of a panel (8 rows each, from quarter q0) x T tokens, NQ * T
- * <= 4: the int32 block sums and the f32 sums in registers */
+ * <= 8: the int32 block sums in registers (and with NQ * T <= 4 the f32
+ * sums too; above, the compiler keeps those, touched once per block, on
+ * the stack) */
 INL void tile_q8(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
                  const float *scale, float *y, long ldy, int nrows, int q0, const int NQ,
                  const int T, int add)
@@ -406,14 +408,14 @@ INL void tile_q8(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
     enum { GPB = SX_Q8_XBLOCK / 4 };
     const __m256i ones = _mm256_set1_epi16(1);
     int nb = kp / SX_Q8_XBLOCK;
-    __m256 f[4];
-#pragma GCC unroll 4
+    __m256 f[8];
+#pragma GCC unroll 8
     for (int i = 0; i < NQ * T; i++)
         f[i] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const int8_t *pb = pan + (size_t)b * Q8_BLOCK_BYTES;
-        __m256i a[4];
-#pragma GCC unroll 4
+        __m256i a[8];
+#pragma GCC unroll 8
         for (int i = 0; i < NQ * T; i++)
             a[i] = _mm256_setzero_si256();
         for (int g = 0; g < GPB; g++) {
@@ -437,8 +439,10 @@ INL void tile_q8(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
                 __m256i xs, xu;
                 q8_bcast(xq + (size_t)t * 2 * kp + b * SX_Q8_XBLOCK, kp, g, &xs, &xu);
 #pragma GCC unroll 4
-                for (int q = 0; q < NQ; q++)
+                for (int q = 0; q < NQ; q++) {
                     a[t * NQ + q] = q8_dot4(a[t * NQ + q], w[q], xs, xu, ones);
+                    PIN(a[t * NQ + q]);
+                }
             }
         }
 #pragma GCC unroll 4
@@ -512,11 +516,11 @@ TGT static void tile_q8_any(const int8_t *pan, int kp, const int8_t *xq, const f
         for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0 += 2)
             tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 2, 2, add);
     } else {
-        for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0++) {
+        for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0 += 2) {
             if (T == 3)
-                tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 1, 3, add);
+                tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 2, 3, add);
             else
-                tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 1, TT, add);
+                tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 2, TT, add);
         }
     }
 }
