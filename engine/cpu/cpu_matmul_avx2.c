@@ -1,6 +1,7 @@
 /* AVX2 + FMA kernels: the same panel scheme as the AVX-512 path at half
  * width; a tile covers half a panel (16 rows in two vectors) so it fits in
- * 16 ymm registers. */
+ * 16 ymm registers.  int8 and q4 multiply bytes (int8 activations per
+ * block of 32 k), the int8 weights in SX_Q8_QUADS panels. */
 #include "engine/cpu/cpu_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
