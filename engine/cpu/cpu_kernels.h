@@ -14,6 +14,19 @@
  *     rows' 4 values as q + 128, k padded to 32.  These kernels quantise
  *     the activations too, per token and block of 32 k (x ~ sx[b] * xq,
  *     |error| <= sx[b] / 2), and multiply bytes;
+ *   int8 panel (SX_Q8_QUADS, the AVX2 and scalar paths): the same places
+ *     as SX_Q8_VNNI with the signed values q themselves: 128 bytes per 4 k,
+ *     two 256-bit vectors whose 32-bit lanes are 8 rows' 4 k each.  These
+ *     kernels round the activations to int8 per token and block of 32 k
+ *     with sx_q8_quant_x (the q4 kernels' quantiser) and multiply bytes
+ *     with vpmaddubsw, which takes unsigned times signed bytes: the
+ *     unsigned side is |xq|, the signed one q with xq's sign
+ *     (vpsignb), so every pair of products (|q|, |xq| <= 127) stays within
+ *     2 * 127 * 127 = 32,258 and the int16 sums never saturate; the exact
+ *     integer sum of each block is then scaled by sx[b] in f32, and the
+ *     row's sum by scale[r] at the end -- the same integer sums and f32
+ *     operations on every such path and tile, so a token's result does
+ *     not depend on its batch;
  *   q4 panel (every path): for each group of SX_Q4_GROUP k, the 32 rows'
  *     scales (f16, 64 bytes), then per 8 k the 32 rows' 4 bytes, byte i
  *     holding k = 8s + i in its low nibble and k = 8s + 4 + i in its high
@@ -37,7 +50,8 @@
  * The matrix kernels compute, for rows [r0, r1) (r0 a multiple of
  * SX_PANEL) and tokens [0, n_tok):
  *     y[t*ldy + r] (= or +=) sum_i w[r][i] * x[t][i]
- * in f32 (activations stay f32; weights are widened in registers).  Callers
+ * in f32 (bf16 and SX_Q8_PAIRS: activations stay f32, weights are widened
+ * in registers; the byte kernels above: as described there).  Callers
  * split panels across threads; a call writes only its rows of y.
  *
  * Tables are static constants: nothing to free. */
@@ -62,7 +76,7 @@ typedef struct sx_cpu_kernels {
     const char *name;   /* "scalar", "avx2", "avx512", "amx" */
     int         path;   /* sx_cpu_path */
     int         tile;   /* tokens per activation tile */
-    int         q8_layout; /* SX_Q8_PAIRS or SX_Q8_VNNI */
+    int         q8_layout; /* SX_Q8_PAIRS, SX_Q8_VNNI or SX_Q8_QUADS */
     void  (*mm_bf16)(const uint16_t *wp, int k, const float *xp, int n_tok,
                      float *y, long ldy, int r0, int r1, int accumulate);
     void  (*mm_q8)(const int8_t *wp, const float *scale, int k, const float *xp,
@@ -172,7 +186,9 @@ static inline int sx_pad_rows(int rows) { return (rows + SX_PANEL - 1) / SX_PANE
 size_t sx_pack_bf16_size(int rows, int k);
 void   sx_pack_bf16(const uint16_t *w, int rows, int k, int r0, int r1, uint16_t *wp);
 /* int8 layouts: a path's kernels name theirs in sx_cpu_kernels.q8_layout. */
-enum { SX_Q8_PAIRS = 0, SX_Q8_VNNI = 1 };
+enum { SX_Q8_PAIRS = 0, SX_Q8_VNNI = 1, SX_Q8_QUADS = 2 };
+enum { SX_Q8_XBLOCK = 32 };   /* k per activation scale (VNNI, QUADS) */
+static inline int sx_q8_kpad(int k) { return (k + SX_Q8_XBLOCK - 1) & ~(SX_Q8_XBLOCK - 1); }
 size_t sx_pack_q8_size(int rows, int k, int layout);
 /* Quantises rows [r0, r1) (per-row symmetric) and packs them in `layout`;
  * scale has sx_pad_rows(rows) entries, padding rows get 0. */
@@ -210,6 +226,10 @@ void   sx_quant_q4_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q
  * weights' +8).  The one definition every q4 path follows. */
 void   sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx,
                      int32_t *s8);
+/* The same rounding for the SX_Q8_QUADS kernels: xq[0 .. sx_q8_kpad(k)),
+ * sx[b] per block of SX_Q8_XBLOCK; with SX_Q4_GROUP 32 the bytes and
+ * scales are sx_q4_quant_x's. */
+void   sx_q8_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx);
 /* AWQ weights (w = (q - zero) * scale per row and `group` k, q and zero
  * in 0..15, q as sx_q4_matrix in engine/model/model.h holds it: row-major
  * [rows][k/2], even k in the low nibble) into the q4 panels: rows [r0, r1)

@@ -1,6 +1,7 @@
 /* AVX2 + FMA kernels: the same panel scheme as the AVX-512 path at half
  * width; a tile covers half a panel (16 rows in two vectors) so it fits in
- * 16 ymm registers. */
+ * 16 ymm registers.  int8 and q4 multiply bytes (int8 activations per
+ * block of 32 k), the int8 weights in SX_Q8_QUADS panels. */
 #include "engine/cpu/cpu_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "engine/cpu/cpu_q4.h"
+#include "engine/cpu/cpu_q8.h"
 
 #define TGT __attribute__((target("avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline)) TGT
@@ -116,89 +118,17 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
     }
 }
 
-INL __m256 widen8(const int8_t *p)
-{
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
-}
-
-INL void tile_q8(const int8_t *pan, const float *scale, int half, int k2, const float *xt,
-                 float *y, long ldy, int nrows, const int T, int add)
-{
-    __m256 a0[TT], a1[TT];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++)
-        a0[t] = a1[t] = _mm256_setzero_ps();
-    const int8_t *ph = pan + half * 16;
-    for (int kp = 0; kp < k2; kp++) {
-        const int8_t *p = ph + (size_t)kp * 2 * SX_PANEL;
-        __m256 e0 = widen8(p), e1 = widen8(p + 8);
-        __m256 o0 = widen8(p + SX_PANEL), o1 = widen8(p + SX_PANEL + 8);
-        const float *xk = xt + (size_t)kp * 2 * T;
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            __m256 xa = _mm256_set1_ps(xk[2 * t]);
-            __m256 xb = _mm256_set1_ps(xk[2 * t + 1]);
-            a0[t] = _mm256_fmadd_ps(e0, xa, a0[t]);
-            a1[t] = _mm256_fmadd_ps(e1, xa, a1[t]);
-            a0[t] = _mm256_fmadd_ps(o0, xb, a0[t]);
-            a1[t] = _mm256_fmadd_ps(o1, xb, a1[t]);
-        }
-    }
-    __m256 s0 = _mm256_loadu_ps(scale + half * 16), s1 = _mm256_loadu_ps(scale + half * 16 + 8);
-    int n0 = nrows - half * 16;
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++) {
-        store8(y + t * ldy + half * 16, _mm256_mul_ps(a0[t], s0), n0, add);
-        store8(y + t * ldy + half * 16 + 8, _mm256_mul_ps(a1[t], s1), n0 - 8, add);
-    }
-}
-
-#define Q8_CASE(N) case N: tile_q8(pan, scale, h, k2, xt, y, ldy, nrows, N, add); break
-
-TGT static void tile_q8_any(const int8_t *pan, const float *scale, int k2, const float *xt,
-                            float *y, long ldy, int nrows, int T, int add)
-{
-    for (int h = 0; h < 2 && h * 16 < nrows; h++)
-        switch (T) {
-        Q8_CASE(1); Q8_CASE(2); Q8_CASE(3);
-        default: tile_q8(pan, scale, h, k2, xt, y, ldy, nrows, TT, add); break;
-        }
-}
-
-TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
-                      float *y, long ldy, int r0, int r1, int accumulate)
-{
-    int k2 = (k + 1) / 2;
-    int tc = token_chunk(n_tok, k);
-    int ks = KSLICE;   /* as mm_bf16's */
-    for (int c0 = 0; c0 < n_tok; c0 += tc) {
-        int c1 = c0 + tc < n_tok ? c0 + tc : n_tok;
-        for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
-            const int8_t *pan = wp + (size_t)p0 * 2 * k2;
-            int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
-            for (int s0 = 0; s0 < k2; s0 += ks) {
-                int ns = k2 - s0 < ks ? k2 - s0 : ks;
-                for (int t0 = c0; t0 < c1; t0 += TT) {
-                    int T = n_tok - t0 < TT ? n_tok - t0 : TT;
-                    tile_q8_any(pan + (size_t)s0 * 2 * SX_PANEL, scale + p0, ns,
-                                xp + (size_t)t0 * 2 * k2 + (size_t)s0 * 2 * T,
-                                y + t0 * ldy + p0, ldy, nrows, T, s0 ? 1 : accumulate);
-                }
-            }
-        }
-    }
-}
-
-/* q4: sx_q4_quant_x with AVX2's rounding (to nearest even, as nearbyintf).
- * A token alone in its activation tile (decode) has its k contiguous, so
- * its blocks are read in place; others gather their pairs. */
-TGT static void q4_xquant(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq,
-                          float *sx, int32_t *s8)
+/* sx_q4_quant_x and sx_q8_quant_x (nb blocks; s8 NULL: not wanted) with
+ * AVX2's rounding (to nearest even, as nearbyintf).  A token alone in its
+ * activation tile (decode) has its k contiguous, so its blocks are read in
+ * place; others gather their pairs. */
+INL void xquant(const float *xp, int n_tok, int tile, int t, int k, int nb, int8_t *xq,
+                float *sx, int32_t *s8)
 {
     const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    int k2 = (k + 1) / 2, nb = sx_q4_kpad(k) / SX_Q4_XBLOCK, j = t / tile, u = t % tile;
+    int k2 = (k + 1) / 2, j = t / tile, u = t % tile;
     int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
     const float *xt = xp + (size_t)j * tile * 2 * k2 + 2 * u;
     for (int b = 0; b < nb; b++) {
@@ -223,7 +153,8 @@ TGT static void q4_xquant(const float *xp, int n_tok, int tile, int t, int k, in
         if (!(amax > 0.0f) || !(amax <= FLT_MAX)) {
             memset(xb, 0, SX_Q4_XBLOCK);
             sx[b] = 0.0f;
-            s8[b] = 0;
+            if (s8)
+                s8[b] = 0;
             continue;
         }
         __m256 inv = _mm256_set1_ps(127.0f / amax);
@@ -237,13 +168,27 @@ TGT static void q4_xquant(const float *xp, int n_tok, int tile, int t, int k, in
         __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
                                        _mm256_packs_epi32(q[2], q[3]));
         _mm256_storeu_si256((__m256i *)xb, _mm256_permutevar8x32_epi32(w, order));
+        sx[b] = amax / 127.0f;
+        if (!s8)
+            continue;
         __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
         __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-        sx[b] = amax / 127.0f;
         s8[b] = 8 * _mm_cvtsi128_si32(s4);
     }
+}
+
+TGT static void q4_xquant(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq,
+                          float *sx, int32_t *s8)
+{
+    xquant(xp, n_tok, tile, t, k, sx_q4_kpad(k) / SX_Q4_XBLOCK, xq, sx, s8);
+}
+
+TGT static void q8_xquant(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq,
+                          float *sx)
+{
+    xquant(xp, n_tok, tile, t, k, sx_q8_kpad(k) / SX_Q8_XBLOCK, xq, sx, NULL);
 }
 
 /* NQ quarters of a panel (8 rows each, from quarter q0) x T tokens, NQ * T
@@ -417,6 +362,177 @@ TGT static void mm_q4(const uint8_t *wp, int k, const float *xp, int n_tok, floa
     sx_q4_drive(wp, k, xp, n_tok, TT, y, ldy, r0, r1, accumulate, TT, q4_xquant, tile_q4_any);
 }
 
+/* ---- int8 (SX_Q8_QUADS panels, cpu_kernels.h) ----
+ * One 32-byte vector of a panel holds 8 rows' 4 k; a token's 4 activation
+ * bytes are broadcast to every lane, as xq (signed) and |xq| (unsigned):
+ * vpsignb gives each weight xq's sign, vpmaddubsw multiplies |xq| by it in
+ * pairs (|products| <= 127 * 127, pair sums within int16) and vpmaddwd
+ * adds the pairs into the rows' 32-bit lanes: 4 instructions per 32
+ * weights and token where widening to f32 took 12.  Each block's exact
+ * integer sums become f32 through one fused multiply-add by sx[b], in block
+ * order, and the row scale multiplies at the end: every tile below does
+ * exactly these operations per token, so a token alone gets the bits it
+ * gets in any batch. */
+
+/* decode's software prefetch distance in bytes (0: none): int8 streams
+ * 1.8x the bytes of q4 per weight, from the same kind of loop */
+#ifndef SX_Q8_AVX2_PF
+#define SX_Q8_AVX2_PF 2048
+#endif
+
+enum { Q8_GROUP_BYTES = 4 * SX_PANEL, Q8_BLOCK_BYTES = SX_Q8_XBLOCK / 4 * Q8_GROUP_BYTES };
+
+/* xq's and |xq|'s 4 bytes of group g (4 k), broadcast */
+INL void q8_bcast(const int8_t *xt, int kp, int g, __m256i *xs, __m256i *xu)
+{
+    int32_t ds, du;
+    memcpy(&ds, xt + 4 * g, 4);
+    memcpy(&du, xt + kp + 4 * g, 4);
+    *xs = _mm256_set1_epi32(ds);
+    *xu = _mm256_set1_epi32(du);
+}
+
+INL __m256i q8_dot4(__m256i acc, __m256i w, __m256i xs, __m256i xu, __m256i ones)
+{
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(xu, _mm256_sign_epi8(w, xs)),
+                                                   ones));
+}
+
+/* NQ quarters of a panel (8 rows each, from quarter q0) x T tokens, NQ * T
+ * <= 8: the int32 block sums in registers (and with NQ * T <= 4 the f32
+ * sums too; above, the compiler keeps those, touched once per block, on
+ * the stack) */
+INL void tile_q8(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
+                 const float *scale, float *y, long ldy, int nrows, int q0, const int NQ,
+                 const int T, int add)
+{
+    enum { GPB = SX_Q8_XBLOCK / 4 };
+    const __m256i ones = _mm256_set1_epi16(1);
+    int nb = kp / SX_Q8_XBLOCK;
+    __m256 f[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < NQ * T; i++)
+        f[i] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const int8_t *pb = pan + (size_t)b * Q8_BLOCK_BYTES;
+        __m256i a[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < NQ * T; i++)
+            a[i] = _mm256_setzero_si256();
+        for (int g = 0; g < GPB; g++) {
+#if SX_Q8_AVX2_PF
+            /* the first pass over a panel brings it in (batched decode
+             * reads it from memory, as decode does); the others find it
+             * in cache */
+            if (q0 == 0) {
+                _mm_prefetch((const char *)pb + SX_Q8_AVX2_PF + g * Q8_GROUP_BYTES, _MM_HINT_T0);
+                _mm_prefetch((const char *)pb + SX_Q8_AVX2_PF + g * Q8_GROUP_BYTES + 64,
+                             _MM_HINT_T0);
+            }
+#endif
+            __m256i w[4];
+#pragma GCC unroll 4
+            for (int q = 0; q < NQ; q++)
+                w[q] = _mm256_loadu_si256(
+                    (const __m256i *)(pb + g * Q8_GROUP_BYTES + 32 * (q0 + q)));
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                __m256i xs, xu;
+                q8_bcast(xq + (size_t)t * 2 * kp + b * SX_Q8_XBLOCK, kp, g, &xs, &xu);
+#pragma GCC unroll 4
+                for (int q = 0; q < NQ; q++) {
+                    a[t * NQ + q] = q8_dot4(a[t * NQ + q], w[q], xs, xu, ones);
+                    PIN(a[t * NQ + q]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            __m256 s = _mm256_set1_ps(sx[(size_t)t * nb + b]);
+#pragma GCC unroll 4
+            for (int q = 0; q < NQ; q++)
+                f[t * NQ + q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[t * NQ + q]), s, f[t * NQ + q]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+        for (int q = 0; q < NQ; q++)
+            store8(y + t * ldy + 8 * (q0 + q),
+                   _mm256_mul_ps(f[t * NQ + q], _mm256_loadu_ps(scale + 8 * (q0 + q))),
+                   nrows - 8 * (q0 + q), add);
+}
+
+/* tile_q8 for one token and a whole panel (decode), the same operations;
+ * PIN as tile_q4_m1's, and a prefetch per cache line of the stream */
+INL void tile_q8_m1(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
+                    const float *scale, float *y, int nrows, int add)
+{
+    enum { GPB = SX_Q8_XBLOCK / 4 };
+    const __m256i ones = _mm256_set1_epi16(1);
+    int nb = kp / SX_Q8_XBLOCK;
+    __m256 f[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        f[q] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const int8_t *pb = pan + (size_t)b * Q8_BLOCK_BYTES;
+        __m256i a[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            a[q] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < GPB; g++) {
+#if SX_Q8_AVX2_PF
+            _mm_prefetch((const char *)pb + SX_Q8_AVX2_PF + g * Q8_GROUP_BYTES, _MM_HINT_T0);
+            _mm_prefetch((const char *)pb + SX_Q8_AVX2_PF + g * Q8_GROUP_BYTES + 64, _MM_HINT_T0);
+#endif
+            __m256i xs, xu;
+            q8_bcast(xq + b * SX_Q8_XBLOCK, kp, g, &xs, &xu);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(pb + g * Q8_GROUP_BYTES + 32 * q));
+                a[q] = q8_dot4(a[q], v, xs, xu, ones);
+                PIN(a[q]);
+            }
+        }
+        __m256 s = _mm256_set1_ps(sx[b]);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            f[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[q]), s, f[q]);
+            PIN(f[q]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        store8(y + 8 * q, _mm256_mul_ps(f[q], _mm256_loadu_ps(scale + 8 * q)), nrows - 8 * q, add);
+}
+
+TGT static void tile_q8_any(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
+                            const float *scale, int T, float *y, long ldy, int nrows, int add)
+{
+    if (T == 1) {
+        tile_q8_m1(pan, kp, xq, sx, scale, y, nrows, add);
+    } else if (T == 2) {
+        for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0 += 2)
+            tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 2, 2, add);
+    } else {
+        for (int q0 = 0; q0 < 4 && 8 * q0 < nrows; q0 += 2) {
+            if (T == 3)
+                tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 2, 3, add);
+            else
+                tile_q8(pan, kp, xq, sx, scale, y, ldy, nrows, q0, 2, TT, add);
+        }
+    }
+}
+
+TGT static void mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
+                      float *y, long ldy, int r0, int r1, int accumulate)
+{
+    sx_q8_drive(wp, scale, k, xp, n_tok, TT, y, ldy, r0, r1, accumulate, TT, q8_xquant,
+                tile_q8_any);
+}
+
 /* As the AVX-512 exp; 2^n is built in the exponent field, so x is clamped
  * to the range where n stays a normal exponent and below it the result is 0. */
 INL __m256 exp8(__m256 v)
@@ -585,7 +701,7 @@ static void swiglu(float *g, const float *u, int n)
 }
 
 const sx_cpu_kernels sx_cpu_avx2_kernels = {
-    .name = "avx2", .path = SX_CPU_AVX2, .tile = TT,
+    .name = "avx2", .path = SX_CPU_AVX2, .tile = TT, .q8_layout = SX_Q8_QUADS,
     .mm_bf16 = mm_bf16, .mm_q8 = mm_q8, .mm_q4 = mm_q4,
     .att_block = att_block, .exp = vexp,
     .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu, .bf16_to_f32 = bf16_to_f32,

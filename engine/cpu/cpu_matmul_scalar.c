@@ -2,6 +2,7 @@
  * baseline the vector paths are tested against. */
 #include "engine/cpu/cpu_kernels.h"
 #include "engine/cpu/cpu_q4.h"
+#include "engine/cpu/cpu_q8.h"
 
 #include <math.h>
 
@@ -27,20 +28,33 @@ static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, float
     }
 }
 
+/* The SX_Q8_QUADS reference: the integer sum of each block of 32 k
+ * exactly, then y = scale[r] * sum over blocks of sx[b] * (sum q xq), the
+ * f32 operations in block order as the vector kernels do them (those fuse
+ * each block's multiply-add, so they differ from this only in rounding). */
+static void tile_q8(const int8_t *pan, int kp, const int8_t *xq, const float *sx,
+                    const float *scale, int T, float *y, long ldy, int nrows, int add)
+{
+    int nb = kp / SX_Q8_XBLOCK;
+    for (int j = 0; j < nrows; j++)
+        for (int t = 0; t < T; t++) {
+            const int8_t *xt = xq + (size_t)t * 2 * kp;
+            float s = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                int32_t dot = 0;
+                for (int i = b * SX_Q8_XBLOCK; i < (b + 1) * SX_Q8_XBLOCK; i++)
+                    dot += pan[(size_t)(i / 4) * 4 * SX_PANEL + 4 * j + i % 4] * xt[i];
+                s += (float)dot * sx[(size_t)t * nb + b];
+            }
+            store(y + t * ldy + j, s * scale[j], add);
+        }
+}
+
 static void mm_q8(const int8_t *wp, const float *scale, int k, const float *xp, int n_tok,
                   float *y, long ldy, int r0, int r1, int accumulate)
 {
-    int kp2 = (k + 1) & ~1;
-    for (int r = r0; r < r1; r++) {
-        const int8_t *pan = wp + (size_t)(r / SX_PANEL) * SX_PANEL * kp2 + r % SX_PANEL;
-        for (int t = 0; t < n_tok; t++) {
-            const float *xt = xp + (size_t)t * kp2;
-            float s = 0.0f;
-            for (int i = 0; i < kp2; i++)
-                s += (float)pan[(size_t)i * SX_PANEL] * xt[i];
-            store(y + t * ldy + r, s * scale[r], accumulate);
-        }
-    }
+    sx_q8_drive(wp, scale, k, xp, n_tok, 1, y, ldy, r0, r1, accumulate, 4, sx_q8_quant_x,
+                tile_q8);
 }
 
 /* The q4 reference: the integer sums of each block of 32 k exactly, then
@@ -115,7 +129,7 @@ static void swiglu(float *g, const float *u, int n)
 }
 
 const sx_cpu_kernels sx_cpu_scalar_kernels = {
-    .name = "scalar", .path = SX_CPU_SCALAR, .tile = 1,
+    .name = "scalar", .path = SX_CPU_SCALAR, .tile = 1, .q8_layout = SX_Q8_QUADS,
     .mm_bf16 = mm_bf16, .mm_q8 = mm_q8, .mm_q4 = mm_q4,
     .att_block = att_block, .exp = vexp,
     .rmsnorm = sx_cpu_rmsnorm, .swiglu = swiglu, .bf16_to_f32 = sx_cpu_bf16_to_f32,

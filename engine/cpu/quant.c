@@ -41,17 +41,19 @@ void sx_quant_q8_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q, 
 
 size_t sx_pack_q8_size(int rows, int k, int layout)
 {
-    return (size_t)sx_pad_rows(rows) * (size_t)(layout == SX_Q8_VNNI ? (k + 31) & ~31 : (k + 1) & ~1);
+    return (size_t)sx_pad_rows(rows) * (size_t)(layout != SX_Q8_PAIRS ? sx_q8_kpad(k) : (k + 1) & ~1);
 }
 
-/* Both layouts, panel by panel.  SX_Q8_PAIRS: for each k, the 32 rows'
+/* Every layout, panel by panel.  SX_Q8_PAIRS: for each k, the 32 rows'
  * values.  SX_Q8_VNNI: for each group of 4 k, the 32 rows' 4 values as
  * unsigned bytes q + 128 (vpdpbusd multiplies unsigned by signed bytes;
- * the kernel takes 128 * sum(x) back out); k padded to 32 with q = 0. */
+ * the kernel takes 128 * sum(x) back out); k padded to 32 with q = 0.
+ * SX_Q8_QUADS: the same places, the values as they are (signed). */
 void sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int layout, int8_t *wp,
                 float *scale)
 {
-    int vnni = layout == SX_Q8_VNNI, kp = vnni ? (k + 31) & ~31 : (k + 1) & ~1;
+    int quads = layout != SX_Q8_PAIRS, vnni = layout == SX_Q8_VNNI;
+    int kp = quads ? sx_q8_kpad(k) : (k + 1) & ~1;
     for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
         int8_t *dst = wp + (size_t)p0 * kp;
         for (int j = 0; j < SX_PANEL; j++) {
@@ -61,8 +63,9 @@ void sx_pack_q8(const uint16_t *w, int rows, int k, int r0, int r1, int layout, 
             scale[r] = r < rows ? row_scale(src, k, &inv) : 0.0f;
             for (int i = 0; i < kp; i++) {
                 int q = r < rows && i < k ? quant(src[i], inv) : 0;
-                if (vnni)
-                    dst[(size_t)(i / 4) * 4 * SX_PANEL + 4 * j + i % 4] = (int8_t)(uint8_t)(q + 128);
+                if (quads)
+                    dst[(size_t)(i / 4) * 4 * SX_PANEL + 4 * j + i % 4] =
+                        vnni ? (int8_t)(uint8_t)(q + 128) : (int8_t)q;
                 else
                     dst[(size_t)i * SX_PANEL + j] = (int8_t)q;
             }
@@ -183,13 +186,14 @@ void sx_quant_q4_rows(const uint16_t *w, long r0, long r1, int cols, int8_t *q, 
         }
 }
 
-void sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx,
-                   int32_t *s8)
+/* sx_q4_quant_x and sx_q8_quant_x: nb blocks of 32 (s8 NULL: not wanted) */
+static void quant_x(const float *xp, int n_tok, int tile, int t, int k, int nb, int8_t *xq,
+                    float *sx, int32_t *s8)
 {
-    int k2 = (k + 1) / 2, kp = sx_q4_kpad(k), j = t / tile, u = t % tile;
+    int k2 = (k + 1) / 2, j = t / tile, u = t % tile;
     int tj = n_tok - j * tile < tile ? n_tok - j * tile : tile;
     const float *xt = xp + (size_t)j * tile * 2 * k2 + 2 * u;
-    for (int b = 0; b < kp / SX_Q4_XBLOCK; b++) {
+    for (int b = 0; b < nb; b++) {
         float v[SX_Q4_XBLOCK], amax = 0.0f;
         for (int i = 0; i < SX_Q4_XBLOCK; i++) {
             int kk = b * SX_Q4_XBLOCK + i;
@@ -204,7 +208,8 @@ void sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *x
             for (int i = 0; i < SX_Q4_XBLOCK; i++)
                 xb[i] = 0;
             sx[b] = 0.0f;
-            s8[b] = 0;
+            if (s8)
+                s8[b] = 0;
             continue;
         }
         float inv = 127.0f / amax;
@@ -216,8 +221,20 @@ void sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *x
             sum += xb[i];
         }
         sx[b] = amax / 127.0f;
-        s8[b] = 8 * sum;
+        if (s8)
+            s8[b] = 8 * sum;
     }
+}
+
+void sx_q4_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx,
+                   int32_t *s8)
+{
+    quant_x(xp, n_tok, tile, t, k, sx_q4_kpad(k) / SX_Q4_XBLOCK, xq, sx, s8);
+}
+
+void sx_q8_quant_x(const float *xp, int n_tok, int tile, int t, int k, int8_t *xq, float *sx)
+{
+    quant_x(xp, n_tok, tile, t, k, sx_q8_kpad(k) / SX_Q8_XBLOCK, xq, sx, NULL);
 }
 
 /* ---- AWQ checkpoints in the q4 panels ----
@@ -363,20 +380,33 @@ __attribute__((target("avx2"))) static void zero_apply_avx2(const float *zb, int
 }
 #endif
 
+typedef void (*zero_apply_fn)(const float *zb, int rows, int group, int k, const float *xs,
+                              int n_tok, float *y, long ldy, int r0, int r1);
+
+/* the widest form this CPU runs, chosen on the first call (every thread
+ * that races there chooses the same; every form gives the same bits) */
+static zero_apply_fn zero_apply_pick(void)
+{
+    static zero_apply_fn chosen;
+    zero_apply_fn f = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
+    if (f)
+        return f;
+    f = zero_apply_c;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        f = zero_apply_avx512;
+    else if (__builtin_cpu_supports("avx2"))
+        f = zero_apply_avx2;
+#endif
+    __atomic_store_n(&chosen, f, __ATOMIC_RELAXED);
+    return f;
+}
+
 void sx_q4_zero_apply(const float *zb, int rows, int group, int k, const float *xs, int n_tok,
                       float *y, long ldy, int r0, int r1)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx512f")) {
-        zero_apply_avx512(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        zero_apply_avx2(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
-        return;
-    }
-#endif
-    zero_apply_c(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
+    zero_apply_pick()(zb, rows, group, k, xs, n_tok, y, ldy, r0, r1);
 }
 
 void sx_q4_zero_correct(const float *zb, int rows, int group, int k, const float *xp, int n_tok,

@@ -86,6 +86,14 @@ static void check_mm(const sx_cpu_kernels *kr, int q8)
                         sx_pack_bf16(w, R, K, SX_PANEL, R, wp);
                     kr->mm_bf16(wp, K, xp, T, y, ldy, r0, r1, acc);
                 }
+                /* SX_Q8_QUADS: the activations as sx_q8_quant_x rounds them */
+                int quads = q8 && kr->q8_layout == SX_Q8_QUADS;
+                int kq = sx_q8_kpad(K), nbq = kq / SX_Q8_XBLOCK;
+                int8_t *xq = malloc((size_t)T * kq);
+                float *sxq = malloc((size_t)T * nbq * sizeof *sxq);
+                assert_non_null(xq); assert_non_null(sxq);
+                for (int t = 0; t < T; t++)
+                    sx_q8_quant_x(xp, T, kr->tile, t, K, xq + (size_t)t * kq, sxq + (size_t)t * nbq);
                 for (int t = 0; t < T; t++)
                     for (int r = 0; r < R + 3; r++) {
                         float got = y[t * ldy + r];
@@ -93,6 +101,31 @@ static void check_mm(const sx_cpu_kernels *kr, int q8)
                             if (got != y0[t * ldy + r])
                                 fail_msg("%s %s R=%d K=%d T=%d rows %d..%d: row %d touched",
                                          kr->name, q8 ? "q8" : "bf16", R, K, T, r0, r1, r);
+                            continue;
+                        }
+                        if (quads) {
+                            /* the exact arithmetic (integer block sums),
+                             * within f32 rounding; and W x with f32
+                             * activations within their rounding to int8 */
+                            double ref = 0, mag = 0, refx = 0, xerr = 0;
+                            for (int i = 0; i < K; i++) {
+                                double wv = (double)wq[(long)r * K + i] * sc[r];
+                                double sb = sxq[(size_t)t * nbq + i / SX_Q8_XBLOCK];
+                                double pr = wv * sb * xq[(size_t)t * kq + i];
+                                ref += pr;
+                                mag += fabs(pr);
+                                refx += wv * x[t * ldx + i];
+                                xerr += fabs(wv) * sb * 0.5 * (1 + 1e-5);
+                            }
+                            if (fabs(ref - refx) > xerr + 1e-12)
+                                fail_msg("q8 activations R=%d K=%d T=%d row %d tok %d: %.9g vs "
+                                         "%.9g beyond %.3g", R, K, T, r, t, ref, refx, xerr);
+                            if (acc)
+                                ref += y0[t * ldy + r];
+                            double tol = 2e-6 * mag + 1e-6 * (acc ? 1 : 0) + 1e-30;
+                            if (fabs(got - ref) > tol)
+                                fail_msg("%s q8 R=%d K=%d T=%d acc=%d row %d tok %d: got %.9g "
+                                         "want %.9g", kr->name, R, K, T, acc, r, t, got, ref);
                             continue;
                         }
                         double ref = 0, mag = 0, xerr = 0;
@@ -126,7 +159,7 @@ static void check_mm(const sx_cpu_kernels *kr, int q8)
                                      kr->name, q8 ? "q8" : "bf16", R, K, T, acc, r, t, got, ref);
                     }
                 free(w); free(wp); free(wq); free(wqp); free(sc); free(scp); free(x); free(xp);
-                free(y); free(y0);
+                free(y); free(y0); free(xq); free(sxq);
             }
 }
 
@@ -311,11 +344,12 @@ static void check_mm_q4(const sx_cpu_kernels *kr)
             }
 }
 
-/* q4 batch invariance at the kernel: each token of a batch alone (the
- * decode-only kernel and the in-place activation reads) gives bit for bit
+/* q4 (q8 set: SX_Q8_QUADS int8) batch invariance at the kernel: each
+ * token of a batch alone (the decode-only kernel and the in-place
+ * activation reads) gives bit for bit
  * what it gets inside the batch (the tile kernels and the gathered
  * activations), rows split across calls, with and without accumulate. */
-static void check_mm_q4_alone(const sx_cpu_kernels *kr)
+static void check_mm_alone(const sx_cpu_kernels *kr, int q8)
 {
     static const int kq[] = { 1, 33, 64, 1000, 1057, 3072 };
     static const int rq[] = { 37, 96 };
@@ -327,7 +361,9 @@ static void check_mm_q4_alone(const sx_cpu_kernels *kr)
                     int K = kq[ki], R = rq[ri], T = tq[ti], split = R > SX_PANEL ? SX_PANEL : R;
                     long ldy = R + 1;
                     uint16_t *w = malloc((size_t)R * K * sizeof *w);
-                    uint8_t *wp = malloc(sx_pack_q4_size(R, K));
+                    uint8_t *wp = malloc(q8 ? sx_pack_q8_size(R, K, kr->q8_layout)
+                                            : sx_pack_q4_size(R, K));
+                    float *sc = malloc((size_t)sx_pad_rows(R) * sizeof *sc);
                     float *x = malloc((size_t)T * K * sizeof *x);
                     float *xp = malloc(sx_xpack_size(T, K) * sizeof *xp);
                     float *x1 = malloc(sx_xpack_size(1, K) * sizeof *x1);
@@ -335,10 +371,13 @@ static void check_mm_q4_alone(const sx_cpu_kernels *kr)
                     float *y1 = malloc((size_t)ldy * sizeof *y1);
                     assert_non_null(w); assert_non_null(wp); assert_non_null(x);
                     assert_non_null(xp); assert_non_null(x1); assert_non_null(y);
-                    assert_non_null(y1);
+                    assert_non_null(y1); assert_non_null(sc);
                     for (long i = 0; i < (long)R * K; i++)
                         w[i] = sx_f32_to_bf16((float)urand());
-                    sx_pack_q4(w, R, K, 0, R, wp);
+                    if (q8)
+                        sx_pack_q8(w, R, K, 0, R, kr->q8_layout, (int8_t *)wp, sc);
+                    else
+                        sx_pack_q4(w, R, K, 0, R, wp);
                     fill(x, (size_t)T * K, 3.0);
                     for (int i = 0; i < K && i < 40; i++)
                         x[K + i] = 0.0f;                       /* an all-zero block */
@@ -352,18 +391,23 @@ static void check_mm_q4_alone(const sx_cpu_kernels *kr)
                     float *yb = malloc((size_t)T * ldy * sizeof *yb);
                     assert_non_null(yb);
                     memcpy(yb, y, (size_t)T * ldy * sizeof *y);
-                    kr->mm_q4(wp, K, xp, T, yb, ldy, 0, split, acc);
-                    kr->mm_q4(wp, K, xp, T, yb, ldy, split, R, acc);
+#define MM(X, N, Y, A, B)                                                                  \
+    (q8 ? kr->mm_q8((const int8_t *)wp, sc, K, X, N, Y, ldy, A, B, acc)                    \
+        : kr->mm_q4(wp, K, X, N, Y, ldy, A, B, acc))
+                    MM(xp, T, yb, 0, split);
+                    MM(xp, T, yb, split, R);
                     for (int t = 0; t < T; t++) {
                         sx_pack_x_row(x + (size_t)t * K, 0, 1, K, kr->tile, x1);
                         memcpy(y1, y + t * ldy, (size_t)ldy * sizeof *y1);
-                        kr->mm_q4(wp, K, x1, 1, y1, ldy, 0, split, acc);
-                        kr->mm_q4(wp, K, x1, 1, y1, ldy, split, R, acc);
+                        MM(x1, 1, y1, 0, split);
+                        MM(x1, 1, y1, split, R);
                         if (memcmp(y1, yb + t * ldy, (size_t)ldy * sizeof *y1) != 0)
-                            fail_msg("%s q4 K=%d R=%d acc=%d: token %d of %d alone differs",
-                                     kr->name, K, R, acc, t, T);
+                            fail_msg("%s %s K=%d R=%d acc=%d: token %d of %d alone differs",
+                                     kr->name, q8 ? "q8" : "q4", K, R, acc, t, T);
                     }
-                    free(w); free(wp); free(x); free(xp); free(x1); free(y); free(y1); free(yb);
+#undef MM
+                    free(w); free(wp); free(sc); free(x); free(xp); free(x1); free(y); free(y1);
+                    free(yb);
                 }
 }
 
@@ -377,7 +421,9 @@ static void run_path(int path)
     check_mm(kr, 0);
     check_mm(kr, 1);
     check_mm_q4(kr);
-    check_mm_q4_alone(kr);
+    check_mm_alone(kr, 0);
+    if (kr->q8_layout == SX_Q8_QUADS)   /* the byte kernels; PAIRS widens to f32 */
+        check_mm_alone(kr, 1);
     check_vec(kr);
 }
 
