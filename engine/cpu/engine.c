@@ -375,6 +375,17 @@ const char *sx_engine_cpu_path(const sx_engine *e)
     return e->path_name;
 }
 
+const char *sx_engine_act_rounding(const sx_engine *e)
+{
+    if (e->mode == SX_W_Q4)
+        return "int8 per 32 k";
+    if (e->mode == SX_W_INT8)
+        return e->kr->q8_layout == SX_Q8_QUADS  ? "int8 per 32 k"
+               : e->kr->q8_layout == SX_Q8_VNNI ? "two int8 digits per 32 k"
+                                                : "f32";
+    return e->att_dp ? "bf16" : "f32";
+}
+
 int64_t sx_engine_free_tokens(const sx_engine *e)
 {
     return e ? (int64_t)e->kv.n_free * e->kv.block_tokens : 0;

@@ -101,6 +101,10 @@ int64_t sx_engine_free_tokens(const sx_engine *e);          /* cache capacity le
 /* The CPU kernel path in use ("amx", "avx512", "avx2", "scalar", or
  * "avx512-bf16act" in SX_ACT_BF16 mode); static storage. */
 const char *sx_engine_cpu_path(const sx_engine *e);
+/* What the matrix products do to activations with this engine's weights and
+ * path, for reports: "f32", "bf16", "int8 per 32 k" (q4 on every path, int8
+ * on avx2 and scalar) or "two int8 digits per 32 k" (int8 on amx); static. */
+const char *sx_engine_act_rounding(const sx_engine *e);
 
 /* One batched step.  items[i].tokens[0..n) are appended to sequence
  * items[i].seq at positions seq_len .. seq_len+n-1.  Logits (f32, vocab_rows

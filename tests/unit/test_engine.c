@@ -316,6 +316,14 @@ static void prefill_matches_reference(void **state)
         for (int mode = 0; mode < 2; mode++)
             for (int threads = 1; threads <= 3; threads++) {
                 sx_engine *e = engine_for(t, path, mode, threads, 1024, 4);
+                /* what reports print (strux perplexity) is the rounding the
+                 * tolerance below assumes */
+                const sx_cpu_kernels *kr = sx_cpu_kernels_for(path);
+                assert_string_equal(sx_engine_act_rounding(e),
+                                    !mode                              ? "f32"
+                                    : kr->q8_layout == SX_Q8_QUADS     ? "int8 per 32 k"
+                                    : kr->q8_layout == SX_Q8_VNNI      ? "two int8 digits per 32 k"
+                                                                       : "f32");
                 int seq;
                 assert_int_equal(sx_engine_seq_new(e, &seq, NULL), SX_OK);
                 assert_int_equal(step1(e, seq, tok, N, 1, lg), SX_OK);

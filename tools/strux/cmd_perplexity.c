@@ -240,8 +240,8 @@ int cmd_perplexity(int argc, char **argv)
         printf("top1_same:      %.4f\n", (double)r.top1_same / n);
     }
     printf("weights:        %s\n", q4 ? "q4" : int8 ? "int8" : "bf16");
-    printf("activations:    %s\n", q4 ? "int8 per 32 in matrix products"
-                                    : bf16act && !int8 ? "bf16 in matrix products" : "f32");
+    printf("activations:    %s in matrix products (path %s)\n", sx_engine_act_rounding(eng),
+           sx_engine_cpu_path(eng));
     printf("kv_cache:       %s\n", kvbf16 ? "bf16" : "f32");
     printf("time_s:         %.2f\n", secs);
     rc = 0;
