@@ -40,6 +40,7 @@ typedef struct gc_ctx {
     long name_states;   /* names_automaton: states of the allOf members' automata */
     int root_uneval;    /* gr_notforms.c: an unevaluated* keyword in the document:
                            0 not looked for yet, 1 none, 2 some */
+    struct gc_strx_memo *strx_memo; /* gr_strx.c: string automata built so far, or NULL */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -204,10 +205,15 @@ int gc_rewrite_not_forms(gc_ctx *c, const json_t *s, json_t **out);
 
 /* gr_strx.c: the automaton of a string's pattern and/or format (either may
  * be NULL), less the strings in excl (a JSON array whose string members a
- * `not` leaves out; may be NULL); *out stays NULL when none applies. */
+ * `not` leaves out; may be NULL); *out stays NULL when none applies.  The
+ * same request again in one compile gets the same automaton (*out is then
+ * shared between nodes, owned by the grammar). */
 int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
                         const json_t *excl, const struct sx_re *minus_re, int64_t min_len,
                         int64_t max_len, gr_strx **out);
+/* gr_strx.c: forgets the automata gc_string_automaton remembered for this
+ * compile (they stay with the grammar; a repeated request shares one). */
+void gc_strx_memo_free(gc_ctx *c);
 /* gr_strx.c: re less the strings in excl, in *out (a new automaton the
  * caller owns; re itself is left alone). */
 int gc_minus_strings(gc_ctx *c, const struct sx_re *re, const json_t *excl, struct sx_re **out);

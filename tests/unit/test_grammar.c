@@ -365,6 +365,65 @@ static void many_property_names(void **state)
     json_decref(s);
 }
 
+/* A string constraint repeated across a schema compiles to one automaton
+ * that every node asking for the same shares (pattern, format, excluded
+ * strings and length bounds alike), each node keeping its own meaning. */
+static void repeated_string_automata(void **state)
+{
+    (void)state;
+    const char *schema =
+        "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+        "\"a\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":3},"
+        "\"b\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":3},"
+        "\"c\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":4},"
+        "\"d\":{\"type\":\"string\",\"format\":\"date\"},"
+        "\"e\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"format\":\"date\"}},"
+        "\"f\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":3,"
+        "\"not\":{\"enum\":[\"ab\"]}}}}";
+    sx_grammar *g;
+    sx_error err;
+    if (sx_gr_compile_schema(V, schema, strlen(schema), NULL, &g, &err))
+        fail_msg("%s", err.msg);
+    const gr_strx *xs[16];
+    int n = 0, distinct = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].kind == GK_STRING && g->nodes[i].u.str.x && n < 16)
+            xs[n++] = g->nodes[i].u.str.x;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= xs[j] == xs[i];
+        distinct += !seen;
+    }
+    assert_int_equal(n, 6);
+    assert_int_equal(distinct, 4); /* a=b, c, d=e's items, f (its own exclusions) */
+    assert_true(accepts(g, "{\"a\":\"abc\",\"b\":\"cab\",\"c\":\"abca\"}"));
+    assert_false(accepts(g, "{\"b\":\"abca\"}"));
+    assert_false(accepts(g, "{\"a\":\"abd\"}"));
+    assert_true(accepts(g, "{\"c\":\"abca\",\"f\":\"ba\"}"));
+    assert_false(accepts(g, "{\"f\":\"ab\"}"));
+    assert_true(accepts(g, "{\"a\":\"ab\"}"));
+    assert_true(accepts(g, "{\"d\":\"2024-01-31\",\"e\":[\"1999-12-31\"]}"));
+    assert_false(accepts(g, "{\"e\":[\"2024-13-01\"]}"));
+    /* the masks along a document that visits both sharers match the
+     * reference walk (the per-state caches serve both nodes) */
+    const char *doc = "{\"a\":\"ab\",\"b\":\"ca\",\"d\":\"2024-02-29\",\"e\":[\"2024-";
+    sx_matcher *m;
+    uint32_t *mask = malloc((size_t)V->mask_words * sizeof *mask);
+    uint32_t *ref = malloc((size_t)V->mask_words * sizeof *ref);
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    for (size_t i = 0; doc[i]; i++) {
+        sx_matcher_fill_mask(m, mask);
+        gr_fill_mask_reference(m, ref);
+        assert_memory_equal(mask, ref, (size_t)V->mask_words * sizeof *ref);
+        assert_int_equal(sx_matcher_accept_bytes(m, doc + i, 1, NULL), 0);
+    }
+    sx_matcher_free(m);
+    free(mask);
+    free(ref);
+    sx_gr_free(g);
+}
+
 static void other_modes(void **state)
 {
     (void)state;
@@ -430,6 +489,7 @@ int main(void)
         cmocka_unit_test(forced_bytes_and_completion),
         cmocka_unit_test(other_modes),
         cmocka_unit_test(many_property_names),
+        cmocka_unit_test(repeated_string_automata),
         cmocka_unit_test(random_walks_stay_alive),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
