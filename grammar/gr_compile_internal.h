@@ -116,6 +116,10 @@ void gc_memo_free(gc_ctx *c);
 /* gr_merge.c: JSON Schema's equality of two values: numbers by value
  * (1 == 1.0), containers member by member (json_equal tells 1 from 1.0). */
 int gc_value_equal(const json_t *a, const json_t *b);
+/* gr_merge.c: a copy of a (sub)schema to change: new objects and arrays,
+ * scalars shared (never changed in place); NULL when v is NULL or out of
+ * memory.  Use it instead of json_deep_copy. */
+json_t *gc_copy(const json_t *v);
 /* gr_merge.c: m (taken) as one more member of s's allOf, which it creates
  * when s has none: 0, -1 out of memory, 1 when s's allOf is not an array
  * (m is then dropped). */

@@ -380,7 +380,7 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
     for (size_t i = 0; i < n && any && !rc; i++) {
         if (!give[i])
             continue;
-        json_t *m = json_deep_copy(br[i]), *names = json_array();
+        json_t *m = gc_copy(br[i]), *names = json_array();
         for (size_t ci = 0; ci < sizeof classes / sizeof *classes && names; ci++)
             if (give[i] & classes[ci])
                 json_array_append_new(names, json_string(class_name(classes[ci])));
@@ -400,7 +400,7 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
         json_decref(m);
     }
     if (!rc && any && json_array_size(any) > 0) {
-        res = json_deep_copy(s);
+        res = gc_copy(s);
         if (!res || json_object_del(res, "oneOf") || json_object_set(res, "anyOf", any))
             rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }

@@ -725,7 +725,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
             t = gc_resolve_ref(c, json_string_value(json_object_get(pn, "$ref")));
             if (!t)
                 rc = gc_unsupported(c, "$ref", "inside propertyNames: not found");
-            else if (!(in = json_is_object(t) ? json_deep_copy(t)
+            else if (!(in = json_is_object(t) ? gc_copy(t)
                                               : json_is_false(t) ? json_false() : json_object()))
                 rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
         } else {
@@ -1544,7 +1544,7 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
     if (sib) {
         /* the other keywords filter the listed values: the validator
          * decides each one exactly */
-        json_t *rest = json_deep_copy(s);
+        json_t *rest = gc_copy(s);
         sx_error ve;
         if (!rest)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
@@ -1768,7 +1768,7 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
     if (cn)
         return json_pack("[O]", cn);
     if (json_is_array(en))
-        return json_deep_copy(en);
+        return gc_copy(en);
     const char *ref = json_string_value(json_object_get(s, "$ref"));
     if (ref) {
         const json_t *tg = gc_resolve_ref(c, ref);
@@ -1911,7 +1911,7 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
         return gc_invalid(c, NULL, "subschema must be an object or a boolean");
     const char *ref = json_string_value(json_object_get(m, "$ref"));
     if (!ref) {
-        *out = json_deep_copy(m);
+        *out = gc_copy(m);
         return *out ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }
     const json_t *t = gc_resolve_ref(c, ref);
@@ -1931,7 +1931,7 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
         json_decref(base);
         base = local;
     }
-    json_t *rest = json_deep_copy(m);
+    json_t *rest = gc_copy(m);
     json_object_del(rest, "$ref");
     /* the siblings' unevaluatedProperties see what the target evaluates */
     json_t *up = json_incref(json_object_get(rest, "unevaluatedProperties"));
@@ -2002,7 +2002,7 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
     size_t n = json_array_size(alts);
     if (n > MAX_BRANCHES)
         return gc_unsupported(c, "oneOf", why);
-    json_t *base = json_deep_copy(s), *any = json_array();
+    json_t *base = gc_copy(s), *any = json_array();
     int rc = base && any ? SX_OK : SX_ENOMEM;
     for (size_t i = 0; i < n && !rc; i++) {
         json_t *all = json_array();
@@ -2053,7 +2053,7 @@ static int pair_disjoint(gc_ctx *c, const json_t *a, const json_t *b, int ta, in
  * fails. */
 static json_t *effective_branch(gc_ctx *c, const json_t *s, const json_t *b)
 {
-    json_t *e = json_deep_copy(s);
+    json_t *e = gc_copy(s);
     if (!e || !json_is_object(b))
         goto plain;
     json_object_del(e, "oneOf");
@@ -2082,7 +2082,7 @@ static json_t *effective_branch(gc_ctx *c, const json_t *s, const json_t *b)
 plain:
     json_decref(e);
     sx_err_clear(c->err);
-    return json_deep_copy(b);
+    return gc_copy(b);
 }
 
 /* Overlapping oneOf: first split by type (gr_oneof.c), exact where it
@@ -2175,7 +2175,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         return gc_unsupported(c, kw, "required-only branches under another anyOf/oneOf of "
                                      "required lists");
     if (presence && (typed == 0 || untyped == 0)) {
-        json_t *base = json_deep_copy(s), *lists = json_array();
+        json_t *base = gc_copy(s), *lists = json_array();
         int one = !strcmp(kw, "oneOf"), rc;
         json_object_del(base, kw);
         for (size_t i = 0; i < n; i++)
@@ -2258,7 +2258,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
             return split_or_negate(c, s, alts, why, node);
         }
     }
-    json_t *base = json_deep_copy(s);
+    json_t *base = gc_copy(s);
     if (!base)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     json_object_del(base, kw);
@@ -2267,7 +2267,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
     size_t old = gc_ptr_push(c, kw);
     for (size_t i = 0; i < n && !rc; i++) {
         size_t o2 = gc_ptr_pushi(c, i);
-        json_t *m = NULL, *merged = json_deep_copy(base);
+        json_t *m = NULL, *merged = gc_copy(base);
         rc = merged ? inline_member(c, json_array_get(alts, i), &m, 0)
                     : sx_err_set(c->err, SX_ENOMEM, "out of memory");
         if (!rc)
@@ -2783,7 +2783,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
             rc = gc_invalid(c, "allOf", "must be a non-empty array");
             goto out;
         }
-        json_t *merged = json_deep_copy(s);
+        json_t *merged = gc_copy(s);
         if (!merged) {
             rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
             goto out;
