@@ -55,27 +55,44 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
                            c->ptr, (long long)K);
     uint64_t *L = gc_alloc(c, words * n * sizeof *L), *tmp = malloc(words * sizeof *tmp);
     int32_t *rstart = calloc(n + 1, sizeof *rstart), *fill = calloc(n + 1, sizeof *fill);
-    int32_t *redge = NULL;
+    int32_t *redge = NULL, *seen = malloc((n + 1) * 2 * sizeof *seen);
     uint8_t *queued = calloc(n + 1, 1);
     size_t ne = 0;
-    if (!L || !tmp || !rstart || !fill || !queued)
+    if (!L || !tmp || !rstart || !fill || !queued || !seen)
         goto oom;
-    for (size_t k = 0; k < n * (size_t)C; k++)
-        if (x->next[k] >= 0) {
-            rstart[x->next[k] + 1]++;
-            ne++;
-        }
-    for (uint64_t st = 0; st < n; st++)
-        rstart[st + 1] += rstart[st];
-    /* an edge into t: its source state times 2, plus 1 when it shifts */
-    if (!(redge = malloc((ne ? ne : 1) * sizeof *redge)))
-        goto oom;
+    /* an edge into t: its source state times 2, plus 1 when it shifts --
+     * once per pair, however many byte classes make it (the classes of a
+     * UTF-8 lead or continuation byte mostly go to one state: several
+     * times fewer edges to hand sets over) */
+    for (uint64_t k = 0; k < 2 * n; k++)
+        seen[k] = -1;
     for (uint64_t st = 0; st < n; st++)
         for (int32_t cl = 0; cl < C; cl++) {
             int32_t t = x->next[st * (size_t)C + (size_t)cl];
-            if (t >= 0)
-                redge[rstart[t] + fill[t]++] = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+            int32_t e = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+            if (t >= 0 && seen[2 * (size_t)t + (e & 1)] != e) {
+                seen[2 * (size_t)t + (e & 1)] = e;
+                rstart[t + 1]++;
+                ne++;
+            }
         }
+    for (uint64_t st = 0; st < n; st++)
+        rstart[st + 1] += rstart[st];
+    if (!(redge = malloc((ne ? ne : 1) * sizeof *redge)))
+        goto oom;
+    for (uint64_t k = 0; k < 2 * n; k++)
+        seen[k] = -1;
+    for (uint64_t st = 0; st < n; st++)
+        for (int32_t cl = 0; cl < C; cl++) {
+            int32_t t = x->next[st * (size_t)C + (size_t)cl];
+            int32_t e = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+            if (t >= 0 && seen[2 * (size_t)t + (e & 1)] != e) {
+                seen[2 * (size_t)t + (e & 1)] = e;
+                redge[rstart[t] + fill[t]++] = e;
+            }
+        }
+    free(seen);
+    seen = NULL;
     for (uint64_t st = 0; st < n; st++)
         if (x->accept[st])
             L[st * words] = 1;
@@ -95,6 +112,7 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
             for (int32_t k = rstart[t]; k < rstart[t + 1]; k++) {
                 int32_t sp = redge[k] >> 1;
                 uint64_t *ls = L + (uint64_t)sp * words;
+                const uint64_t *src = lt;
                 if (redge[k] & 1) { /* shift by one */
                     uint64_t carry = 0;
                     for (uint64_t w = 0; w < words; w++) {
@@ -103,15 +121,14 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
                     }
                     if ((uint64_t)(K + 1) % 64)
                         tmp[words - 1] &= (1ull << ((uint64_t)(K + 1) % 64)) - 1;
-                } else {
-                    memcpy(tmp, lt, words * sizeof *tmp);
+                    src = tmp;
                 }
-                int grew = 0;
-                for (uint64_t w = 0; w < words; w++)
-                    if (tmp[w] & ~ls[w]) {
-                        ls[w] |= tmp[w];
-                        grew = 1;
-                    }
+                uint64_t grew = 0;
+                for (uint64_t w = 0; w < words; w++) {
+                    uint64_t nw = src[w] & ~ls[w];
+                    ls[w] |= nw;
+                    grew |= nw;
+                }
                 if (grew) {
                     queued[sp] = 1;
                     any = 1;
@@ -149,6 +166,7 @@ oom:
     free(fill);
     free(redge);
     free(queued);
+    free(seen);
     return sx_err_set(c->err, SX_ENOMEM, "out of memory");
 }
 
