@@ -13,7 +13,8 @@ typedef struct gc_ref {
     int32_t node;
     const char *text;     /* gr_memo.c: a copy's canonical text (NULL for $ref targets) */
     size_t len;
-    uint64_t hash;
+    uint64_t hash;        /* of text, or of target's address */
+    struct gc_ref *hnext; /* gr_memo.c: the next older entry in its hash bucket */
 } gc_ref;
 
 typedef struct gc_ctx {
@@ -33,6 +34,7 @@ typedef struct gc_ctx {
     const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
     int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
     struct gc_addrs *addrs; /* gr_memo.c: the document's object addresses, or NULL */
+    struct gc_ref_index *ref_index; /* gr_memo.c: c->refs by target and by text, or NULL */
     int memo_on;        /* copies are remembered (the second attempt) */
     int memo_wanted;    /* the nesting passed GC_MEMO_TRIGGER without memo_on */
     long n_compiles;    /* gc_schema calls so far (bounded by GC_MAX_COMPILES) */
@@ -106,9 +108,20 @@ int gc_has_key_prefix(const json_t *v, const char *prefix);
 #define GC_MAX_NAME_STATES 20000
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
- * gc_memo_done fills with the compiled one (the caller restores c->refs if
- * the compile fails).  *node -1 and *entry NULL: compile s as usual. */
+ * gc_memo_done fills with the compiled one (the caller cuts c->refs back,
+ * gc_refs_cut, if the compile fails).  *node -1 and *entry NULL: compile s as usual. */
 int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry);
+/* gr_memo.c: c->refs, the compiled $ref targets and remembered copies, is a
+ * stack that failed attempts cut back; these keep a hash index beside it so
+ * that finding an entry does not walk the whole list (which made compiles
+ * with many refs and copies quadratic).  The newest live entry for target,
+ * or NULL. */
+gc_ref *gc_refs_find_target(const gc_ctx *c, const json_t *target);
+/* Pushes r (target or text/len/hash set) onto c->refs; SX_ENOMEM only when
+ * the index cannot grow (r is pushed either way: lookups then walk). */
+int gc_refs_push(gc_ctx *c, gc_ref *r);
+/* Cuts c->refs back to old, an entry below the top (or NULL). */
+void gc_refs_cut(gc_ctx *c, gc_ref *old);
 int gc_memo_done(gc_ctx *c, gc_ref *entry, int32_t inner);
 /* Frees what gc_memo_enter built outside the grammar (finish calls it). */
 void gc_memo_free(gc_ctx *c);

@@ -181,11 +181,11 @@ const json_t *gc_resolve_ref(gc_ctx *c, const char *ref)
 
 static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
 {
-    for (gc_ref *r = c->refs; r; r = r->next)
-        if (r->target == target) {
-            *node = r->node;
-            return SX_OK;
-        }
+    const gc_ref *found = gc_refs_find_target(c, target);
+    if (found) {
+        *node = found->node;
+        return SX_OK;
+    }
     /* reserve an indirection node first so recursive refs find it */
     int32_t id, inner;
     int rc = gc_new_node(c, GK_ALT, &id);
@@ -197,8 +197,8 @@ static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     r->target = target;
     r->node = id;
-    r->next = c->refs;
-    c->refs = r;
+    if ((rc = gc_refs_push(c, r)))
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     if ((rc = gc_schema(c, target, &inner)))
         return rc;
     alts[0] = inner;
@@ -1985,7 +1985,7 @@ static void mark_restore(gc_ctx *c, const gc_mark *m)
     c->depth = m->depth;
     c->n_forbid = m->n_forbid;
     c->pres_one = m->pres_one;
-    c->refs = m->refs;
+    gc_refs_cut(c, m->refs);
     c->pres = m->pres;
     c->ptr[m->plen] = '\0';
 }
@@ -2673,7 +2673,7 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
         return schema_fresh(c, s, node);
     int32_t inner;
     if ((rc = schema_fresh(c, s, &inner))) {
-        c->refs = refs;
+        gc_refs_cut(c, refs);
         return rc;
     }
     *node = entry->node;
