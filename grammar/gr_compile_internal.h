@@ -64,6 +64,8 @@ int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
 /* gr_schema.c: 1 for keywords that constrain values (not annotations, not
  * unknown keywords, which JSON Schema ignores). */
 int gc_is_assertion(const char *kw);
+/* gr_schema.c: 1 if s is one of the strings of the NULL-terminated list l. */
+int gc_in_list(const char *const *l, const char *s);
 
 /* gr_schema.c: compile one (sub)schema to a node. */
 int gc_schema(gc_ctx *c, const json_t *schema, int32_t *node);

@@ -35,25 +35,17 @@ static const char *const arr_kw[] = {"items", "prefixItems", "additionalItems", 
                                      "maxItems", "uniqueItems", "contains", "minContains",
                                      "maxContains", "unevaluatedItems", GC_MORE_CONTAINS, NULL};
 
-static int listed(const char *const *l, const char *s)
-{
-    for (; *l; l++)
-        if (!strcmp(*l, s))
-            return 1;
-    return 0;
-}
-
 /* The class an assertion keyword constrains alone; 0 for keywords that
  * apply to every value (enum, const, applicators). */
 static int keyword_class(const char *k)
 {
-    if (listed(str_kw, k))
+    if (gc_in_list(str_kw, k))
         return K_STR;
-    if (listed(num_kw, k))
+    if (gc_in_list(num_kw, k))
         return K_INT | K_NUM;
-    if (listed(obj_kw, k))
+    if (gc_in_list(obj_kw, k))
         return K_OBJ;
-    if (listed(arr_kw, k))
+    if (gc_in_list(arr_kw, k))
         return K_ARR;
     return 0;
 }
@@ -273,7 +265,7 @@ static int arrays_apart(gc_ctx *c, const json_t *a, const json_t *b, json_t *xa,
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)sides[s], k, v)
-            if (gc_is_assertion(k) && !listed(empty_ok, k))
+            if (gc_is_assertion(k) && !gc_in_list(empty_ok, k))
                 return 0;
     }
     return narrow_both(xa, xb, json_pack("{s:i}", "minItems", 1));

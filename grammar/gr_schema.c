@@ -40,7 +40,7 @@ static const char *const formats[] = {
     "idn-hostname", "ipv4", "ipv6", "uuid", "uri", "uri-reference", "iri", "iri-reference",
     "uri-template", "json-pointer", "relative-json-pointer", "regex", NULL};
 
-static int in_list(const char *const *l, const char *s)
+int gc_in_list(const char *const *l, const char *s)
 {
     for (; *l; l++)
         if (!strcmp(*l, s))
@@ -50,7 +50,7 @@ static int in_list(const char *const *l, const char *s)
 
 int gc_is_assertion(const char *kw)
 {
-    return in_list(known, kw) && !in_list(annotations, kw);
+    return gc_in_list(known, kw) && !gc_in_list(annotations, kw);
 }
 
 static int type_bit(const char *t)
@@ -488,7 +488,7 @@ static int string_node(gc_ctx *c, const json_t *s, const json_t *excl, const jso
     const char *fmt = json_string_value(json_object_get(s, "format"));
     if (pat && !json_is_string(pat))
         return gc_invalid(c, "pattern", "must be a string");
-    if (fmt && !in_list(formats, fmt))
+    if (fmt && !gc_in_list(formats, fmt))
         fmt = NULL; /* unknown formats are annotations */
     if ((rc = get_count(c, s, "minLength", &mn)) || (rc = get_count(c, s, "maxLength", &mx)))
         return rc;
@@ -658,7 +658,7 @@ static int string_not(const json_t *nt)
     json_object_foreach((json_t *)nt, k, v) {
         if (!gc_is_assertion(k))
             continue;
-        if (in_list(str_kw, k))
+        if (gc_in_list(str_kw, k))
             any = 1;
         else if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return 0;
@@ -742,7 +742,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)pn, k, v) {
-        if (in_list(allowed, k) || in_list(annotations, k) || !in_list(known, k))
+        if (gc_in_list(allowed, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
             continue;
         rc = gc_unsupported(c, k, !strcmp(kw, "not") ? "inside not of a string schema"
                                                       : "inside propertyNames");
@@ -775,14 +775,14 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         pieces[1] = json_string_value(json_object_get(pn, "pattern"));
         const char *fmt = json_string_value(json_object_get(pn, "format"));
         const sx_format_info *fi = NULL;
-        if (fmt && in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
+        if (fmt && gc_in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
             /* the format's own length bound joins the length piece */
             if (mx < 0 || mx > fi->max_len)
                 mx = fi->max_len;
             snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
             pieces[0] = src;
         }
-        if (fmt && in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2])) {
+        if (fmt && gc_in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2])) {
             rc = gc_unsupported(c, "format", "this format is not enforced");
             goto done;
         }
@@ -1528,7 +1528,7 @@ static const char *enum_sibling(const json_t *s)
     json_object_foreach((json_t *)s, k, v) {
         if (!strcmp(k, "type") || !strcmp(k, "enum") || !strcmp(k, "const"))
             continue;
-        if (in_list(known, k))
+        if (gc_in_list(known, k))
             return k;
     }
     return NULL;
@@ -2489,7 +2489,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
             return gc_invalid(c, "not", "must be a schema");
         if (json_is_object(nt))
             json_object_foreach((json_t *)nt, nk, nv)
-                if (!in_list(annotations, nk) && in_list(known, nk)) {
+                if (!gc_in_list(annotations, nk) && gc_in_list(known, nk)) {
                     n_assert++;
                     only = nk;
                 }
@@ -2624,7 +2624,7 @@ static int has_assertions_besides(const json_t *s, const char *const *except)
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
-        if (in_list(except, k) || in_list(annotations, k) || !in_list(known, k))
+        if (gc_in_list(except, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
             continue;
         return 1;
     }
