@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_compile_internal.h"
 #include "grammar/gr_internal.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
@@ -425,76 +424,42 @@ static void repeated_string_automata(void **state)
     sx_gr_free(g);
 }
 
-/* The index beside c->refs (gr_memo.c): lookups find the newest live entry
- * for a target, and cutting the stack back (a failed attempt undone) drops
- * exactly the entries above the cut, through many rebuilds of the index. */
-static void ref_index_follows_cuts(void **state)
+/* $refs to many definitions, each referenced from several places: every
+ * target compiles once (the index of compiled targets, gr_memo.c, rebuilt
+ * as it grows, finds each again), and each place keeps its target's meaning. */
+static void many_refs_many_targets(void **state)
 {
     (void)state;
-    enum { N = 3000 };
-    gc_ctx c;
-    memset(&c, 0, sizeof c);
-    json_t *targets[N / 2];
-    gc_ref *e = calloc(2 * N, sizeof *e);
-    assert_non_null(e);
-    for (int i = 0; i < N / 2; i++)
-        assert_non_null(targets[i] = json_object());
-    /* every target twice: the newer entry wins */
-    for (int i = 0; i < N; i++) {
-        e[i].target = targets[i % (N / 2)];
-        e[i].node = i;
-        assert_int_equal(gc_refs_push(&c, &e[i]), SX_OK);
-    }
-    for (int i = 0; i < N / 2; i++)
-        assert_int_equal(gc_refs_find_target(&c, targets[i])->node, i + N / 2);
-    /* cut back to the first N/2 + 100: the rest of the second round go */
-    gc_refs_cut(&c, &e[N / 2 + 99]);
-    for (int i = 0; i < N / 2; i++)
-        assert_int_equal(gc_refs_find_target(&c, targets[i])->node, i < 100 ? i + N / 2 : i);
-    /* pushed again after the cut: found, and cut to nothing leaves none */
-    for (int i = 0; i < 50; i++) {
-        e[N + i].target = targets[N / 2 - 1 - i];
-        e[N + i].node = N + i;
-        assert_int_equal(gc_refs_push(&c, &e[N + i]), SX_OK);
-    }
-    assert_int_equal(gc_refs_find_target(&c, targets[N / 2 - 1])->node, N);
-    assert_int_equal(gc_refs_find_target(&c, targets[N / 2 - 51])->node, N / 2 - 51);
-    gc_refs_cut(&c, NULL);
-    assert_null(c.refs);
-    for (int i = 0; i < N / 2; i++)
-        assert_null(gc_refs_find_target(&c, targets[i]));
-    gc_memo_free(&c);
-    for (int i = 0; i < N / 2; i++)
-        json_decref(targets[i]);
-    free(e);
-}
-
-/* Many $refs to one definition compile it once (found by the index). */
-static void many_refs_one_target(void **state)
-{
-    (void)state;
-    json_t *props = json_object(), *defs = json_pack("{s:{s:s,s:{s:{s:s},s:{s:s}}}}", "d",
-                                                       "type", "object", "properties", "x",
-                                                       "type", "string", "y", "type", "integer");
-    char name[16];
-    for (int i = 0; i < 400; i++) {
-        snprintf(name, sizeof name, "p%d", i);
-        json_object_set_new(props, name, json_pack("{s:s}", "$ref", "#/$defs/d"));
-    }
-    json_t *s1 = json_pack("{s:s,s:{s:{s:s}},s:O}", "type", "object", "properties", "p0", "$ref",
-                           "#/$defs/d", "$defs", defs);
-    json_t *s = json_pack("{s:s,s:o,s:o}", "type", "object", "properties", props, "$defs", defs);
-    sx_grammar *g, *g1;
+    enum { N = 300 };
+    sx_grammar *g[2];
     sx_error err;
-    if (sx_gr_compile_json(V, s, NULL, &g, &err) || sx_gr_compile_json(V, s1, NULL, &g1, &err))
-        fail_msg("%s", err.msg);
-    assert_true(sx_gr_n_nodes(g) - sx_gr_n_nodes(g1) < 400);
-    assert_true(accepts(g, "{\"p7\":{\"x\":\"a\",\"y\":1},\"p399\":{}}"));
-    assert_false(accepts(g, "{\"p7\":{\"x\":1}}"));
-    sx_gr_free(g);
-    sx_gr_free(g1);
-    json_decref(s);
-    json_decref(s1);
+    for (int copies = 1; copies <= 2; copies++) {
+        json_t *props = json_object(), *defs = json_object();
+        char name[32], ref[48];
+        for (int i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "d%d", i);
+            json_object_set_new(defs, name, json_pack("{s:s,s:i}", "type", "string", "maxLength",
+                                                      i % 7 + 1));
+            snprintf(ref, sizeof ref, "#/$defs/d%d", i);
+            for (int k = 0; k < copies; k++) {
+                snprintf(name, sizeof name, "p%d_%d", i, k);
+                json_object_set_new(props, name, json_pack("{s:s}", "$ref", ref));
+            }
+        }
+        json_t *s = json_pack("{s:s,s:o,s:o}", "type", "object", "properties", props, "$defs",
+                              defs);
+        if (sx_gr_compile_json(V, s, NULL, &g[copies - 1], &err))
+            fail_msg("%s", err.msg);
+        json_decref(s);
+    }
+    /* the second reference to each target adds its property, not a target */
+    assert_true(sx_gr_n_nodes(g[1]) - sx_gr_n_nodes(g[0]) < N);
+    assert_true(accepts(g[1], "{\"p6_1\":\"abcdefg\",\"p299_0\":\"ab\",\"p0_1\":\"a\"}"));
+    assert_false(accepts(g[1], "{\"p5_1\":\"abcdefg\"}"));
+    assert_false(accepts(g[1], "{\"p0_0\":\"ab\"}"));
+    assert_false(accepts(g[1], "{\"p7_1\":1}"));
+    sx_gr_free(g[0]);
+    sx_gr_free(g[1]);
 }
 
 static void other_modes(void **state)
@@ -563,8 +528,7 @@ int main(void)
         cmocka_unit_test(other_modes),
         cmocka_unit_test(many_property_names),
         cmocka_unit_test(repeated_string_automata),
-        cmocka_unit_test(ref_index_follows_cuts),
-        cmocka_unit_test(many_refs_one_target),
+        cmocka_unit_test(many_refs_many_targets),
         cmocka_unit_test(random_walks_stay_alive),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
