@@ -135,6 +135,7 @@ static int compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opt
 static int finish(gc_ctx *c, int rc, sx_grammar **out)
 {
     gc_memo_free(c);
+    gc_strx_memo_free(c);
     if (rc == SX_OK)
         rc = gc_analyse(c);
     if (rc != SX_OK) {
@@ -214,6 +215,7 @@ static int compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opt
     rc = gc_schema(&c, schema, &c.g->root);
     if (rc && c.memo_wanted && !memo) {
         gc_memo_free(&c);
+        gc_strx_memo_free(&c);
         sx_gr_free(c.g);
         return SX_MEMO_RETRY;
     }

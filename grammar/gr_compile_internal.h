@@ -13,7 +13,8 @@ typedef struct gc_ref {
     int32_t node;
     const char *text;     /* gr_memo.c: a copy's canonical text (NULL for $ref targets) */
     size_t len;
-    uint64_t hash;
+    uint64_t hash;        /* of text, or of target's address */
+    struct gc_ref *hnext; /* gr_memo.c: the next older entry in its hash bucket */
 } gc_ref;
 
 typedef struct gc_ctx {
@@ -33,6 +34,7 @@ typedef struct gc_ctx {
     const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
     int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
     struct gc_addrs *addrs; /* gr_memo.c: the document's object addresses, or NULL */
+    struct gc_ref_index *ref_index; /* gr_memo.c: c->refs by target and by text, or NULL */
     int memo_on;        /* copies are remembered (the second attempt) */
     int memo_wanted;    /* the nesting passed GC_MEMO_TRIGGER without memo_on */
     long n_compiles;    /* gc_schema calls so far (bounded by GC_MAX_COMPILES) */
@@ -40,6 +42,7 @@ typedef struct gc_ctx {
     long name_states;   /* names_automaton: states of the allOf members' automata */
     int root_uneval;    /* gr_notforms.c: an unevaluated* keyword in the document:
                            0 not looked for yet, 1 none, 2 some */
+    struct gc_strx_memo *strx_memo; /* gr_strx.c: string automata built so far, or NULL */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -61,6 +64,8 @@ int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
 /* gr_schema.c: 1 for keywords that constrain values (not annotations, not
  * unknown keywords, which JSON Schema ignores). */
 int gc_is_assertion(const char *kw);
+/* gr_schema.c: 1 if s is one of the strings of the NULL-terminated list l. */
+int gc_in_list(const char *const *l, const char *s);
 
 /* gr_schema.c: compile one (sub)schema to a node. */
 int gc_schema(gc_ctx *c, const json_t *schema, int32_t *node);
@@ -105,9 +110,20 @@ int gc_has_key_prefix(const json_t *v, const char *prefix);
 #define GC_MAX_NAME_STATES 20000
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
- * gc_memo_done fills with the compiled one (the caller restores c->refs if
- * the compile fails).  *node -1 and *entry NULL: compile s as usual. */
+ * gc_memo_done fills with the compiled one (the caller cuts c->refs back,
+ * gc_refs_cut, if the compile fails).  *node -1 and *entry NULL: compile s as usual. */
 int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry);
+/* gr_memo.c: c->refs, the compiled $ref targets and remembered copies, is a
+ * stack that failed attempts cut back; these keep a hash index beside it so
+ * that finding an entry does not walk the whole list (which made compiles
+ * with many refs and copies quadratic).  The newest live entry for target,
+ * or NULL. */
+gc_ref *gc_refs_find_target(const gc_ctx *c, const json_t *target);
+/* Pushes r (target or text/len/hash set) onto c->refs; SX_ENOMEM only when
+ * the index cannot grow (r is pushed either way: lookups then walk). */
+int gc_refs_push(gc_ctx *c, gc_ref *r);
+/* Cuts c->refs back to old, an entry below the top (or NULL). */
+void gc_refs_cut(gc_ctx *c, gc_ref *old);
 int gc_memo_done(gc_ctx *c, gc_ref *entry, int32_t inner);
 /* Frees what gc_memo_enter built outside the grammar (finish calls it). */
 void gc_memo_free(gc_ctx *c);
@@ -115,6 +131,10 @@ void gc_memo_free(gc_ctx *c);
 /* gr_merge.c: JSON Schema's equality of two values: numbers by value
  * (1 == 1.0), containers member by member (json_equal tells 1 from 1.0). */
 int gc_value_equal(const json_t *a, const json_t *b);
+/* gr_merge.c: a copy of a (sub)schema to change: new objects and arrays,
+ * scalars shared (never changed in place); NULL when v is NULL or out of
+ * memory.  Use it instead of json_deep_copy. */
+json_t *gc_copy(const json_t *v);
 /* gr_merge.c: m (taken) as one more member of s's allOf, which it creates
  * when s has none: 0, -1 out of memory, 1 when s's allOf is not an array
  * (m is then dropped). */
@@ -204,10 +224,15 @@ int gc_rewrite_not_forms(gc_ctx *c, const json_t *s, json_t **out);
 
 /* gr_strx.c: the automaton of a string's pattern and/or format (either may
  * be NULL), less the strings in excl (a JSON array whose string members a
- * `not` leaves out; may be NULL); *out stays NULL when none applies. */
+ * `not` leaves out; may be NULL); *out stays NULL when none applies.  The
+ * same request again in one compile gets the same automaton (*out is then
+ * shared between nodes, owned by the grammar). */
 int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
                         const json_t *excl, const struct sx_re *minus_re, int64_t min_len,
                         int64_t max_len, gr_strx **out);
+/* gr_strx.c: forgets the automata gc_string_automaton remembered for this
+ * compile (they stay with the grammar; a repeated request shares one). */
+void gc_strx_memo_free(gc_ctx *c);
 /* gr_strx.c: re less the strings in excl, in *out (a new automaton the
  * caller owns; re itself is left alone). */
 int gc_minus_strings(gc_ctx *c, const struct sx_re *re, const json_t *excl, struct sx_re **out);

@@ -56,7 +56,7 @@ int gc_rewrite_dependencies(gc_ctx *c, const json_t *s, json_t **out)
                                                                            : "dependencies",
                                   "schema dependencies together with anyOf/oneOf or "
                                   "unevaluated keywords");
-    json_t *base = json_deep_copy(s), *alts = json_array();
+    json_t *base = gc_copy(s), *alts = json_array();
     if (!base || !alts)
         goto nomem;
     json_object_del(base, "dependentSchemas");

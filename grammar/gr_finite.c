@@ -48,7 +48,7 @@ static json_t *listed_values(gc_ctx *c, const json_t *s, int depth)
     if (cn)
         return json_pack("[O]", cn);
     if (json_is_array(en))
-        return json_deep_copy(en);
+        return gc_copy(en);
     json_t *v = t ? listed_values(c, t, depth + 1) : NULL;
     if (v)
         return v;
@@ -167,7 +167,7 @@ static int serve_root(void *ctx, const char *uri, json_t **doc, sx_error *err)
     (void)err;
     if (strcmp(uri, ROOT_URI))
         return SX_ENOTFOUND;
-    json_t *d = json_deep_copy(r->root);
+    json_t *d = gc_copy(r->root);
     if (!d || json_object_set(d, ENTRY_KW, (json_t *)r->entry)) {
         json_decref(d);
         return SX_ENOMEM;
@@ -190,7 +190,7 @@ static int subschema_validator(gc_ctx *c, const json_t *s, sx_validator **out)
     json_t *doc;
     root_doc rd = {root, s};
     if (!has_refs(s, 0)) {
-        doc = json_deep_copy(s);
+        doc = gc_copy(s);
     } else {
         if (!json_is_object(root) || has_nested_ids(root, 0, c->draft4))
             return SX_OK;

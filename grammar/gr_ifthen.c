@@ -126,7 +126,7 @@ int gc_rewrite_not(gc_ctx *c, const json_t *s, const json_t *parent, json_t **ou
         if (trivial) {
             if (!props)
                 return SX_OK;
-            json_t *r = json_deep_copy(s);
+            json_t *r = gc_copy(s);
             if (!r || json_object_set_new(r, "not", json_pack("{s:O}", "required",
                                                               json_object_get(nt, "required")))) {
                 json_decref(r);
@@ -147,7 +147,7 @@ int gc_rewrite_not(gc_ctx *c, const json_t *s, const json_t *parent, json_t **ou
         json_decref(neg);
         return gc_unsupported(c, "not", "a property test together with unevaluatedProperties");
     }
-    json_t *r = json_deep_copy(s);
+    json_t *r = gc_copy(s);
     json_t *all = r ? json_object_get(r, "allOf") : NULL;
     if (!r || (all && !json_is_array(all))) {
         json_decref(neg);
@@ -191,7 +191,7 @@ int gc_rewrite_if(gc_ctx *c, const json_t *s, const json_t *parent, json_t **out
         json_decref(neg);
         return gc_unsupported(c, "if", "a property test together with unevaluatedProperties");
     }
-    json_t *r = json_deep_copy(s);
+    json_t *r = gc_copy(s);
     json_t *all = r ? json_object_get(r, "allOf") : NULL;
     if (!neg || !r || (all && !json_is_array(all))) {
         json_decref(neg);

@@ -100,8 +100,126 @@ static int addrs_fill(struct gc_addrs *a, const json_t *v, int depth)
     return 0;
 }
 
+/* ---- the index of c->refs ------------------------------------------------
+ *
+ * Chained buckets, newest entry first.  Entries leave c->refs only from its
+ * top (gc_refs_cut), and the top entry is the newest of all, so it heads its
+ * bucket: cutting unlinks bucket heads.  Lookups thus find what the walk of
+ * c->refs found first, the newest live match. */
+struct gc_ref_index {
+    gc_ref **bucket;
+    size_t cap, n;
+};
+
+static uint64_t target_hash(const json_t *t)
+{
+    uint64_t h = (uint64_t)(uintptr_t)t * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 29);
+}
+
+gc_ref *gc_refs_find_target(const gc_ctx *c, const json_t *target)
+{
+    const struct gc_ref_index *x = c->ref_index;
+    if (!x) {
+        for (gc_ref *r = c->refs; r; r = r->next)
+            if (r->target == target)
+                return r;
+        return NULL;
+    }
+    uint64_t h = target_hash(target);
+    for (gc_ref *r = x->bucket[h & (x->cap - 1)]; r; r = r->hnext)
+        if (r->target == target)
+            return r;
+    return NULL;
+}
+
+static gc_ref *find_text(const gc_ctx *c, const char *t, size_t n, uint64_t h)
+{
+    const struct gc_ref_index *x = c->ref_index;
+    gc_ref *r = x ? x->bucket[h & (x->cap - 1)] : c->refs;
+    for (; r; r = x ? r->hnext : r->next)
+        if (r->text && r->hash == h && r->len == n && !memcmp(r->text, t, n))
+            return r;
+    return NULL;
+}
+
+/* (Re)builds the buckets at cap from the whole of c->refs, oldest entries
+ * first so that the newest head their buckets. */
+static int index_build(gc_ctx *c, size_t cap)
+{
+    struct gc_ref_index *x = c->ref_index;
+    size_t n = 0;
+    for (gc_ref *r = c->refs; r; r = r->next)
+        n++;
+    gc_ref **b = calloc(cap, sizeof *b), **all = malloc((n + 1) * sizeof *all);
+    if (!b || !all) {
+        free(b);
+        free(all);
+        return -1;
+    }
+    n = 0;
+    for (gc_ref *r = c->refs; r; r = r->next)
+        all[n++] = r;
+    x->n = n;
+    while (n > 0) {
+        gc_ref *r = all[--n];
+        r->hnext = b[r->hash & (cap - 1)];
+        b[r->hash & (cap - 1)] = r;
+    }
+    free(all);
+    free(x->bucket);
+    x->bucket = b;
+    x->cap = cap;
+    return 0;
+}
+
+static void index_drop(gc_ctx *c)
+{
+    if (c->ref_index) {
+        free(c->ref_index->bucket);
+        free(c->ref_index);
+        c->ref_index = NULL;
+    }
+}
+
+int gc_refs_push(gc_ctx *c, gc_ref *r)
+{
+    if (!r->text)
+        r->hash = target_hash(r->target);
+    r->next = c->refs;
+    c->refs = r;
+    struct gc_ref_index *x = c->ref_index;
+    if (!x || x->n + 1 > x->cap) {
+        if (!x && !(x = c->ref_index = calloc(1, sizeof *x)))
+            return SX_ENOMEM;
+        if (index_build(c, x->cap ? x->cap * 2 : 64)) {
+            index_drop(c); /* lookups walk c->refs again */
+            return SX_ENOMEM;
+        }
+        return SX_OK;
+    }
+    r->hnext = x->bucket[r->hash & (x->cap - 1)];
+    x->bucket[r->hash & (x->cap - 1)] = r;
+    x->n++;
+    return SX_OK;
+}
+
+void gc_refs_cut(gc_ctx *c, gc_ref *old)
+{
+    struct gc_ref_index *x = c->ref_index;
+    while (c->refs && c->refs != old) {
+        gc_ref *r = c->refs;
+        if (x) {
+            x->bucket[r->hash & (x->cap - 1)] = r->hnext;
+            x->n--;
+        }
+        c->refs = r->next;
+    }
+}
+
 void gc_memo_free(gc_ctx *c)
 {
+    index_drop(c);
     if (c->addrs) {
         for (size_t i = 0; i < c->addrs->n_texts; i++)
             free(c->addrs->texts[i]);
@@ -140,12 +258,12 @@ int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     size_t n = strlen(t);
     uint64_t h = text_hash(t, n);
-    for (gc_ref *r = c->refs; r; r = r->next)
-        if (r->text && r->hash == h && r->len == n && !memcmp(r->text, t, n)) {
-            free(t);
-            *node = r->node;
-            return SX_OK;
-        }
+    const gc_ref *found = find_text(c, t, n, h);
+    if (found) {
+        free(t);
+        *node = found->node;
+        return SX_OK;
+    }
     struct gc_addrs *a = c->addrs;
     if (a->n_texts == a->cap_texts) {
         size_t cap = a->cap_texts ? a->cap_texts * 2 : 16;
@@ -166,8 +284,8 @@ int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry)
         r->len = n;
         r->hash = h;
         r->node = id;
-        r->next = c->refs;
-        c->refs = r;
+        if (gc_refs_push(c, r))
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
         *entry = r;
     }
     return rc;

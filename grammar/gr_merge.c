@@ -81,6 +81,46 @@ int gc_value_equal(const json_t *a, const json_t *b)
     return json_equal((json_t *)a, (json_t *)b);
 }
 
+/* A copy of v whose objects and arrays are new, free to change, and whose
+ * scalars are shared (the compiler never changes a scalar in place), keys
+ * in their order.  json_deep_copy copies every scalar too and checks each
+ * container for loops (a formatted address in a hash table per object),
+ * which made copying most of the time of compiles that merge and branch
+ * much.  NULL when v is NULL or out of memory. */
+json_t *gc_copy(const json_t *v)
+{
+    if (json_is_object(v)) {
+        json_t *o = json_object(), *x;
+        const char *k;
+        size_t kl;
+        if (!o)
+            return NULL;
+        json_object_keylen_foreach((json_t *)v, k, kl, x) {
+            json_t *cx = gc_copy(x);
+            if (!cx || json_object_setn_new_nocheck(o, k, kl, cx)) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array(), *x;
+        size_t i;
+        if (!a)
+            return NULL;
+        json_array_foreach((json_t *)v, i, x) {
+            json_t *cx = gc_copy(x);
+            if (!cx || json_array_append_new(a, cx)) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    return json_incref((json_t *)v);
+}
+
 int gc_add_allof(json_t *s, json_t *m)
 {
     json_t *all = json_object_get(s, "allOf");
@@ -97,13 +137,13 @@ int gc_add_allof(json_t *s, json_t *m)
 static json_t *all_of(const json_t *a, const json_t *b)
 {
     if (!a || json_is_true(a))
-        return json_deep_copy(b);
+        return gc_copy(b);
     if (!b || json_is_true(b))
-        return json_deep_copy(a);
+        return gc_copy(a);
     if (json_is_false(a) || json_is_false(b))
         return json_false();
     if (json_equal((json_t *)a, (json_t *)b))
-        return json_deep_copy(a);
+        return gc_copy(a);
     return json_pack("{s:[OO]}", "allOf", a, b);
 }
 
@@ -171,7 +211,7 @@ static int merge_properties(gc_ctx *c, json_t *dst, const json_t *src)
                               "inside allOf together with additionalProperties");
     json_t *pm = NULL;
     if (spp) {
-        pm = dpp ? json_deep_copy(dpp) : json_object();
+        pm = dpp ? gc_copy(dpp) : json_object();
         const char *pk;
         json_t *pv;
         json_object_foreach((json_t *)spp, pk, pv)
@@ -298,7 +338,7 @@ int gc_localise_unevaluated(gc_ctx *c, const json_t *src, json_t **out)
         if (json_object_get(src, applicators[i]))
             return gc_unsupported(c, "unevaluatedProperties",
                                   "inside a combined schema that has applicators of its own");
-    json_t *s = json_deep_copy(src);
+    json_t *s = gc_copy(src);
     if (!s)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     if (up && !json_is_true(up) && !json_object_get(s, "additionalProperties"))

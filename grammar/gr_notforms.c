@@ -145,7 +145,7 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
         if (mentions_unevaluated(c))
             return NULL;
         const json_t *t = follow(c, v);
-        return json_is_object(t) || json_is_boolean(t) ? json_deep_copy(t) : NULL;
+        return json_is_object(t) || json_is_boolean(t) ? gc_copy(t) : NULL;
     }
     if (!strcmp(only, "items") || !strcmp(only, "contains")) {
         /* not {items: S}: an array with an item that fails S; not
@@ -198,7 +198,7 @@ int gc_rewrite_not_forms(gc_ctx *c, const json_t *s, json_t **out)
     json_t *pos = negate(c, nt, 0);
     if (!pos)
         return SX_OK;
-    json_t *r = json_deep_copy(s);
+    json_t *r = gc_copy(s);
     if (!r) {
         json_decref(pos);
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");

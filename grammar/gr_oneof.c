@@ -35,25 +35,17 @@ static const char *const arr_kw[] = {"items", "prefixItems", "additionalItems", 
                                      "maxItems", "uniqueItems", "contains", "minContains",
                                      "maxContains", "unevaluatedItems", GC_MORE_CONTAINS, NULL};
 
-static int listed(const char *const *l, const char *s)
-{
-    for (; *l; l++)
-        if (!strcmp(*l, s))
-            return 1;
-    return 0;
-}
-
 /* The class an assertion keyword constrains alone; 0 for keywords that
  * apply to every value (enum, const, applicators). */
 static int keyword_class(const char *k)
 {
-    if (listed(str_kw, k))
+    if (gc_in_list(str_kw, k))
         return K_STR;
-    if (listed(num_kw, k))
+    if (gc_in_list(num_kw, k))
         return K_INT | K_NUM;
-    if (listed(obj_kw, k))
+    if (gc_in_list(obj_kw, k))
         return K_OBJ;
-    if (listed(arr_kw, k))
+    if (gc_in_list(arr_kw, k))
         return K_ARR;
     return 0;
 }
@@ -273,7 +265,7 @@ static int arrays_apart(gc_ctx *c, const json_t *a, const json_t *b, json_t *xa,
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)sides[s], k, v)
-            if (gc_is_assertion(k) && !listed(empty_ok, k))
+            if (gc_is_assertion(k) && !gc_in_list(empty_ok, k))
                 return 0;
     }
     return narrow_both(xa, xb, json_pack("{s:i}", "minItems", 1));
@@ -380,7 +372,7 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
     for (size_t i = 0; i < n && any && !rc; i++) {
         if (!give[i])
             continue;
-        json_t *m = json_deep_copy(br[i]), *names = json_array();
+        json_t *m = gc_copy(br[i]), *names = json_array();
         for (size_t ci = 0; ci < sizeof classes / sizeof *classes && names; ci++)
             if (give[i] & classes[ci])
                 json_array_append_new(names, json_string(class_name(classes[ci])));
@@ -400,7 +392,7 @@ int gc_oneof_by_type(gc_ctx *c, const json_t *s, json_t *const *br, json_t *cons
         json_decref(m);
     }
     if (!rc && any && json_array_size(any) > 0) {
-        res = json_deep_copy(s);
+        res = gc_copy(s);
         if (!res || json_object_del(res, "oneOf") || json_object_set(res, "anyOf", any))
             rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }

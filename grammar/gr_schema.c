@@ -40,7 +40,7 @@ static const char *const formats[] = {
     "idn-hostname", "ipv4", "ipv6", "uuid", "uri", "uri-reference", "iri", "iri-reference",
     "uri-template", "json-pointer", "relative-json-pointer", "regex", NULL};
 
-static int in_list(const char *const *l, const char *s)
+int gc_in_list(const char *const *l, const char *s)
 {
     for (; *l; l++)
         if (!strcmp(*l, s))
@@ -50,7 +50,7 @@ static int in_list(const char *const *l, const char *s)
 
 int gc_is_assertion(const char *kw)
 {
-    return in_list(known, kw) && !in_list(annotations, kw);
+    return gc_in_list(known, kw) && !gc_in_list(annotations, kw);
 }
 
 static int type_bit(const char *t)
@@ -181,11 +181,11 @@ const json_t *gc_resolve_ref(gc_ctx *c, const char *ref)
 
 static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
 {
-    for (gc_ref *r = c->refs; r; r = r->next)
-        if (r->target == target) {
-            *node = r->node;
-            return SX_OK;
-        }
+    const gc_ref *found = gc_refs_find_target(c, target);
+    if (found) {
+        *node = found->node;
+        return SX_OK;
+    }
     /* reserve an indirection node first so recursive refs find it */
     int32_t id, inner;
     int rc = gc_new_node(c, GK_ALT, &id);
@@ -197,8 +197,8 @@ static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     r->target = target;
     r->node = id;
-    r->next = c->refs;
-    c->refs = r;
+    if ((rc = gc_refs_push(c, r)))
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     if ((rc = gc_schema(c, target, &inner)))
         return rc;
     alts[0] = inner;
@@ -488,7 +488,7 @@ static int string_node(gc_ctx *c, const json_t *s, const json_t *excl, const jso
     const char *fmt = json_string_value(json_object_get(s, "format"));
     if (pat && !json_is_string(pat))
         return gc_invalid(c, "pattern", "must be a string");
-    if (fmt && !in_list(formats, fmt))
+    if (fmt && !gc_in_list(formats, fmt))
         fmt = NULL; /* unknown formats are annotations */
     if ((rc = get_count(c, s, "minLength", &mn)) || (rc = get_count(c, s, "maxLength", &mx)))
         return rc;
@@ -658,7 +658,7 @@ static int string_not(const json_t *nt)
     json_object_foreach((json_t *)nt, k, v) {
         if (!gc_is_assertion(k))
             continue;
-        if (in_list(str_kw, k))
+        if (gc_in_list(str_kw, k))
             any = 1;
         else if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return 0;
@@ -725,7 +725,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
             t = gc_resolve_ref(c, json_string_value(json_object_get(pn, "$ref")));
             if (!t)
                 rc = gc_unsupported(c, "$ref", "inside propertyNames: not found");
-            else if (!(in = json_is_object(t) ? json_deep_copy(t)
+            else if (!(in = json_is_object(t) ? gc_copy(t)
                                               : json_is_false(t) ? json_false() : json_object()))
                 rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
         } else {
@@ -742,7 +742,7 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)pn, k, v) {
-        if (in_list(allowed, k) || in_list(annotations, k) || !in_list(known, k))
+        if (gc_in_list(allowed, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
             continue;
         rc = gc_unsupported(c, k, !strcmp(kw, "not") ? "inside not of a string schema"
                                                       : "inside propertyNames");
@@ -775,14 +775,14 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         pieces[1] = json_string_value(json_object_get(pn, "pattern"));
         const char *fmt = json_string_value(json_object_get(pn, "format"));
         const sx_format_info *fi = NULL;
-        if (fmt && in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
+        if (fmt && gc_in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
             /* the format's own length bound joins the length piece */
             if (mx < 0 || mx > fi->max_len)
                 mx = fi->max_len;
             snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
             pieces[0] = src;
         }
-        if (fmt && in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2])) {
+        if (fmt && gc_in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2])) {
             rc = gc_unsupported(c, "format", "this format is not enforced");
             goto done;
         }
@@ -1528,7 +1528,7 @@ static const char *enum_sibling(const json_t *s)
     json_object_foreach((json_t *)s, k, v) {
         if (!strcmp(k, "type") || !strcmp(k, "enum") || !strcmp(k, "const"))
             continue;
-        if (in_list(known, k))
+        if (gc_in_list(known, k))
             return k;
     }
     return NULL;
@@ -1544,7 +1544,7 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
     if (sib) {
         /* the other keywords filter the listed values: the validator
          * decides each one exactly */
-        json_t *rest = json_deep_copy(s);
+        json_t *rest = gc_copy(s);
         sx_error ve;
         if (!rest)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
@@ -1768,7 +1768,7 @@ static json_t *schema_values_(gc_ctx *c, const json_t *s, int depth)
     if (cn)
         return json_pack("[O]", cn);
     if (json_is_array(en))
-        return json_deep_copy(en);
+        return gc_copy(en);
     const char *ref = json_string_value(json_object_get(s, "$ref"));
     if (ref) {
         const json_t *tg = gc_resolve_ref(c, ref);
@@ -1911,7 +1911,7 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
         return gc_invalid(c, NULL, "subschema must be an object or a boolean");
     const char *ref = json_string_value(json_object_get(m, "$ref"));
     if (!ref) {
-        *out = json_deep_copy(m);
+        *out = gc_copy(m);
         return *out ? SX_OK : sx_err_set(c->err, SX_ENOMEM, "out of memory");
     }
     const json_t *t = gc_resolve_ref(c, ref);
@@ -1931,7 +1931,7 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
         json_decref(base);
         base = local;
     }
-    json_t *rest = json_deep_copy(m);
+    json_t *rest = gc_copy(m);
     json_object_del(rest, "$ref");
     /* the siblings' unevaluatedProperties see what the target evaluates */
     json_t *up = json_incref(json_object_get(rest, "unevaluatedProperties"));
@@ -1985,7 +1985,7 @@ static void mark_restore(gc_ctx *c, const gc_mark *m)
     c->depth = m->depth;
     c->n_forbid = m->n_forbid;
     c->pres_one = m->pres_one;
-    c->refs = m->refs;
+    gc_refs_cut(c, m->refs);
     c->pres = m->pres;
     c->ptr[m->plen] = '\0';
 }
@@ -2002,7 +2002,7 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
     size_t n = json_array_size(alts);
     if (n > MAX_BRANCHES)
         return gc_unsupported(c, "oneOf", why);
-    json_t *base = json_deep_copy(s), *any = json_array();
+    json_t *base = gc_copy(s), *any = json_array();
     int rc = base && any ? SX_OK : SX_ENOMEM;
     for (size_t i = 0; i < n && !rc; i++) {
         json_t *all = json_array();
@@ -2053,7 +2053,7 @@ static int pair_disjoint(gc_ctx *c, const json_t *a, const json_t *b, int ta, in
  * fails. */
 static json_t *effective_branch(gc_ctx *c, const json_t *s, const json_t *b)
 {
-    json_t *e = json_deep_copy(s);
+    json_t *e = gc_copy(s);
     if (!e || !json_is_object(b))
         goto plain;
     json_object_del(e, "oneOf");
@@ -2082,7 +2082,7 @@ static json_t *effective_branch(gc_ctx *c, const json_t *s, const json_t *b)
 plain:
     json_decref(e);
     sx_err_clear(c->err);
-    return json_deep_copy(b);
+    return gc_copy(b);
 }
 
 /* Overlapping oneOf: first split by type (gr_oneof.c), exact where it
@@ -2175,7 +2175,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         return gc_unsupported(c, kw, "required-only branches under another anyOf/oneOf of "
                                      "required lists");
     if (presence && (typed == 0 || untyped == 0)) {
-        json_t *base = json_deep_copy(s), *lists = json_array();
+        json_t *base = gc_copy(s), *lists = json_array();
         int one = !strcmp(kw, "oneOf"), rc;
         json_object_del(base, kw);
         for (size_t i = 0; i < n; i++)
@@ -2258,7 +2258,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
             return split_or_negate(c, s, alts, why, node);
         }
     }
-    json_t *base = json_deep_copy(s);
+    json_t *base = gc_copy(s);
     if (!base)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     json_object_del(base, kw);
@@ -2267,7 +2267,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
     size_t old = gc_ptr_push(c, kw);
     for (size_t i = 0; i < n && !rc; i++) {
         size_t o2 = gc_ptr_pushi(c, i);
-        json_t *m = NULL, *merged = json_deep_copy(base);
+        json_t *m = NULL, *merged = gc_copy(base);
         rc = merged ? inline_member(c, json_array_get(alts, i), &m, 0)
                     : sx_err_set(c->err, SX_ENOMEM, "out of memory");
         if (!rc)
@@ -2489,7 +2489,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
             return gc_invalid(c, "not", "must be a schema");
         if (json_is_object(nt))
             json_object_foreach((json_t *)nt, nk, nv)
-                if (!in_list(annotations, nk) && in_list(known, nk)) {
+                if (!gc_in_list(annotations, nk) && gc_in_list(known, nk)) {
                     n_assert++;
                     only = nk;
                 }
@@ -2624,7 +2624,7 @@ static int has_assertions_besides(const json_t *s, const char *const *except)
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
-        if (in_list(except, k) || in_list(annotations, k) || !in_list(known, k))
+        if (gc_in_list(except, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
             continue;
         return 1;
     }
@@ -2673,7 +2673,7 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
         return schema_fresh(c, s, node);
     int32_t inner;
     if ((rc = schema_fresh(c, s, &inner))) {
-        c->refs = refs;
+        gc_refs_cut(c, refs);
         return rc;
     }
     *node = entry->node;
@@ -2783,7 +2783,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
             rc = gc_invalid(c, "allOf", "must be a non-empty array");
             goto out;
         }
-        json_t *merged = json_deep_copy(s);
+        json_t *merged = gc_copy(s);
         if (!merged) {
             rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
             goto out;

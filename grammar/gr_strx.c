@@ -55,27 +55,44 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
                            c->ptr, (long long)K);
     uint64_t *L = gc_alloc(c, words * n * sizeof *L), *tmp = malloc(words * sizeof *tmp);
     int32_t *rstart = calloc(n + 1, sizeof *rstart), *fill = calloc(n + 1, sizeof *fill);
-    int32_t *redge = NULL;
+    int32_t *redge = NULL, *seen = malloc((n + 1) * 2 * sizeof *seen);
     uint8_t *queued = calloc(n + 1, 1);
     size_t ne = 0;
-    if (!L || !tmp || !rstart || !fill || !queued)
+    if (!L || !tmp || !rstart || !fill || !queued || !seen)
         goto oom;
-    for (size_t k = 0; k < n * (size_t)C; k++)
-        if (x->next[k] >= 0) {
-            rstart[x->next[k] + 1]++;
-            ne++;
-        }
-    for (uint64_t st = 0; st < n; st++)
-        rstart[st + 1] += rstart[st];
-    /* an edge into t: its source state times 2, plus 1 when it shifts */
-    if (!(redge = malloc((ne ? ne : 1) * sizeof *redge)))
-        goto oom;
+    /* an edge into t: its source state times 2, plus 1 when it shifts --
+     * once per pair, however many byte classes make it (the classes of a
+     * UTF-8 lead or continuation byte mostly go to one state: several
+     * times fewer edges to hand sets over) */
+    for (uint64_t k = 0; k < 2 * n; k++)
+        seen[k] = -1;
     for (uint64_t st = 0; st < n; st++)
         for (int32_t cl = 0; cl < C; cl++) {
             int32_t t = x->next[st * (size_t)C + (size_t)cl];
-            if (t >= 0)
-                redge[rstart[t] + fill[t]++] = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+            int32_t e = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+            if (t >= 0 && seen[2 * (size_t)t + (e & 1)] != e) {
+                seen[2 * (size_t)t + (e & 1)] = e;
+                rstart[t + 1]++;
+                ne++;
+            }
         }
+    for (uint64_t st = 0; st < n; st++)
+        rstart[st + 1] += rstart[st];
+    if (!(redge = malloc((ne ? ne : 1) * sizeof *redge)))
+        goto oom;
+    for (uint64_t k = 0; k < 2 * n; k++)
+        seen[k] = -1;
+    for (uint64_t st = 0; st < n; st++)
+        for (int32_t cl = 0; cl < C; cl++) {
+            int32_t t = x->next[st * (size_t)C + (size_t)cl];
+            int32_t e = (int32_t)(st * 2 + (x->class_starts_cp[cl] != 0));
+            if (t >= 0 && seen[2 * (size_t)t + (e & 1)] != e) {
+                seen[2 * (size_t)t + (e & 1)] = e;
+                redge[rstart[t] + fill[t]++] = e;
+            }
+        }
+    free(seen);
+    seen = NULL;
     for (uint64_t st = 0; st < n; st++)
         if (x->accept[st])
             L[st * words] = 1;
@@ -95,6 +112,7 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
             for (int32_t k = rstart[t]; k < rstart[t + 1]; k++) {
                 int32_t sp = redge[k] >> 1;
                 uint64_t *ls = L + (uint64_t)sp * words;
+                const uint64_t *src = lt;
                 if (redge[k] & 1) { /* shift by one */
                     uint64_t carry = 0;
                     for (uint64_t w = 0; w < words; w++) {
@@ -103,15 +121,14 @@ static int length_sets(gc_ctx *c, gr_strx *x, int64_t K)
                     }
                     if ((uint64_t)(K + 1) % 64)
                         tmp[words - 1] &= (1ull << ((uint64_t)(K + 1) % 64)) - 1;
-                } else {
-                    memcpy(tmp, lt, words * sizeof *tmp);
+                    src = tmp;
                 }
-                int grew = 0;
-                for (uint64_t w = 0; w < words; w++)
-                    if (tmp[w] & ~ls[w]) {
-                        ls[w] |= tmp[w];
-                        grew = 1;
-                    }
+                uint64_t grew = 0;
+                for (uint64_t w = 0; w < words; w++) {
+                    uint64_t nw = src[w] & ~ls[w];
+                    ls[w] |= nw;
+                    grew |= nw;
+                }
                 if (grew) {
                     queued[sp] = 1;
                     any = 1;
@@ -149,6 +166,7 @@ oom:
     free(fill);
     free(redge);
     free(queued);
+    free(seen);
     return sx_err_set(c->err, SX_ENOMEM, "out of memory");
 }
 
@@ -231,9 +249,172 @@ out:
     return rc;
 }
 
+/* ---- automata remembered for the rest of one compile ------------------
+ *
+ * A schema often repeats a string constraint (the same pattern or format
+ * on many properties, copies made by allOf merges and oneOf branches);
+ * its automaton, length tables and, later, its per-state token masks
+ * depend only on what gc_string_automaton was given, so one gr_strx
+ * serves every node that asks for the same.  Keyed by the pattern, the
+ * format, the excluded strings and the length bounds (a `not` automaton
+ * is fresh each time and is not remembered). */
+
+typedef struct strx_memo_entry {
+    struct strx_memo_entry *next;
+    uint64_t hash;
+    size_t len;
+    gr_strx *x;
+    unsigned char key[];
+} strx_memo_entry;
+
+struct gc_strx_memo {
+    strx_memo_entry **slot;
+    size_t cap, n;
+};
+
+typedef struct key_buf {
+    unsigned char *b;
+    size_t n, cap;
+    int oom;
+} key_buf;
+
+static void key_put(key_buf *k, const void *p, size_t n)
+{
+    if (k->oom)
+        return;
+    if (k->n + n > k->cap) {
+        size_t cap = k->cap ? k->cap : 128;
+        while (cap < k->n + n)
+            cap *= 2;
+        unsigned char *nb = realloc(k->b, cap);
+        if (!nb) {
+            k->oom = 1;
+            return;
+        }
+        k->b = nb;
+        k->cap = cap;
+    }
+    memcpy(k->b + k->n, p, n);
+    k->n += n;
+}
+
+/* a length-prefixed field: no two different inputs spell the same key */
+static void key_field(key_buf *k, const char *s, size_t n)
+{
+    uint64_t len = s ? (uint64_t)n : UINT64_MAX;
+    key_put(k, &len, sizeof len);
+    if (s)
+        key_put(k, s, n);
+}
+
+static uint64_t key_hash(const unsigned char *p, size_t n)
+{
+    uint64_t h = GR_FNV_BASIS;
+    for (size_t i = 0; i < n; i++)
+        h = gr_fnv(h, p[i]);
+    return h;
+}
+
+static strx_memo_entry *memo_find(const gc_ctx *c, const key_buf *k, uint64_t h)
+{
+    const struct gc_strx_memo *m = c->strx_memo;
+    if (!m || !m->cap)
+        return NULL;
+    for (strx_memo_entry *e = m->slot[h & (m->cap - 1)]; e; e = e->next)
+        if (e->hash == h && e->len == k->n && !memcmp(e->key, k->b, k->n))
+            return e;
+    return NULL;
+}
+
+/* Remembers x under key k; a failure only loses the sharing. */
+static void memo_add(gc_ctx *c, const key_buf *k, uint64_t h, gr_strx *x)
+{
+    struct gc_strx_memo *m = c->strx_memo;
+    if (!m && !(m = c->strx_memo = calloc(1, sizeof *m)))
+        return;
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 32;
+        strx_memo_entry **ns = calloc(cap, sizeof *ns);
+        if (!ns)
+            return;
+        for (size_t i = 0; i < m->cap; i++)
+            for (strx_memo_entry *e = m->slot[i], *nx; e; e = nx) {
+                nx = e->next;
+                e->next = ns[e->hash & (cap - 1)];
+                ns[e->hash & (cap - 1)] = e;
+            }
+        free(m->slot);
+        m->slot = ns;
+        m->cap = cap;
+    }
+    strx_memo_entry *e = malloc(sizeof *e + k->n);
+    if (!e)
+        return;
+    e->hash = h;
+    e->len = k->n;
+    e->x = x;
+    memcpy(e->key, k->b, k->n);
+    e->next = m->slot[h & (m->cap - 1)];
+    m->slot[h & (m->cap - 1)] = e;
+    m->n++;
+}
+
+void gc_strx_memo_free(gc_ctx *c)
+{
+    struct gc_strx_memo *m = c->strx_memo;
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->cap; i++)
+        for (strx_memo_entry *e = m->slot[i], *nx; e; e = nx) {
+            nx = e->next;
+            free(e);
+        }
+    free(m->slot);
+    free(m);
+    c->strx_memo = NULL;
+}
+
+static int string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
+                            const json_t *excl, const sx_re *minus_re, int64_t min_len,
+                            int64_t max_len, gr_strx **out);
+
 int gc_string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
                         const json_t *excl, const sx_re *minus_re, int64_t min_len,
                         int64_t max_len, gr_strx **out)
+{
+    *out = NULL;
+    if (minus_re)
+        return string_automaton(c, pattern, plen, format, excl, minus_re, min_len, max_len, out);
+    key_buf k = {0};
+    int64_t lens[2] = {min_len, max_len};
+    key_put(&k, lens, sizeof lens);
+    key_field(&k, pattern, plen);
+    key_field(&k, format, format ? strlen(format) : 0);
+    size_t i;
+    json_t *v;
+    json_array_foreach((json_t *)excl, i, v)
+        if (json_is_string(v))
+            key_field(&k, json_string_value(v), json_string_length(v));
+    if (k.oom) {
+        free(k.b);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    uint64_t h = key_hash(k.b, k.n);
+    strx_memo_entry *e = memo_find(c, &k, h);
+    int rc = SX_OK;
+    if (e)
+        *out = e->x;
+    else if (!(rc = string_automaton(c, pattern, plen, format, excl, NULL, min_len, max_len,
+                                     out)) &&
+             *out)
+        memo_add(c, &k, h, *out);
+    free(k.b);
+    return rc;
+}
+
+static int string_automaton(gc_ctx *c, const char *pattern, size_t plen, const char *format,
+                            const json_t *excl, const sx_re *minus_re, int64_t min_len,
+                            int64_t max_len, gr_strx **out)
 {
     sx_re *a = NULL, *b = NULL, *re = NULL;
     sx_error e;
@@ -531,8 +712,11 @@ void gr_strx_free_caches(sx_grammar *g)
             continue;
         gr_strx_free_rep(x);
         gr_keyauto_free_near(x);
-        for (int32_t s = 0; s < x->n_states; s++)
+        /* (an automaton can serve several nodes: freed once) */
+        for (int32_t s = 0; s < x->n_states; s++) {
             free(x->plain_cache[s]);
+            x->plain_cache[s] = NULL;
+        }
     }
     for (int i = 0; i < g->n_res; i++)
         sx_re_free(g->res[i]);

@@ -79,8 +79,12 @@
 /* General-address-literal needs an IANA-registered tag: not accepted. */
 #define ADDRESS_LITERAL "\\[(?:" IPV4 "|IPv6:" IPV6 ")\\]"
 #define EMAIL LOCAL_PART "@(?:" HOSTNAME "|" ADDRESS_LITERAL ")"
-/* the local part is everything before the last '@' (the domain holds none) */
-#define EMAIL_WITHIN "[^]{1,64}@[^@]+"
+/* the local part is everything before the last '@' (the domain holds none);
+ * it is printable ASCII (LOCAL_PART), so its octets are its characters:
+ * [ -~] rather than [^] spares the UTF-8 states of 64 counted characters */
+#define EMAIL_WITHIN "[ -~]{1,64}@[^@]+"
+/* every email: the local part, then the domain (which holds no '@') */
+#define EMAIL_SHAPE LOCAL_PART "@[^@]*"
 
 /* ---- URI: RFC 3986 --------------------------------------------------------------- */
 
@@ -103,26 +107,27 @@
     "(?://" AUTHORITY PATH_ABEMPTY "|" PATH_ABSOLUTE "|" PATH_NOSCHEME ")?" QUERY_FRAG
 
 static const sx_format_info formats[] = {
-    {"date", FULL_DATE, -1, NULL, NULL, "2000-01-01"},
+    {"date", FULL_DATE, -1, NULL, NULL, "2000-01-01", NULL},
     {"time", FULL_TIME, -1,
      "a leap second (:60) is accepted only as 23:59:60 with offset Z, +00:00 or -00:00; "
-     "other offsets' leap seconds (e.g. 15:59:60-08:00) are rejected", NULL, "00:00:00Z"},
+     "other offsets' leap seconds (e.g. 15:59:60-08:00) are rejected", NULL, "00:00:00Z", NULL},
     {"date-time", FULL_DATE "[Tt]" FULL_TIME, -1,
-     "as time: leap seconds only at 23:59:60 with a zero offset", NULL, "2000-01-01T00:00:00Z"},
-    {"duration", DURATION, -1, NULL, NULL, NULL},
+     "as time: leap seconds only at 23:59:60 with a zero offset", NULL, "2000-01-01T00:00:00Z",
+     NULL},
+    {"duration", DURATION, -1, NULL, NULL, NULL, NULL},
     {"email", EMAIL, 254,
      "RFC 5321 General-address-literals ([tag:content], whose tag must be registered with "
      "IANA) are rejected, and, as for hostname, domain labels with \"--\" in positions 3-4 "
-     "(A-labels)", EMAIL_WITHIN, NULL},
+     "(A-labels)", EMAIL_WITHIN, NULL, EMAIL_SHAPE},
     {"hostname", HOSTNAME, 253,
      "A-labels (xn--...) and any label with \"--\" in positions 3-4 are rejected: "
-     "validating Punycode and IDNA rules is beyond a regex", NULL, NULL},
-    {"ipv4", IPV4, -1, NULL, NULL, NULL},
-    {"ipv6", IPV6, -1, NULL, NULL, NULL},
+     "validating Punycode and IDNA rules is beyond a regex", NULL, NULL, NULL},
+    {"ipv4", IPV4, -1, NULL, NULL, NULL, NULL},
+    {"ipv6", IPV6, -1, NULL, NULL, NULL, NULL},
     {"uuid", "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", -1,
-     NULL, NULL, NULL},
-    {"uri", URI, -1, NULL, NULL, NULL},
-    {"uri-reference", "(?:" URI "|" RELATIVE_REF ")", -1, NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL},
+    {"uri", URI, -1, NULL, NULL, NULL, NULL},
+    {"uri-reference", "(?:" URI "|" RELATIVE_REF ")", -1, NULL, NULL, NULL, NULL},
 };
 
 #define N_FORMATS ((int)(sizeof formats / sizeof formats[0]))
@@ -160,6 +165,15 @@ int sx_format_automaton(const sx_format_info *f, const sx_re_limits *lim, sx_re 
     int rc = sx_re_compile(f->regex, strlen(f->regex), SX_RE_FULL, lim, &re, err);
     if (!rc && f->within) {
         rc = sx_re_compile(f->within, strlen(f->within), SX_RE_FULL, lim, &in, err);
+        if (!rc && f->shape) {
+            sx_re *sh = NULL, *pinned = NULL;
+            rc = sx_re_compile(f->shape, strlen(f->shape), SX_RE_FULL, lim, &sh, err);
+            if (!rc)
+                rc = sx_re_intersect(sh, in, lim, &pinned, err);
+            sx_re_free(sh);
+            sx_re_free(in);
+            in = pinned;
+        }
         if (!rc) {
             sx_re *both = NULL;
             rc = sx_re_intersect(re, in, lim, &both, err);

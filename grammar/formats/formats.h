@@ -34,6 +34,13 @@ typedef struct sx_format_info {
     /* a plausible value, used where a completion of the same length as the
      * shortest one is wanted ("2000-01-01" rather than "0001-01-01"), or NULL */
     const char *example;
+    /* a full-match regex every value of `regex` matches, or NULL: intersected
+     * with `within` first, it pins down where within's parts fall (email:
+     * the local part ends at the last '@', which LOCAL_PART "@" [^@]* tells
+     * while reading), so that within's product with `regex` does not carry
+     * within's counter through the rest of the value (email: 12,962 product
+     * states for the same 539-state result, 30-40 ms per schema) */
+    const char *shape;
 } sx_format_info;
 
 /* *regex_src = the format's full-match regex.  SX_ENOTFOUND for a format

@@ -518,6 +518,48 @@ static void formats_agree_with_validator(void **state)
     print_message("  %ld strings: the automata never accept what the validator refuses\n", total);
 }
 
+/* A format's shape (email: LOCAL_PART "@" [^@]*) and its within written
+ * over ASCII only change how the automaton is built, never what it is: the
+ * same table as the format regex intersected with RFC 5321's limit as
+ * stated, "at most 64 octets before the last '@'", directly. */
+static void shaped_within_is_exact(void **state)
+{
+    (void)state;
+    const sx_format_info *f;
+    sx_re *fast = NULL, *re = NULL, *lim = NULL, *direct = NULL;
+    sx_error e;
+    assert_int_equal(sx_format_lookup("email", &f), SX_OK);
+    assert_non_null(f->shape);
+    assert_int_equal(sx_format_automaton(f, NULL, &fast, &e), SX_OK);
+    const char *rfc = "[^]{1,64}@[^@]+";
+    assert_int_equal(sx_re_compile(f->regex, strlen(f->regex), SX_RE_FULL, NULL, &re, &e), SX_OK);
+    assert_int_equal(sx_re_compile(rfc, strlen(rfc), SX_RE_FULL, NULL, &lim, &e), SX_OK);
+    assert_int_equal(sx_re_intersect(re, lim, NULL, &direct, &e), SX_OK);
+    sx_re_table a, b;
+    sx_re_get_table(fast, &a);
+    sx_re_get_table(direct, &b);
+    assert_int_equal(a.n_states, b.n_states);
+    assert_int_equal(a.n_classes, b.n_classes);
+    assert_int_equal(a.start, b.start);
+    assert_memory_equal(a.byte_class, b.byte_class, 256);
+    assert_memory_equal(a.next, b.next, (size_t)a.n_states * (size_t)a.n_classes * sizeof *a.next);
+    assert_memory_equal(a.accept, b.accept, (size_t)a.n_states);
+    /* and the limit bites where it should */
+    char local[80];
+    memset(local, 'a', 64);
+    strcpy(local + 64, "@example.com");
+    assert_true(sx_re_matches(fast, local, strlen(local)));
+    memset(local, 'a', 65);
+    strcpy(local + 65, "@example.com");
+    assert_false(sx_re_matches(fast, local, strlen(local)));
+    const char *quoted = "\"a@b\"@example.com";
+    assert_true(sx_re_matches(fast, quoted, strlen(quoted)));
+    sx_re_free(fast);
+    sx_re_free(re);
+    sx_re_free(lim);
+    sx_re_free(direct);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +568,7 @@ int main(void)
         cmocka_unit_test(time_exhaustive),
         cmocka_unit_test(ipv4_octets),
         cmocka_unit_test(lookup_and_compile),
+        cmocka_unit_test(shaped_within_is_exact),
         cmocka_unit_test(formats_agree_with_pcre2),
         cmocka_unit_test(formats_agree_with_validator),
     };

@@ -365,6 +365,103 @@ static void many_property_names(void **state)
     json_decref(s);
 }
 
+/* A string constraint repeated across a schema compiles to one automaton
+ * that every node asking for the same shares (pattern, format, excluded
+ * strings and length bounds alike), each node keeping its own meaning. */
+static void repeated_string_automata(void **state)
+{
+    (void)state;
+    const char *schema =
+        "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+        "\"a\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":3},"
+        "\"b\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":3},"
+        "\"c\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":4},"
+        "\"d\":{\"type\":\"string\",\"format\":\"date\"},"
+        "\"e\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"format\":\"date\"}},"
+        "\"f\":{\"type\":\"string\",\"pattern\":\"^[a-c]+$\",\"maxLength\":3,"
+        "\"not\":{\"enum\":[\"ab\"]}}}}";
+    sx_grammar *g;
+    sx_error err;
+    if (sx_gr_compile_schema(V, schema, strlen(schema), NULL, &g, &err))
+        fail_msg("%s", err.msg);
+    const gr_strx *xs[16];
+    int n = 0, distinct = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].kind == GK_STRING && g->nodes[i].u.str.x && n < 16)
+            xs[n++] = g->nodes[i].u.str.x;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= xs[j] == xs[i];
+        distinct += !seen;
+    }
+    assert_int_equal(n, 6);
+    assert_int_equal(distinct, 4); /* a=b, c, d=e's items, f (its own exclusions) */
+    assert_true(accepts(g, "{\"a\":\"abc\",\"b\":\"cab\",\"c\":\"abca\"}"));
+    assert_false(accepts(g, "{\"b\":\"abca\"}"));
+    assert_false(accepts(g, "{\"a\":\"abd\"}"));
+    assert_true(accepts(g, "{\"c\":\"abca\",\"f\":\"ba\"}"));
+    assert_false(accepts(g, "{\"f\":\"ab\"}"));
+    assert_true(accepts(g, "{\"a\":\"ab\"}"));
+    assert_true(accepts(g, "{\"d\":\"2024-01-31\",\"e\":[\"1999-12-31\"]}"));
+    assert_false(accepts(g, "{\"e\":[\"2024-13-01\"]}"));
+    /* the masks along a document that visits both sharers match the
+     * reference walk (the per-state caches serve both nodes) */
+    const char *doc = "{\"a\":\"ab\",\"b\":\"ca\",\"d\":\"2024-02-29\",\"e\":[\"2024-";
+    sx_matcher *m;
+    uint32_t *mask = malloc((size_t)V->mask_words * sizeof *mask);
+    uint32_t *ref = malloc((size_t)V->mask_words * sizeof *ref);
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    for (size_t i = 0; doc[i]; i++) {
+        sx_matcher_fill_mask(m, mask);
+        gr_fill_mask_reference(m, ref);
+        assert_memory_equal(mask, ref, (size_t)V->mask_words * sizeof *ref);
+        assert_int_equal(sx_matcher_accept_bytes(m, doc + i, 1, NULL), 0);
+    }
+    sx_matcher_free(m);
+    free(mask);
+    free(ref);
+    sx_gr_free(g);
+}
+
+/* $refs to many definitions, each referenced from several places: every
+ * target compiles once (the index of compiled targets, gr_memo.c, rebuilt
+ * as it grows, finds each again), and each place keeps its target's meaning. */
+static void many_refs_many_targets(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    sx_grammar *g[2];
+    sx_error err;
+    for (int copies = 1; copies <= 2; copies++) {
+        json_t *props = json_object(), *defs = json_object();
+        char name[32], ref[48];
+        for (int i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "d%d", i);
+            json_object_set_new(defs, name, json_pack("{s:s,s:i}", "type", "string", "maxLength",
+                                                      i % 7 + 1));
+            snprintf(ref, sizeof ref, "#/$defs/d%d", i);
+            for (int k = 0; k < copies; k++) {
+                snprintf(name, sizeof name, "p%d_%d", i, k);
+                json_object_set_new(props, name, json_pack("{s:s}", "$ref", ref));
+            }
+        }
+        json_t *s = json_pack("{s:s,s:o,s:o}", "type", "object", "properties", props, "$defs",
+                              defs);
+        if (sx_gr_compile_json(V, s, NULL, &g[copies - 1], &err))
+            fail_msg("%s", err.msg);
+        json_decref(s);
+    }
+    /* the second reference to each target adds its property, not a target */
+    assert_true(sx_gr_n_nodes(g[1]) - sx_gr_n_nodes(g[0]) < N);
+    assert_true(accepts(g[1], "{\"p6_1\":\"abcdefg\",\"p299_0\":\"ab\",\"p0_1\":\"a\"}"));
+    assert_false(accepts(g[1], "{\"p5_1\":\"abcdefg\"}"));
+    assert_false(accepts(g[1], "{\"p0_0\":\"ab\"}"));
+    assert_false(accepts(g[1], "{\"p7_1\":1}"));
+    sx_gr_free(g[0]);
+    sx_gr_free(g[1]);
+}
+
 static void other_modes(void **state)
 {
     (void)state;
@@ -430,6 +527,8 @@ int main(void)
         cmocka_unit_test(forced_bytes_and_completion),
         cmocka_unit_test(other_modes),
         cmocka_unit_test(many_property_names),
+        cmocka_unit_test(repeated_string_automata),
+        cmocka_unit_test(many_refs_many_targets),
         cmocka_unit_test(random_walks_stay_alive),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
