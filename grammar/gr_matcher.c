@@ -334,16 +334,18 @@ static int64_t free_strings(const sx_matcher *m, int *keys)
  * tracked, so that the state after the closing quote does not depend on
  * the content before it.  For each one, that state is reached once, the
  * suffixes walked from it, and a token P '"' S allowed when S survives
- * and P is content that fits -- for a key, also a new key: one equal to
- * a listed name in range is fed in full (the name decides), one equal to
- * an earlier key is refused, as feed_key does by their hashes.  The
+ * and P is content that fits -- for a key, also a new key: where P makes
+ * it a listed name in range, the name decides (a walk of the quote
+ * tokens for the names alone), and one equal to an earlier key is
+ * refused, as feed_key does by their hashes.  The
  * quote tokens that are not split are walked.  Only quote tokens are
  * set in mask.  Returns 0, or -1 (some quote tokens may be set already)
  * when the joint walk could have met more interpretations than a set
  * holds (GR_MAX_THREADS): there only the joint walk is exact. */
 typedef struct hslot {
     uint64_t h;
-    int8_t kind; /* 0 empty, 1 a listed name in range, 2 an earlier key */
+    int32_t prop; /* kind 1: the listed name */
+    int8_t kind;  /* 0 empty, 1 a listed name in range, 2 an earlier key */
 } hslot;
 
 static const hslot *hs_find(const hslot *t, uint32_t cap, uint64_t h)
@@ -353,12 +355,13 @@ static const hslot *hs_find(const hslot *t, uint32_t cap, uint64_t h)
             return &t[i];
 }
 
-static void hs_put(hslot *t, uint32_t cap, uint64_t h, int kind)
+static void hs_put(hslot *t, uint32_t cap, uint64_t h, int kind, int32_t prop)
 {
     hslot *s = (hslot *)hs_find(t, cap, h);
     if (!s->kind) {
         s->h = h;
         s->kind = (int8_t)kind;
+        s->prop = prop;
     }
 }
 
@@ -401,10 +404,10 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
             for (uint32_t j = f->lo; j < f->hi; j++) {
                 const gr_prop *p = &n->u.obj.props[j];
                 if (p->key_len >= f->pos && p->key_len - f->pos <= 255)
-                    hs_put(tab, cap, p->hash, 1);
+                    hs_put(tab, cap, p->hash, 1, (int32_t)j);
             }
             for (const gr_keyh *k = f->ext; k; k = k->next)
-                hs_put(tab, cap, k->h, 2);
+                hs_put(tab, cap, k->h, 2, -1);
         } else if (tmp.count < n->u.str.min_len) {
             tmp.count = n->u.str.min_len;
         }
@@ -418,6 +421,16 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
             walk_from(m, cx, &z, v->sfx_nodes, v->n_sfx_nodes, alive);
         }
         int wmax = m->walk_max;
+        if (key && f->lo < f->hi) {
+            /* a key that a token makes a listed name is that property
+             * (or nothing): every quote token for the names alone */
+            gr_frame names = *f;
+            names.flags &= (uint8_t)~F_KGEN;
+            gr_set ns = {.n = 1, .f = {&names}};
+            m->walk_max = 1;
+            walk_from(m, cx, &ns, v->q_nodes, v->n_q_nodes, mask);
+            budget += m->walk_max;
+        }
         m->walk_max = 1;
         if (key)
             walk_from(m, cx, &one, v->qk_nodes, v->n_qk_nodes, mask);
@@ -446,17 +459,16 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
                         h = (h ^ b[k]) * GR_KEY_PRIME;
                     const hslot *s = hs_find(tab, cap, h);
                     if (s->kind == 2)
-                        continue; /* an earlier key (or a listed name: fed below) */
+                        continue; /* an earlier key */
                     if (s->kind == 1) {
-                        /* maybe a listed name: the frame decides */
-                        gr_set a = one, nb;
-                        for (uint32_t k = 0; k < v->tok_len[t] && a.n; k++) {
-                            gr_feed_set(cx, &a, b[k], &nb);
-                            a = nb;
-                        }
-                        if (a.n)
-                            mask[t >> 5] |= 1u << (t & 31);
-                        continue;
+                        /* a listed name (the names' walk decided), or
+                         * another key of the same hash */
+                        const gr_prop *p = &n->u.obj.props[s->prop];
+                        if (p->key_len == f->pos + v->sq_plen[e] &&
+                            !memcmp(p->key + f->pos, b, v->sq_plen[e]))
+                            continue;
+                        if (gr_key_listed(f->ext, h))
+                            continue;
                     }
                     mask[t >> 5] |= 1u << (t & 31);
                 }

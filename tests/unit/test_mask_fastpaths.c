@@ -160,6 +160,11 @@ static const mcase cases[] = {
      "\"a\\\\\":{},\"beta\":{\"type\":\"string\"}},\"additionalProperties\":{\"type\":[\"string\",\"object\"]}}",
      {"{\"alpha\": 1, \"ab\": {\"ab\": \"cd\"}, \"abc\": \"x\", \"beta\": \"word\"}",
       "{\"a\\\\\": 1, \"x\": {}, \"\\\"\": \"\", \"\\n\": \"a\"}", "{\"word\": \"a\", \"word\": \"b\"}"}},
+    /* a token that completes a listed name whose value takes what an
+     * additional key's would not (the names decide) */
+    {"{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"object\"},\"ab\":{\"type\":\"array\"}},"
+     "\"additionalProperties\":{\"type\":\"string\"}}",
+     {"{\"alpha\": {}, \"x\": \"a\", \"ab\": []}", "{\"ab\": {\"\": 1}}"}},
     /* more listed names than seen bits: keys recorded by their hashes */
     {"{\"type\":\"object\",\"properties\":{\"k00\":{},\"k01\":{},\"k02\":{},\"k03\":{},\"k04\":{},\"k05\":{},"
      "\"k06\":{},\"k07\":{},\"k08\":{},\"k09\":{},\"k10\":{},\"k11\":{},\"k12\":{},\"k13\":{},\"k14\":{},\"k15\":{},"
@@ -272,7 +277,7 @@ static void fast_masks_equal_reference(void **state)
  * key patterns, several interpretations. */
 static const char *const mb_files[] = {
     "JsonSchemaStore---eslintrc.json", "Github_ultra---o80235.json", "Kubernetes---kb_47_Normalized.json",
-    "Github_hard---o21819.json", "Github_ultra---o6352.json", NULL};
+    "Github_hard---o21819.json", "Github_ultra---o6352.json", "JsonSchemaStore---foundryvtt-template.json", NULL};
 
 static void maskbench_masks_equal_reference(void **state)
 {
