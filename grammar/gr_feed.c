@@ -1137,10 +1137,7 @@ int gr_obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t
     return obj_range_live(n, f, lo, hi);
 }
 
-typedef struct key_hash {
-    const struct key_hash *next;
-    uint64_t h;
-} key_hash;
+typedef gr_keyh key_hash;
 
 static int key_hash_seen(const key_hash *k, uint64_t h)
 {

@@ -459,6 +459,13 @@ int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
  * their first pos bytes. */
 void gr_lits_plain(const sx_vocab *v, const gr_lit *L, uint32_t n, uint32_t pos, uint32_t *mask);
 
+/* An object frame's key-hash list (its `ext`): the keys already in the
+ * object that no seen bit records. */
+typedef struct gr_keyh {
+    const struct gr_keyh *next;
+    uint64_t h;
+} gr_keyh;
+
 /* gr_feed.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
 int gr_key_listed(const void *list, uint64_t h);
 

@@ -22,6 +22,7 @@ struct sx_matcher {
     int finished;       /* an end-of-turn token was accepted */
     gr_set *walk;       /* GR_MAX_DEPTH + 1 sets for the trie walk */
     gr_mark *marks;
+    int walk_max;       /* the largest set a walk met (split_quotes) */
 };
 
 static gr_ctx ctx_for(const sx_matcher *m, gr_arena *a)
@@ -112,10 +113,11 @@ int sx_matcher_is_complete(const sx_matcher *m)
 
 /* Walks a vocabulary trie from the current state, setting the bit of every
  * token whose bytes keep some interpretation alive. */
-static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, uint32_t *mask)
+static void walk_from(sx_matcher *m, gr_ctx *cx, const gr_set *from, const sx_vocab_node *N,
+                      uint32_t n, uint32_t *mask)
 {
     gr_mark base = gr_arena_mark(&m->scratch);
-    m->walk[0] = m->cur;
+    m->walk[0] = *from;
     m->marks[0] = base;
     uint32_t i = 1;
     while (i < n) {
@@ -129,10 +131,17 @@ static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, 
         }
         if (nd->token >= 0)
             mask[nd->token >> 5] |= 1u << (nd->token & 31);
+        if (m->walk[d].n > m->walk_max || m->walk[d].overflow)
+            m->walk_max = m->walk[d].overflow ? GR_MAX_THREADS + 1 : m->walk[d].n;
         m->marks[d] = gr_arena_mark(&m->scratch);
         i++;
     }
     gr_arena_reset(&m->scratch, base);
+}
+
+static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, uint32_t *mask)
+{
+    walk_from(m, cx, &m->cur, N, n, mask);
 }
 
 /* Inside string content, a plain token (see vocab.h) only adds characters:
@@ -271,27 +280,224 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
     return 0;
 }
 
-/* Every interpretation is inside a string with no automaton, at a
- * character boundary (see vocab.h, free_le).  Returns the largest room in
- * characters (-1 unbounded), or -2 when that is not the case. */
-static int64_t free_strings(const sx_matcher *m)
+/* An object key on frame f that may be any additional name (no key
+ * automaton), typed at a character boundary: a token with no '"' keeps it
+ * alive exactly when it is plain or valid key content (vocab.h,
+ * key_free) -- as an additional name, since no listed name in its range
+ * has a backslash ahead (the one spelling a listed name and an additional
+ * key could not share). */
+static int free_key(const gr_node *n, const gr_frame *f)
 {
-    int64_t room = -2;
+    if (n->kind != GK_OBJECT || f->phase != O_KEY || !(f->flags & F_KGEN) ||
+        (f->flags & F_KESC) || f->aux || n->u.obj.keyx)
+        return 0;
+    for (uint32_t i = f->lo; i < f->hi; i++) {
+        const gr_prop *p = &n->u.obj.props[i];
+        if (p->key_len > f->pos && memchr(p->key + f->pos, '\\', p->key_len - f->pos))
+            return 0;
+    }
+    return 1;
+}
+
+/* Every interpretation is inside a string with no automaton, at a
+ * character boundary (see vocab.h, free_le), or in an additional object
+ * key (free_key).  Returns the largest room in characters of the strings
+ * (-1 unbounded, -3 when there are only keys; *keys = 1 when there are
+ * keys), or -2 when that is not the case. */
+static int64_t free_strings(const sx_matcher *m, int *keys)
+{
+    int64_t room = -3;
+    *keys = 0;
     for (int i = 0; i < m->cur.n; i++) {
         const gr_frame *f = m->cur.f[i];
         if (f->node < 0)
             return -2;
         const gr_node *n = &m->g->nodes[f->node];
+        if (free_key(n, f)) {
+            *keys = 1;
+            continue;
+        }
         if (n->kind != GK_STRING || f->phase != S_IN || f->aux || n->u.str.x || n->u.str.raw)
             return -2;
         int64_t r = n->u.str.max_len < 0 ? -1 : n->u.str.max_len - f->count;
         if ((f->flags & F_UITEM) && f->up->count > 0 && r >= 0 &&
             r <= (int64_t)m->g->vocab->max_free_starts + 1)
             return -2; /* near the end an item may run out of new values */
-        if (room == -2 || r == -1 || (room != -1 && r > room))
+        if (room == -3 || r == -1 || (room != -1 && r > room))
             room = r;
     }
     return room;
+}
+
+/* The quote tokens by their split (vocab.h, sq_*): every interpretation
+ * is a free string or a free key (free_strings) whose value hash is not
+ * tracked, so that the state after the closing quote does not depend on
+ * the content before it.  For each one, that state is reached once, the
+ * suffixes walked from it, and a token P '"' S allowed when S survives
+ * and P is content that fits -- for a key, also a new key: where P makes
+ * it a listed name in range, the name decides (a walk of the quote
+ * tokens for the names alone), and one equal to an earlier key is
+ * refused, as feed_key does by their hashes.  The
+ * quote tokens that are not split are walked.  Only quote tokens are
+ * set in mask.  Returns 0, or -1 (some quote tokens may be set already)
+ * when the joint walk could have met more interpretations than a set
+ * holds (GR_MAX_THREADS): there only the joint walk is exact. */
+typedef struct hslot {
+    uint64_t h;
+    int32_t prop; /* kind 1: the listed name */
+    int8_t kind;  /* 0 empty, 1 a listed name in range, 2 an earlier key */
+} hslot;
+
+static const hslot *hs_find(const hslot *t, uint32_t cap, uint64_t h)
+{
+    for (uint32_t i = (uint32_t)gr_mix(h) & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!t[i].kind || t[i].h == h)
+            return &t[i];
+}
+
+static void hs_put(hslot *t, uint32_t cap, uint64_t h, int kind, int32_t prop)
+{
+    hslot *s = (hslot *)hs_find(t, cap, h);
+    if (!s->kind) {
+        s->h = h;
+        s->kind = (int8_t)kind;
+        s->prop = prop;
+    }
+}
+
+static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
+{
+    const sx_vocab *v = m->g->vocab;
+    if (m->cur.n > 8 || !v->sfx_nodes)
+        return -1;
+    int budget = 0;
+    uint32_t *alive = gr_arena_alloc(&m->scratch, ((v->n_sfx + 31) / 32) * sizeof *alive);
+    if (!alive)
+        return -1;
+    for (int i = 0; i < m->cur.n; i++) {
+        const gr_frame *f = m->cur.f[i];
+        const gr_node *n = &m->g->nodes[f->node];
+        if (f->flags & F_UH)
+            return -1;
+        int key = n->kind == GK_OBJECT;
+        gr_frame tmp = *f;
+        hslot *tab = NULL;
+        uint32_t cap = 0;
+        if (key) {
+            /* the close as an additional key, with a hash not yet used */
+            tmp.lo = tmp.hi = 0;
+            tmp.val = 0x5bd1e9955bd1e995LL;
+            while (gr_key_listed(f->ext, (uint64_t)tmp.val))
+                tmp.val++;
+            uint32_t cnt = 0;
+            for (const gr_keyh *k = f->ext; k; k = k->next)
+                cnt++;
+            for (uint32_t j = f->lo; j < f->hi; j++)
+                cnt++;
+            cap = 16;
+            while (cap < 2 * cnt)
+                cap *= 2;
+            tab = gr_arena_alloc(&m->scratch, cap * sizeof *tab);
+            if (!tab)
+                return -1;
+            memset(tab, 0, cap * sizeof *tab);
+            for (uint32_t j = f->lo; j < f->hi; j++) {
+                const gr_prop *p = &n->u.obj.props[j];
+                if (p->key_len >= f->pos && p->key_len - f->pos <= 255)
+                    hs_put(tab, cap, p->hash, 1, (int32_t)j);
+            }
+            for (const gr_keyh *k = f->ext; k; k = k->next)
+                hs_put(tab, cap, k->h, 2, -1);
+        } else if (tmp.count < n->u.str.min_len) {
+            tmp.count = n->u.str.min_len;
+        }
+        gr_set one = {.n = 1, .f = {f}}, z1 = {.n = 1, .f = {&tmp}}, z;
+        gr_mark mk = gr_arena_mark(&m->scratch);
+        gr_feed_set(cx, &z1, '"', &z);
+        memset(alive, 0, ((v->n_sfx + 31) / 32) * sizeof *alive);
+        m->walk_max = z.n;
+        if (z.n) {
+            alive[0] |= 1;
+            walk_from(m, cx, &z, v->sfx_nodes, v->n_sfx_nodes, alive);
+        }
+        int wmax = m->walk_max;
+        if (key && f->lo < f->hi) {
+            /* a key that a token makes a listed name is that property
+             * (or nothing): every quote token for the names alone */
+            gr_frame names = *f;
+            names.flags &= (uint8_t)~F_KGEN;
+            gr_set ns = {.n = 1, .f = {&names}};
+            m->walk_max = 1;
+            walk_from(m, cx, &ns, v->q_nodes, v->n_q_nodes, mask);
+            budget += m->walk_max;
+        }
+        m->walk_max = 1;
+        if (key)
+            walk_from(m, cx, &one, v->qk_nodes, v->n_qk_nodes, mask);
+        else
+            walk_from(m, cx, &one, v->qs_nodes, v->n_qs_nodes, mask);
+        budget += (wmax > m->walk_max ? wmax : m->walk_max);
+        if (wmax > GR_MAX_THREADS || m->walk_max > GR_MAX_THREADS || budget > GR_MAX_THREADS)
+            return -1;
+        int64_t mn = key ? 0 : n->u.str.min_len, mx = key ? -1 : n->u.str.max_len;
+        for (uint32_t w = 0; w < (v->n_sfx + 31) / 32; w++) {
+            for (uint32_t bits = alive[w]; bits; bits &= bits - 1) {
+                uint32_t id = w * 32 + (uint32_t)__builtin_ctz(bits);
+                for (uint32_t e = v->sfx_first[id]; e < v->sfx_first[id + 1]; e++) {
+                    int32_t t = v->sq_tok[e];
+                    if (!key) {
+                        int64_t c = v->sq_schars[e];
+                        if (c >= 0 && f->count + c >= mn && (mx < 0 || f->count + c <= mx))
+                            mask[t >> 5] |= 1u << (t & 31);
+                        continue;
+                    }
+                    if (v->sq_kchars[e] < 0 || (mask[t >> 5] >> (t & 31) & 1))
+                        continue;
+                    uint64_t h = (uint64_t)f->val;
+                    const uint8_t *b = v->tok_bytes[t];
+                    for (uint32_t k = 0; k < v->sq_plen[e]; k++)
+                        h = (h ^ b[k]) * GR_KEY_PRIME;
+                    const hslot *s = hs_find(tab, cap, h);
+                    if (s->kind == 2)
+                        continue; /* an earlier key */
+                    if (s->kind == 1) {
+                        /* a listed name (the names' walk decided), or
+                         * another key of the same hash */
+                        const gr_prop *p = &n->u.obj.props[s->prop];
+                        if (p->key_len == f->pos + v->sq_plen[e] &&
+                            !memcmp(p->key + f->pos, b, v->sq_plen[e]))
+                            continue;
+                        if (gr_key_listed(f->ext, h))
+                            continue;
+                    }
+                    mask[t >> 5] |= 1u << (t & 31);
+                }
+            }
+        }
+        gr_arena_reset(&m->scratch, mk);
+    }
+    return 0;
+}
+
+/* The tokens with no quote that free_strings' interpretations allow
+ * (room and keys as it returned), written over mask. */
+static void quote_free_blocks(const sx_vocab *v, int64_t room, int keys, uint32_t *mask)
+{
+    if (room >= -1) {
+        int64_t lp = room < 0 || room > v->max_plain_cp ? v->max_plain_cp : room;
+        int64_t lf = room < 0 || room > v->max_free_starts ? v->max_free_starts : room;
+        const uint32_t *pl = v->plain_le + (size_t)lp * (size_t)v->mask_words;
+        const uint32_t *fl = v->free_le + (size_t)lf * (size_t)v->mask_words;
+        for (int32_t w = 0; w < v->mask_words; w++)
+            mask[w] = pl[w] | fl[w];
+    } else {
+        memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
+    }
+    if (keys) {
+        const uint32_t *pl = v->plain_le + (size_t)v->max_plain_cp * (size_t)v->mask_words;
+        for (int32_t w = 0; w < v->mask_words; w++)
+            mask[w] |= pl[w] | v->key_free[w];
+    }
 }
 
 static int fill(sx_matcher *m, uint32_t *mask, int fast)
@@ -301,18 +507,21 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
     if (m->finished || m->cur.n == 0)
         return SX_OK;
     gr_ctx cx = ctx_for(m, &m->scratch);
-    int64_t room = fast ? free_strings(m) : -2;
+    int keys = 0;
+    int64_t room = fast ? free_strings(m, &keys) : -2;
     int trie;
-    if (room >= -1) {
+    if (room >= -1 || room == -3) {
         /* plain and other quote-free content as blocks, by the room left;
-         * walk only the tokens that hold a quote (they close the string) */
-        int64_t lp = room < 0 || room > v->max_plain_cp ? v->max_plain_cp : room;
-        int64_t lf = room < 0 || room > v->max_free_starts ? v->max_free_starts : room;
-        const uint32_t *pl = v->plain_le + (size_t)lp * (size_t)v->mask_words;
-        const uint32_t *fl = v->free_le + (size_t)lf * (size_t)v->mask_words;
-        for (int32_t w = 0; w < v->mask_words; w++)
-            mask[w] = pl[w] | fl[w];
-        walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
+         * the tokens that hold a quote by their split, else walked */
+        quote_free_blocks(v, room, keys, mask);
+        gr_mark qm = gr_arena_mark(&m->scratch);
+        int split = split_quotes(m, &cx, mask);
+        gr_arena_reset(&m->scratch, qm);
+        if (split) {
+            /* the blocks hold no quote token: start those again */
+            quote_free_blocks(v, room, keys, mask);
+            walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
+        }
     } else if (fast && plain_part(m, mask, &trie) == 0) {
         if (trie < SX_VOCAB_N_LP)
             walk(m, &cx, v->lp_nodes[trie], v->n_lp_nodes[trie], mask);

@@ -122,7 +122,7 @@ static int plain_cp(const uint8_t *b, uint32_t len)
  * stopping inside an escape or a character?  The same rules as the
  * matcher's string frame: short escapes, \u with four hex digits and no
  * surrogates, UTF-8 without overlongs or surrogates, no control bytes. */
-static int free_content(const uint8_t *b, uint32_t len)
+static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
 {
     enum { NORMAL, ESC, HEX, UTF8 } st = NORMAL;
     int digits = 0, pend = 0, lo = 0, hi = 0, first = 0, starts = 0;
@@ -159,7 +159,13 @@ static int free_content(const uint8_t *b, uint32_t len)
             }
             break;
         case ESC:
-            if (c == 'u') {
+            if (key) {
+                /* additional keys: short escapes only, and no \/ (one
+                 * spelling per key; see feed_key) */
+                if (!c || !strchr("\"\\bfnrt", c))
+                    return -1;
+                st = NORMAL;
+            } else if (c == 'u') {
                 st = HEX;
                 digits = 0;
             } else if (c && strchr("\"\\/bfnrt", c)) {
@@ -191,14 +197,112 @@ static int free_content(const uint8_t *b, uint32_t len)
             break;
         }
     }
+    if (in_esc)
+        *in_esc = st == ESC ? 1 : st == NORMAL ? 0 : -1;
     return starts;
+}
+
+static int free_content(const uint8_t *b, uint32_t len)
+{
+    return content_rules(b, len, 0, NULL);
+}
+
+typedef struct sq_ent {
+    const uint8_t *s; /* S */
+    uint32_t slen;
+    int32_t tok;
+    int16_t sch, kch;
+    uint8_t plen;
+} sq_ent;
+
+static int cmp_sq(const void *pa, const void *pb)
+{
+    const sq_ent *a = pa, *b = pb;
+    int c = memcmp(a->s, b->s, a->slen < b->slen ? a->slen : b->slen);
+    if (c)
+        return c;
+    if (a->slen != b->slen)
+        return a->slen < b->slen ? -1 : 1;
+    return a->tok < b->tok ? -1 : a->tok > b->tok;
+}
+
+/* The split of the quote tokens among order[0..n) (sorted): see vocab.h,
+ * sq_* and sfx_nodes. */
+static int build_split(sx_vocab *v, const vocab_key *order, int32_t n)
+{
+    sq_ent *e = malloc((size_t)(n ? n : 1) * sizeof *e);
+    vocab_key *ws = malloc((size_t)(n ? n : 1) * sizeof *ws), *wk = malloc((size_t)(n ? n : 1) * sizeof *wk);
+    vocab_key *sf = malloc((size_t)(n ? n : 1) * sizeof *sf);
+    int32_t ne = 0, nws = 0, nwk = 0, nsf = 0;
+    int rc = SX_ENOMEM;
+    if (!e || !ws || !wk || !sf)
+        goto done;
+    for (int32_t k = 0; k < n; k++) {
+        const uint8_t *b = order[k].b, *q = memchr(b, '"', order[k].len);
+        /* the trie keeps the first of tokens with the same bytes */
+        if (!q || (k > 0 && order[k - 1].len == order[k].len && !memcmp(order[k - 1].b, b, order[k].len)))
+            continue;
+        uint32_t plen = (uint32_t)(q - b), slen = order[k].len - plen - 1;
+        int es, ek;
+        int sch = content_rules(b, plen, 0, &es), kch = content_rules(b, plen, 1, &ek);
+        int s_quote = memchr(q + 1, '"', slen) != NULL;
+        if (sch >= 0 && es == 1)
+            ws[nws++] = order[k];
+        if (kch >= 0 && (ek == 1 || (ek == 0 && s_quote)))
+            wk[nwk++] = order[k];
+        if (sch < 0 || es != 0)
+            sch = -1;
+        if (kch < 0 || ek != 0 || s_quote)
+            kch = -1;
+        if (sch < 0 && kch < 0)
+            continue;
+        e[ne++] = (sq_ent){q + 1, slen, order[k].id, (int16_t)(sch > 32767 ? 32767 : sch),
+                           (int16_t)(kch > 32767 ? 32767 : kch), (uint8_t)plen};
+    }
+    qsort(e, (size_t)ne, sizeof *e, cmp_sq);
+    v->sq_tok = malloc((size_t)(ne ? ne : 1) * sizeof *v->sq_tok);
+    v->sq_schars = malloc((size_t)(ne ? ne : 1) * sizeof *v->sq_schars);
+    v->sq_kchars = malloc((size_t)(ne ? ne : 1) * sizeof *v->sq_kchars);
+    v->sq_plen = malloc((size_t)(ne ? ne : 1));
+    v->sfx_first = malloc((size_t)(ne + 2) * sizeof *v->sfx_first);
+    if (!v->sq_tok || !v->sq_schars || !v->sq_kchars || !v->sq_plen || !v->sfx_first)
+        goto done;
+    uint32_t id = 0;
+    v->sfx_first[0] = 0;
+    for (int32_t i = 0; i < ne; i++) {
+        int same = i > 0 && e[i].slen == e[i - 1].slen && !memcmp(e[i].s, e[i - 1].s, e[i].slen);
+        if (!same && e[i].slen > 0) {
+            /* a new suffix (the empty one, id 0, sorts first) */
+            id++;
+            v->sfx_first[id] = (uint32_t)i;
+            sf[nsf++] = (vocab_key){e[i].s, e[i].slen, (int32_t)id};
+        }
+        v->sq_tok[i] = e[i].tok;
+        v->sq_schars[i] = e[i].sch;
+        v->sq_kchars[i] = e[i].kch;
+        v->sq_plen[i] = e[i].plen;
+    }
+    v->n_sfx = id + 1;
+    v->sfx_first[id + 1] = (uint32_t)ne;
+    v->n_sq = (uint32_t)ne;
+    if ((rc = build_trie(sf, nsf, &v->sfx_nodes, &v->n_sfx_nodes)) ||
+        (rc = build_trie(ws, nws, &v->qs_nodes, &v->n_qs_nodes)) ||
+        (rc = build_trie(wk, nwk, &v->qk_nodes, &v->n_qk_nodes)))
+        goto done;
+    rc = SX_OK;
+done:
+    free(e);
+    free(ws);
+    free(wk);
+    free(sf);
+    return rc;
 }
 
 /* Splits the non-plain tokens in order[0..n) for the free-string path:
  * marks free_str, and builds the trie of those that hold a '"'. */
 static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
 {
-    vocab_key *q = malloc((size_t)(n ? n : 1) * sizeof *q);
+    vocab_key *q = calloc((size_t)(n ? n : 1), sizeof *q);
     int *starts = malloc((size_t)(n ? n : 1) * sizeof *starts);
     int32_t nq = 0, maxs = 0;
     if (!q || !starts) {
@@ -213,7 +317,8 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
     }
     v->max_free_starts = maxs;
     v->free_le = calloc((size_t)(maxs + 1) * (size_t)v->mask_words, sizeof *v->free_le);
-    if (!v->free_le) {
+    v->key_free = calloc((size_t)v->mask_words, sizeof *v->key_free);
+    if (!v->free_le || !v->key_free) {
         free(q);
         free(starts);
         return SX_ENOMEM;
@@ -224,6 +329,9 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
             q[nq++] = order[k];
         else if (starts[k] >= 0)
             v->free_le[(size_t)starts[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
+        if (!memchr(order[k].b, '"', order[k].len) && content_rules(order[k].b, order[k].len, 1, NULL) >= 0 &&
+            !(k > 0 && order[k - 1].len == order[k].len && !memcmp(order[k - 1].b, order[k].b, order[k].len)))
+            v->key_free[t >> 5] |= 1u << (t & 31);
     }
     for (int32_t L = 1; L <= maxs; L++)
         for (int32_t w = 0; w < v->mask_words; w++)
@@ -363,7 +471,8 @@ int sx_vocab_new(int32_t n_tokens, int32_t n_rows, const uint8_t *const *bytes,
         (rc = build_long(v, order, n_order)) ||
         (rc = build_plain(v, order, &n_order)) ||
         (rc = build_trie(order, n_order, &v->np_nodes, &v->n_np_nodes)) ||
-        (rc = build_free(v, order, n_order)))
+        (rc = build_free(v, order, n_order)) ||
+        (rc = build_split(v, order, n_order)))
         goto fail;
     free(order);
     *out = v;
@@ -387,6 +496,15 @@ void sx_vocab_free(sx_vocab *v)
         free(v->lp_nodes[k]);
     free(v->q_nodes);
     free(v->free_le);
+    free(v->key_free);
+    free(v->sfx_nodes);
+    free(v->sfx_first);
+    free(v->sq_tok);
+    free(v->sq_schars);
+    free(v->sq_kchars);
+    free(v->sq_plen);
+    free(v->qs_nodes);
+    free(v->qk_nodes);
     free(v->plain_le);
     free(v->plain_cp);
     free(v->tok_bytes);

@@ -77,6 +77,39 @@ typedef struct sx_vocab {
     int32_t max_free_starts;
     sx_vocab_node *q_nodes;
     uint32_t n_q_nodes;
+    /* The same for an object key that may be any additional name: its
+     * content takes only short escapes (no \u, no \/), so key_free marks
+     * the non-plain tokens with no '"' whose bytes are valid key content
+     * from a character boundary (they may stop inside an escape or a
+     * character). */
+    uint32_t *key_free;
+
+    /* The tokens holding a '"' split at their first one, P '"' S.  In a
+     * string with no automaton (or an additional key) at a character
+     * boundary, P is content and the quote closes the value: the state
+     * after it does not depend on P, so the tokens are decided by whether
+     * P is valid content of a fitting length and S may follow that state
+     * -- S walked once over the trie of the distinct suffixes, not once
+     * per P.  sq_* lists the tokens whose P ends outside an escape, sorted
+     * by S: sq_tok, sq_schars (characters P starts as string content, -1
+     * if invalid), sq_kchars (the same as additional-key content; -1 also
+     * when S holds a '"', which could reach the keys used), sq_plen (bytes
+     * of P).  sfx_nodes: the trie of the distinct non-empty S, whose node
+     * `token` is the suffix's id (1..); entries of suffix id k are
+     * sq_*[sfx_first[k] .. sfx_first[k + 1]), id 0 the empty S.  The other
+     * quote tokens (P ends inside an escape, so the quote is content) are
+     * walked: qs_nodes for strings, qk_nodes (also those whose S holds a
+     * '"') for keys. */
+    sx_vocab_node *sfx_nodes;
+    uint32_t n_sfx_nodes;
+    uint32_t n_sfx;        /* distinct suffixes, the empty one included */
+    uint32_t *sfx_first;   /* n_sfx + 1 */
+    int32_t *sq_tok;
+    int16_t *sq_schars, *sq_kchars;
+    uint8_t *sq_plen;
+    uint32_t n_sq;
+    sx_vocab_node *qs_nodes, *qk_nodes;
+    uint32_t n_qs_nodes, n_qk_nodes;
 } sx_vocab;
 
 /* bytes[i]/lens[i] for i < n_tokens are the raw bytes of token i;

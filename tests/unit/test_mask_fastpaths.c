@@ -12,7 +12,16 @@
  *    names already used, required and maxProperties;
  *  - a bounded key language with keys already used, where no state ahead
  *    can run out of new keys within a token (gr_keyauto_none_all_seen);
- *  - inside string literals of enums and consts (gr_lits_plain).
+ *  - inside string literals of enums and consts (gr_lits_plain);
+ *  - in a string with no automaton or a key that may be any additional
+ *    name: the tokens with no quote as blocks (free_le, key_free), those
+ *    with one split at it (vocab.h, sq_*: content, then what follows the
+ *    closing quote walked once), with lengths, names that such a token
+ *    completes, keys already used, escapes before the quote, several
+ *    interpretations, and a quote inside the rest.
+ * A second test does the same on MaskBench schemas with the real Qwen3
+ * vocabulary (../shared, STRUX_SHARED), the token positions of their
+ * test documents.
  * The vocabulary has multi-byte plain tokens that span names, words and
  * word boundaries, so that one token can cross the points where states
  * part.  Every prefix of each document is checked byte by byte, then
@@ -26,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_pyjson.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "grammar/gr_internal.h"
 #include "grammar/grammar.h"
 #include "grammar/vocab/vocab.h"
@@ -41,7 +52,10 @@ static const char *const multi[] = {
     "\"beta\":", "\"x-", "alpha\":", "gamma", "gam", "ma", "\xc3\xa9", "\xc3\xa9t\xc3\xa9",
     /* longer than SX_VOCAB_SHORT bytes: the long tokens' walk */
     "aaaaaaaaaaaaaaaaaaaa", "word word word word ", "a a a a a a a a", "a a a a a a a a a a a", "0123456789abcdef0123",
-    NULL};
+    /* quote tokens split at their first quote: content, then the rest */
+    "ab\"", "alpha\"", "alpha\": ", "beta\": \"", "ab\": {\"", "\":\"", "\": {", "a\"}",
+    "\\\"", "a\\\"", "\\\"\"", "\\n\"", "x\",", "a\", \"", "\xc3\xa9\"", "\\u00e9", "\\/", "a\\", "\"\"",
+    "word\"]", "12\"", "\\\\\"", "ab\":\"cd\"", NULL};
 
 static int setup(void **state)
 {
@@ -134,6 +148,33 @@ static const mcase cases[] = {
      "\"required\":[\"alpha\"]},{\"type\":\"object\",\"properties\":{\"alpine\":{}},"
      "\"patternProperties\":{\"^al\":{\"type\":\"null\"}},\"required\":[\"alpine\"]}]}",
      {"{\"alpha\": 12}", "{\"alpine\": 1, \"alx\": null}"}},
+    /* free strings by the split: lengths, several interpretations */
+    {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":3,"
+     "\"maxLength\":6},\"b\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"c\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":2},{\"type\":\"string\",\"minLength\":4}]}}}",
+     {"{\"a\": \"alpha\", \"b\": [\"ab\", \"word\", \"\\\"\"], \"c\": \"ab\"}",
+      "{\"c\": \"alpha\", \"a\": \"abc\\n\"}", "{\"b\": [\"\xc3\xa9\", \"12\"]}"}},
+    /* additional keys by the split: listed names a token completes,
+     * keys used, a name with a backslash, nested objects after the key */
+    {"{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"integer\"},\"ab\":{\"type\":\"object\"},"
+     "\"a\\\\\":{},\"beta\":{\"type\":\"string\"}},\"additionalProperties\":{\"type\":[\"string\",\"object\"]}}",
+     {"{\"alpha\": 1, \"ab\": {\"ab\": \"cd\"}, \"abc\": \"x\", \"beta\": \"word\"}",
+      "{\"a\\\\\": 1, \"x\": {}, \"\\\"\": \"\", \"\\n\": \"a\"}", "{\"word\": \"a\", \"word\": \"b\"}"}},
+    /* a token that completes a listed name whose value takes what an
+     * additional key's would not (the names decide) */
+    {"{\"type\":\"object\",\"properties\":{\"alpha\":{\"type\":\"object\"},\"ab\":{\"type\":\"array\"}},"
+     "\"additionalProperties\":{\"type\":\"string\"}}",
+     {"{\"alpha\": {}, \"x\": \"a\", \"ab\": []}", "{\"ab\": {\"\": 1}}"}},
+    /* more listed names than seen bits: keys recorded by their hashes */
+    {"{\"type\":\"object\",\"properties\":{\"k00\":{},\"k01\":{},\"k02\":{},\"k03\":{},\"k04\":{},\"k05\":{},"
+     "\"k06\":{},\"k07\":{},\"k08\":{},\"k09\":{},\"k10\":{},\"k11\":{},\"k12\":{},\"k13\":{},\"k14\":{},\"k15\":{},"
+     "\"k16\":{},\"k17\":{},\"k18\":{},\"k19\":{},\"k20\":{},\"k21\":{},\"k22\":{},\"k23\":{},\"k24\":{},\"k25\":{},"
+     "\"k26\":{},\"k27\":{},\"k28\":{},\"k29\":{},\"k30\":{},\"k31\":{},\"k32\":{},\"k33\":{},\"k34\":{},\"k35\":{},"
+     "\"k36\":{},\"k37\":{},\"k38\":{},\"k39\":{},\"k40\":{},\"k41\":{},\"k42\":{},\"k43\":{},\"k44\":{},\"k45\":{},"
+     "\"k46\":{},\"k47\":{},\"k48\":{},\"k49\":{},\"k50\":{},\"k51\":{},\"k52\":{},\"k53\":{},\"k54\":{},\"k55\":{},"
+     "\"k56\":{},\"k57\":{},\"k58\":{},\"k59\":{},\"k60\":{},\"k61\":{},\"k62\":{},\"k63\":{},\"k64\":{},\"ab\":{},"
+     "\"alpha\":{}}}",
+     {"{\"ab\": 1, \"alpha\": 2, \"x\": 3, \"k64\": 4}", "{\"alpha\": 1, \"ab\": 2, \"ab\": 3}"}},
     /* key pattern and names with a non-ASCII name */
     {"{\"type\":\"object\",\"properties\":{\"\xc3\xa9t\xc3\xa9\":{},\"et\":{}},"
      "\"patternProperties\":{\"^e\":{}},\"additionalProperties\":false}",
@@ -148,7 +189,15 @@ static int check_mask(sx_matcher *m, uint32_t *mask, uint32_t *ref, int *n_allow
     for (int32_t w = 0; w < V->mask_words; w++)
         na += __builtin_popcount(ref[w]);
     *n_allowed = na;
-    return memcmp(mask, ref, (size_t)V->mask_words * sizeof *ref) == 0;
+    int same = memcmp(mask, ref, (size_t)V->mask_words * sizeof *ref) == 0;
+    for (int32_t t = 0; !same && t < V->n_rows; t++)
+        if ((mask[t >> 5] ^ ref[t >> 5]) >> (t & 31) & 1) {
+            size_t len;
+            const uint8_t *b = tv_token_bytes(V, t, &len);
+            print_message("token %d '%.*s': fast %u, reference %u\n", t, (int)len, b,
+                          mask[t >> 5] >> (t & 31) & 1, ref[t >> 5] >> (t & 31) & 1);
+        }
+    return same;
 }
 
 static void fast_masks_equal_reference(void **state)
@@ -186,11 +235,14 @@ static void fast_masks_equal_reference(void **state)
         /* random walks through the mask */
         for (int walk = 0; walk < 40; walk++) {
             sx_matcher *m;
+            char dtext[2048];
+            size_t dlen = 0;
             assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
             for (int step = 0; step < 60; step++) {
                 int na;
                 if (!check_mask(m, mask, ref, &na))
-                    fail_msg("case %zu: fast mask differs on walk %d step %d", c, walk, step);
+                    fail_msg("case %zu: fast mask differs on walk %d step %d after '%.*s'", c, walk, step,
+                             (int)dlen, dtext);
                 checked++;
                 int k = 0;
                 for (int32_t t = 0; t < V->n_rows; t++)
@@ -203,6 +255,12 @@ static void fast_masks_equal_reference(void **state)
                 if (t < 256 && rand_r(&seed) % 2)
                     t = allowed[rand_r(&seed) % (unsigned)k];
                 assert_int_equal(sx_matcher_accept(m, t, NULL), 0);
+                size_t tl;
+                const uint8_t *tb = tv_token_bytes(V, t, &tl);
+                if (dlen + tl < sizeof dtext) {
+                    memcpy(dtext + dlen, tb, tl);
+                    dlen += tl;
+                }
             }
             sx_matcher_free(m);
         }
@@ -214,10 +272,86 @@ static void fast_masks_equal_reference(void **state)
     free(allowed);
 }
 
+/* MaskBench schemas where the fast paths carry most masks: additional
+ * keys beside many listed names (more than the seen bits), free strings,
+ * key patterns, several interpretations. */
+static const char *const mb_files[] = {
+    "JsonSchemaStore---eslintrc.json", "Github_ultra---o80235.json", "Kubernetes---kb_47_Normalized.json",
+    "Github_hard---o21819.json", "Github_ultra---o6352.json", "JsonSchemaStore---foundryvtt-template.json", NULL};
+
+static void maskbench_masks_equal_reference(void **state)
+{
+    (void)state;
+    const char *shared = getenv("STRUX_SHARED");
+    char path[1024];
+    sx_tokenizer *tok;
+    sx_vocab *v;
+    sx_error err;
+    snprintf(path, sizeof path, "%s/qwen3-tokenizer/tokenizer.json", shared ? shared : "../shared");
+    if (sx_tok_load(path, &tok, &err))
+        fail_msg("cannot load %s: %s", path, err.msg);
+    if (sx_tok_vocab_size(tok) == 151669 && sx_tok_n_rows(tok) < 151936)
+        sx_tok_set_n_rows(tok, 151936);
+    assert_int_equal(sx_tok_make_vocab(tok, &v, &err), SX_OK);
+    uint32_t *mask = malloc((size_t)v->mask_words * sizeof *mask);
+    uint32_t *ref = malloc((size_t)v->mask_words * sizeof *ref);
+    long checked = 0;
+    for (int fi = 0; mb_files[fi]; fi++) {
+        snprintf(path, sizeof path, "%s/maskbench/%s", shared ? shared : "../shared", mb_files[fi]);
+        json_error_t je;
+        json_t *doc = json_load_file(path, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!doc)
+            fail_msg("cannot read %s: %s", path, je.text);
+        sx_grammar *g;
+        sx_matcher *m;
+        sx_gr_opts o;
+        sx_gr_opts_default(&o);
+        if (sx_gr_compile_json(v, json_object_get(doc, "schema"), &o, &g, &err))
+            fail_msg("%s: %s", mb_files[fi], err.msg);
+        assert_int_equal(sx_matcher_new(g, &m, &err), SX_OK);
+        size_t ti;
+        json_t *t;
+        json_array_foreach(json_object_get(doc, "tests"), ti, t) {
+            if (ti >= 1)
+                break; /* the reference walks the whole trie: a sample */
+            size_t len;
+            char *text = sx_pyjson_dumps(json_object_get(t, "data"), &len);
+            sx_ids ids = {0};
+            if (!text || sx_tok_encode(tok, text, len, 0, &ids, &err)) {
+                free(text);
+                continue;
+            }
+            sx_matcher_reset(m);
+            for (size_t k = 0; k <= ids.n && k < 160; k++) {
+                assert_int_equal(sx_matcher_fill_mask(m, mask), 0);
+                assert_int_equal(gr_fill_mask_reference(m, ref), 0);
+                if (memcmp(mask, ref, (size_t)v->mask_words * sizeof *ref))
+                    fail_msg("%s test %zu: fast mask differs at token %zu", mb_files[fi], ti, k);
+                checked++;
+                int32_t want = k < ids.n ? ids.v[k] : v->eos[0];
+                if (k == ids.n || !(ref[want >> 5] >> (want & 31) & 1) || sx_matcher_accept(m, want, NULL))
+                    break;
+            }
+            free(text);
+            sx_ids_free(&ids);
+        }
+        sx_matcher_free(m);
+        sx_gr_free(g);
+        json_decref(doc);
+    }
+    print_message("MaskBench: %ld masks equal to the reference\n", checked);
+    assert_true(checked > 300);
+    free(mask);
+    free(ref);
+    sx_vocab_free(v);
+    sx_tok_free(tok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fast_masks_equal_reference),
+        cmocka_unit_test(maskbench_masks_equal_reference),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
