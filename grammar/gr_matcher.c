@@ -370,6 +370,11 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
     const sx_vocab *v = m->g->vocab;
     if (m->cur.n > 8 || !v->sfx_nodes)
         return -1;
+    /* a hashed value (uniqueItems) anywhere means the joint walk: decide
+     * that before splitting the interpretations ahead of it for nothing */
+    for (int i = 0; i < m->cur.n; i++)
+        if (m->cur.f[i]->flags & F_UH)
+            return -1;
     int budget = 0;
     uint32_t *alive = gr_arena_alloc(&m->scratch, ((v->n_sfx + 31) / 32) * sizeof *alive);
     if (!alive)
@@ -377,8 +382,6 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
     for (int i = 0; i < m->cur.n; i++) {
         const gr_frame *f = m->cur.f[i];
         const gr_node *n = &m->g->nodes[f->node];
-        if (f->flags & F_UH)
-            return -1;
         int key = n->kind == GK_OBJECT;
         gr_frame tmp = *f;
         hslot *tab = NULL;
