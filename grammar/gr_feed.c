@@ -41,14 +41,31 @@ static void feed_ws(gr_ctx *cx, const gr_frame *f, gr_set *out)
     }
 }
 
+/* Hash lists (`ext`) built by different interpretations hold equal
+ * content at different addresses: an item both branches of an anyOf
+ * finished with one value.  Equal lists in the same order mean the same
+ * state, so those interpretations merge instead of doubling. */
+static int hlists_equal(const gr_vseen *a, const gr_vseen *b)
+{
+    for (; a != b; a = a->next, b = b->next)
+        if (!a || !b || a->h != b->h)
+            return 0;
+    return 1;
+}
+
+int gr_frame_top_equal(const gr_frame *a, const gr_frame *b)
+{
+    return a->node == b->node && a->phase == b->phase && a->ws == b->ws && a->flags == b->flags &&
+           a->aux == b->aux && a->u8lo == b->u8lo && a->u8hi == b->u8hi && a->lo == b->lo &&
+           a->hi == b->hi && a->pos == b->pos && a->count == b->count && a->val == b->val &&
+           a->seen == b->seen && a->kst == b->kst && a->vh == b->vh && a->ctag == b->ctag &&
+           a->ord == b->ord && hlists_equal(a->ext, b->ext);
+}
+
 static int frames_equal(const gr_frame *a, const gr_frame *b)
 {
     while (a != b) {
-        if (!a || !b || a->node != b->node || a->phase != b->phase || a->ws != b->ws ||
-            a->flags != b->flags || a->aux != b->aux || a->u8lo != b->u8lo || a->u8hi != b->u8hi || a->lo != b->lo || a->hi != b->hi ||
-            a->pos != b->pos || a->count != b->count || a->val != b->val ||
-            a->seen != b->seen || a->ext != b->ext || a->kst != b->kst || a->vh != b->vh ||
-            a->ctag != b->ctag || a->ord != b->ord)
+        if (!a || !b || !gr_frame_top_equal(a, b))
             return 0;
         a = a->up;
         b = b->up;

@@ -365,6 +365,10 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 #define GR_EOF 256
 #define GR_MAX_THREADS 64
 
+/* gr_feed.c: the two frames are alike, their parents aside (`depth`
+ * aside too: it only bounds the values they open). */
+int gr_frame_top_equal(const gr_frame *a, const gr_frame *b);
+
 typedef struct gr_set {
     const gr_frame *f[GR_MAX_THREADS];
     int n;
@@ -460,11 +464,9 @@ int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
 void gr_lits_plain(const sx_vocab *v, const gr_lit *L, uint32_t n, uint32_t pos, uint32_t *mask);
 
 /* An object frame's key-hash list (its `ext`): the keys already in the
- * object that no seen bit records. */
-typedef struct gr_keyh {
-    const struct gr_keyh *next;
-    uint64_t h;
-} gr_keyh;
+ * object that no seen bit records.  The same list type as an array's
+ * item hashes, so that frames can compare either by content. */
+typedef gr_vseen gr_keyh;
 
 /* gr_feed.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
 int gr_key_listed(const void *list, uint64_t h);

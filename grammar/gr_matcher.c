@@ -144,6 +144,33 @@ static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, 
     walk_from(m, cx, &m->cur, N, n, mask);
 }
 
+/* Groups the interpretations alike but for their parents (the branches
+ * of an anyOf or oneOf that reach one string): lead[i] is the first of
+ * i's group.  Inside string content such interpretations take a token
+ * without a quote alike -- it cannot end the string -- unless the
+ * parent itself decides (an item that must differ from the earlier ones,
+ * a literal of a uniqueItems array of literals): there the parents must
+ * be alike too.  Returns the number of groups. */
+static int group_alike(const sx_matcher *m, int *lead)
+{
+    int n_groups = 0;
+    for (int i = 0; i < m->cur.n; i++) {
+        const gr_frame *f = m->cur.f[i];
+        int by_up = (f->flags & F_UITEM) || (f->node >= 0 && m->g->nodes[f->node].kind == GK_LITSET);
+        lead[i] = i;
+        for (int j = 0; j < i; j++) {
+            const gr_frame *o = m->cur.f[j];
+            if (lead[j] == j && gr_frame_top_equal(f, o) &&
+                (!by_up || f->up == o->up || (f->up && o->up && gr_frame_top_equal(f->up, o->up)))) {
+                lead[i] = j;
+                break;
+            }
+        }
+        n_groups += lead[i] == i;
+    }
+    return n_groups;
+}
+
 /* Inside string content, a plain token (see vocab.h) only adds characters:
  * if every interpretation is in the middle of a string (or of an additional
  * object key, where any characters do), the plain tokens allowed are known
@@ -183,11 +210,12 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
             /* inside a string literal of an enum or const: the literals'
              * rest (gr_lits_plain), while every one of them still needs
              * its closing quote -- a complete one would hand the token on
-             * to the enclosing value -- and no item uniqueness applies */
+             * to the enclosing value.  An item that must differ from the
+             * earlier ones keeps the literals no earlier item was (see
+             * feed_lit); literal classes (lit_class) only the walk sees. */
             const gr_lit *L = n->u.lit.lits;
             const gr_frame *up = f->up;
             if (f->pos == 0 || f->lo >= f->hi || L[f->lo].b[0] != '"' || L[f->lo].len == f->pos ||
-                (f->flags & F_UITEM) ||
                 (up && up->node >= 0 && m->g->nodes[up->node].kind == GK_ARRAY &&
                  m->g->nodes[up->node].u.arr.lit_class))
                 return -1;
@@ -200,8 +228,10 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
             int64_t mn = n->u.str.min_len, mx = n->u.str.max_len;
             /* below the minimum the lengths reachable ahead matter too,
              * unless every state reaches every length up to the maximum
-             * from its shortest completion on (len_dense) */
-            int min_far = f->count >= mn || (mx < 0 && x && x->all_unbounded) ||
+             * from its shortest completion on (len_dense), or one
+             * character more reaches the minimum: a plain token adds at
+             * least one */
+            int min_far = f->count + 1 >= mn || (mx < 0 && x && x->all_unbounded) ||
                           (mx >= 0 && x && x->lenbits && x->len_dense);
             /* the shortest completion of any state a token reaches */
             int32_t mu = x ? (x->mu ? x->mu[f->pos] : x->max_min_cps) : 0;
@@ -233,7 +263,21 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
         const gr_node *n = &m->g->nodes[f->node];
         const uint32_t *pl;
         if (n->kind == GK_LITSET) {
-            gr_lits_plain(v, n->u.lit.lits + f->lo, f->hi - f->lo, f->pos, mask);
+            const gr_vseen *seen = (f->flags & F_UITEM) ? f->up->ext : NULL;
+            if (!seen) {
+                gr_lits_plain(v, n->u.lit.lits + f->lo, f->hi - f->lo, f->pos, mask);
+                continue;
+            }
+            gr_mark mk = gr_arena_mark(&m->scratch);
+            gr_lit *u = gr_arena_alloc(&m->scratch, (size_t)(f->hi - f->lo) * sizeof *u);
+            if (!u)
+                return -1;
+            uint32_t k = 0;
+            for (uint32_t j = f->lo; j < f->hi; j++)
+                if (!gr_vseen_has(seen, n->u.lit.hash[j]))
+                    u[k++] = n->u.lit.lits[j];
+            gr_lits_plain(v, u, k, f->pos, mask);
+            gr_arena_reset(&m->scratch, mk);
             continue;
         }
         if (n->kind == GK_STRING && n->u.str.x) {
@@ -332,8 +376,10 @@ static int64_t free_strings(const sx_matcher *m, int *keys)
 /* The quote tokens by their split (vocab.h, sq_*): every interpretation
  * is a free string or a free key (free_strings) whose value hash is not
  * tracked, so that the state after the closing quote does not depend on
- * the content before it.  For each one, that state is reached once, the
- * suffixes walked from it, and a token P '"' S allowed when S survives
+ * the content before it.  For each group of interpretations alike but
+ * for their parents (at most 8 groups), the states after the close are
+ * reached once, the suffixes walked from them together, and a token
+ * P '"' S allowed when S survives
  * and P is content that fits -- for a key, also a new key: where P makes
  * it a listed name in range, the name decides (a walk of the quote
  * tokens for the names alone), and one equal to an earlier key is
@@ -368,30 +414,45 @@ static void hs_put(hslot *t, uint32_t cap, uint64_t h, int kind, int32_t prop)
 static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
 {
     const sx_vocab *v = m->g->vocab;
-    if (m->cur.n > 8 || !v->sfx_nodes)
+    if (!v->sfx_nodes)
         return -1;
     /* a hashed value (uniqueItems) anywhere means the joint walk: decide
      * that before splitting the interpretations ahead of it for nothing */
     for (int i = 0; i < m->cur.n; i++)
         if (m->cur.f[i]->flags & F_UH)
             return -1;
+    /* interpretations alike but for their parents (the branches of an
+     * anyOf or oneOf that hold the same string) take a token's content
+     * alike: one group, whose closes are walked together */
+    int lead[GR_MAX_THREADS], n_groups = group_alike(m, lead);
+    if (n_groups > 8)
+        return -1;
     int budget = 0;
     uint32_t *alive = gr_arena_alloc(&m->scratch, ((v->n_sfx + 31) / 32) * sizeof *alive);
-    if (!alive)
+    gr_frame *tmps = gr_arena_alloc(&m->scratch, (size_t)m->cur.n * sizeof *tmps);
+    gr_frame *names = gr_arena_alloc(&m->scratch, (size_t)m->cur.n * sizeof *names);
+    if (!alive || !tmps || !names)
         return -1;
     for (int i = 0; i < m->cur.n; i++) {
+        if (lead[i] != i)
+            continue;
         const gr_frame *f = m->cur.f[i];
         const gr_node *n = &m->g->nodes[f->node];
         int key = n->kind == GK_OBJECT;
-        gr_frame tmp = *f;
+        /* the group: grp its frames, z1 their closes, ns their listed
+         * names alone */
+        gr_set grp = {.n = 0}, z1 = {.n = 0}, ns = {.n = 0}, z;
+        for (int j = i; j < m->cur.n; j++)
+            if (lead[j] == i)
+                grp.f[grp.n++] = m->cur.f[j];
         hslot *tab = NULL;
         uint32_t cap = 0;
+        int64_t close_val = 0;
         if (key) {
             /* the close as an additional key, with a hash not yet used */
-            tmp.lo = tmp.hi = 0;
-            tmp.val = 0x5bd1e9955bd1e995LL;
-            while (gr_key_listed(f->ext, (uint64_t)tmp.val))
-                tmp.val++;
+            close_val = 0x5bd1e9955bd1e995LL;
+            while (gr_key_listed(f->ext, (uint64_t)close_val))
+                close_val++;
             uint32_t cnt = 0;
             for (const gr_keyh *k = f->ext; k; k = k->next)
                 cnt++;
@@ -411,10 +472,22 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
             }
             for (const gr_keyh *k = f->ext; k; k = k->next)
                 hs_put(tab, cap, k->h, 2, -1);
-        } else if (tmp.count < n->u.str.min_len) {
-            tmp.count = n->u.str.min_len;
         }
-        gr_set one = {.n = 1, .f = {f}}, z1 = {.n = 1, .f = {&tmp}}, z;
+        for (int j = 0; j < grp.n; j++) {
+            gr_frame *t = &tmps[z1.n];
+            *t = *grp.f[j];
+            if (key) {
+                t->lo = t->hi = 0;
+                t->val = close_val;
+            } else if (t->count < n->u.str.min_len) {
+                t->count = n->u.str.min_len;
+            }
+            z1.f[z1.n++] = t;
+            names[ns.n] = *grp.f[j];
+            names[ns.n].flags &= (uint8_t)~F_KGEN;
+            ns.f[ns.n] = &names[ns.n];
+            ns.n++;
+        }
         gr_mark mk = gr_arena_mark(&m->scratch);
         gr_feed_set(cx, &z1, '"', &z);
         memset(alive, 0, ((v->n_sfx + 31) / 32) * sizeof *alive);
@@ -427,18 +500,15 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
         if (key && f->lo < f->hi) {
             /* a key that a token makes a listed name is that property
              * (or nothing): every quote token for the names alone */
-            gr_frame names = *f;
-            names.flags &= (uint8_t)~F_KGEN;
-            gr_set ns = {.n = 1, .f = {&names}};
-            m->walk_max = 1;
+            m->walk_max = ns.n;
             walk_from(m, cx, &ns, v->q_nodes, v->n_q_nodes, mask);
             budget += m->walk_max;
         }
-        m->walk_max = 1;
+        m->walk_max = grp.n;
         if (key)
-            walk_from(m, cx, &one, v->qk_nodes, v->n_qk_nodes, mask);
+            walk_from(m, cx, &grp, v->qk_nodes, v->n_qk_nodes, mask);
         else
-            walk_from(m, cx, &one, v->qs_nodes, v->n_qs_nodes, mask);
+            walk_from(m, cx, &grp, v->qs_nodes, v->n_qs_nodes, mask);
         budget += (wmax > m->walk_max ? wmax : m->walk_max);
         if (wmax > GR_MAX_THREADS || m->walk_max > GR_MAX_THREADS || budget > GR_MAX_THREADS)
             return -1;
@@ -526,10 +596,21 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
             walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
         }
     } else if (fast && plain_part(m, mask, &trie) == 0) {
-        if (trie < SX_VOCAB_N_LP)
+        int lead[GR_MAX_THREADS];
+        if (trie < SX_VOCAB_N_LP) {
             walk(m, &cx, v->lp_nodes[trie], v->n_lp_nodes[trie], mask);
-        else
+        } else if (m->cur.n > 1 && group_alike(m, lead) < m->cur.n) {
+            /* the tokens with no quote for one of each group, those with
+             * one for all (their close reaches the parents) */
+            gr_set one = {.n = 0};
+            for (int i = 0; i < m->cur.n; i++)
+                if (lead[i] == i)
+                    one.f[one.n++] = m->cur.f[i];
+            walk_from(m, &cx, &one, v->nq_nodes, v->n_nq_nodes, mask);
+            walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
+        } else {
             walk(m, &cx, v->np_nodes, v->n_np_nodes, mask);
+        }
     } else {
         memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
         walk(m, &cx, v->nodes, v->n_nodes, mask);

@@ -17,8 +17,15 @@
  * class of its own).  After r rounds two states share a class exactly
  * when their liveness agrees on all strings of at most r bytes; once a
  * round splits nothing, no later round would.  Refinement stops at the
- * longest plain token's byte length, or earlier when stable.  Too large
- * an automaton gets no classes (every state its own). */
+ * longest plain token's byte length, or earlier when stable.
+ *
+ * A round does not look at every state (a counter's states split one
+ * or two per round, over hundreds of rounds): two states of one class
+ * can only part in round r + 1 through a successor class that split in
+ * round r, so each round splits by the pieces the previous round made --
+ * all but the largest of each, as in Hopcroft's algorithm -- touching
+ * only their predecessors.  Too large an automaton gets no classes
+ * (every state its own). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,24 +33,14 @@
 #include "grammar/gr_internal.h"
 #include "grammar/vocab/vocab.h"
 
-/* cells (states x byte classes) one computation may visit, over all rounds */
+/* states x distinct columns of one automaton (the predecessor lists) */
 #define EQUIV_BUDGET (4u << 20)
-
-static uint64_t row_hash(const int32_t *r, int32_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (int32_t i = 0; i < n; i++)
-        h = (h ^ (uint32_t)r[i]) * 1099511628211ULL;
-    return gr_mix(h);
-}
+/* predecessors one computation may visit, over all rounds */
+#define EQUIV_WORK (64u << 20)
 
 int32_t gr_vocab_plain_depth(const sx_vocab *v)
 {
-    uint32_t d = 0;
-    for (int32_t t = 0; t < v->n_tokens; t++)
-        if (v->plain_cp[t] >= 0 && v->tok_len[t] > d)
-            d = v->tok_len[t];
-    return (int32_t)d;
+    return v->max_plain_bytes;
 }
 
 /* Byte classes whose columns of the table are equal move every state
@@ -79,36 +76,129 @@ int32_t gr_strx_columns(const gr_strx *x, int32_t *col)
     return k;
 }
 
-/* One refinement round: new class ids into nc from the signatures (own
- * class, successors' classes on each distinct column); returns the
- * number of classes. */
-static int32_t refine(const gr_strx *x, const int32_t *col, int32_t ncol, const int32_t *cls,
-                      int32_t *nc, int32_t *sig, int32_t *table, uint32_t tmask)
+/* The partition: the states of each class lie together in elem, the
+ * marked ones (predecessors of the splitter at hand) first. */
+typedef struct part {
+    int32_t *elem, *pos, *cls;   /* pos[s]: index of s in elem */
+    int32_t *start, *len, *mark; /* per class */
+    int32_t *touched;            /* classes with marked members */
+    int32_t k;                   /* classes so far */
+} part;
+
+/* Predecessors of each target (S = the dead state) on each distinct
+ * column: pred[pst[j * (S + 2) + t] .. pst[j * (S + 2) + t + 1]). */
+typedef struct preds {
+    int32_t *pst, *pred;
+} preds;
+
+static int preds_build(const gr_strx *x, const int32_t *col, int32_t ncol, preds *p)
 {
-    int32_t S = x->n_states, C = x->n_classes, w = ncol + 1, k = 0;
-    for (uint32_t i = 0; i <= tmask; i++)
-        table[i] = -1;
-    for (int32_t s = 0; s < S; s++) {
-        int32_t *r = sig + (size_t)s * (size_t)w;
-        r[0] = cls[s];
-        const int32_t *nx = x->next + (size_t)s * (size_t)C;
-        for (int32_t j = 0; j < ncol; j++)
-            r[j + 1] = nx[col[j]] < 0 ? -1 : cls[nx[col[j]]];
-        uint32_t h = (uint32_t)row_hash(r, w) & tmask;
-        for (;; h = (h + 1) & tmask) {
-            int32_t o = table[h];
-            if (o < 0) {
-                table[h] = s;
-                nc[s] = k++;
-                break;
-            }
-            if (!memcmp(sig + (size_t)o * (size_t)w, r, (size_t)w * sizeof *r)) {
-                nc[s] = nc[o];
-                break;
-            }
+    int32_t S = x->n_states, C = x->n_classes, W = S + 2;
+    p->pst = calloc((size_t)ncol * (size_t)W, sizeof *p->pst);
+    p->pred = malloc((size_t)ncol * (size_t)S * sizeof *p->pred);
+    if (!p->pst || !p->pred)
+        return -1;
+    for (int32_t j = 0; j < ncol; j++) {
+        int32_t *st = p->pst + (size_t)j * (size_t)W, *pr = p->pred + (size_t)j * (size_t)S;
+        for (int32_t s = 0; s < S; s++) {
+            int32_t t = x->next[(size_t)s * (size_t)C + (size_t)col[j]];
+            st[(t < 0 ? S : t) + 1]++;
+        }
+        for (int32_t t = 0; t <= S; t++)
+            st[t + 1] += st[t];
+        /* fill back to front so that st[t] ends at the list's first slot */
+        for (int32_t s = S - 1; s >= 0; s--) {
+            int32_t t = x->next[(size_t)s * (size_t)C + (size_t)col[j]];
+            t = t < 0 ? S : t;
+            pr[--st[t + 1]] = s;
+        }
+        /* st[t + 1] now holds the start of t's list: shift back one */
+        for (int32_t t = 0; t <= S; t++)
+            st[t] = st[t + 1];
+        st[S + 1] = S;
+    }
+    return 0;
+}
+
+/* Marks the predecessors on column j of the states sp[0..n). */
+static uint64_t mark_preds(part *P, const preds *pr, int32_t S, int32_t j, const int32_t *sp,
+                           int32_t n, int32_t *n_touched)
+{
+    const int32_t *st = pr->pst + (size_t)j * (size_t)(S + 2);
+    const int32_t *list = pr->pred + (size_t)j * (size_t)S;
+    uint64_t work = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = sp[i];
+        for (int32_t q = st[t]; q < st[t + 1]; q++) {
+            int32_t s = list[q], B = P->cls[s];
+            if (P->mark[B] == 0)
+                P->touched[(*n_touched)++] = B;
+            /* swap s to the end of B's marked front */
+            int32_t at = P->start[B] + P->mark[B]++, o = P->elem[at], ps = P->pos[s];
+            P->elem[at] = s;
+            P->pos[s] = at;
+            P->elem[ps] = o;
+            P->pos[o] = ps;
+        }
+        work += (uint64_t)(st[t + 1] - st[t]) + 1;
+    }
+    return work;
+}
+
+/* A round's splitters: segments of (length, states).  A piece split
+ * again in the same round is there twice (whole, then its smaller part),
+ * so the size is not bounded by the states. */
+typedef struct segs {
+    int32_t *v;
+    size_t n, cap;
+} segs;
+
+static int segs_room(segs *g, size_t more)
+{
+    if (g->n + more <= g->cap)
+        return 0;
+    size_t cap = g->cap ? g->cap : 64;
+    while (cap < g->n + more)
+        cap *= 2;
+    int32_t *nv = realloc(g->v, cap * sizeof *nv);
+    if (!nv)
+        return -1;
+    g->v = nv;
+    g->cap = cap;
+    return 0;
+}
+
+/* Splits each touched class into its marked and unmarked states; the
+ * smaller part becomes the new class and goes to out (the next round's
+ * splitters).  Returns 0, or -1 when out of memory. */
+static int split_touched(part *P, int32_t n_touched, segs *out)
+{
+    for (int32_t i = 0; i < n_touched; i++) {
+        int32_t B = P->touched[i], m = P->mark[B];
+        P->mark[B] = 0;
+        if (m == P->len[B])
+            continue;
+        int32_t K = P->k++;
+        if (m <= P->len[B] - m) {
+            P->start[K] = P->start[B];
+            P->len[K] = m;
+            P->start[B] += m;
+            P->len[B] -= m;
+        } else {
+            P->start[K] = P->start[B] + m;
+            P->len[K] = P->len[B] - m;
+            P->len[B] = m;
+        }
+        P->mark[K] = 0;
+        if (segs_room(out, (size_t)P->len[K] + 1))
+            return -1;
+        out->v[out->n++] = P->len[K];
+        for (int32_t q = P->start[K]; q < P->start[K] + P->len[K]; q++) {
+            P->cls[P->elem[q]] = K;
+            out->v[out->n++] = P->elem[q];
         }
     }
-    return k;
+    return 0;
 }
 
 /* The first state of each class, from class ids numbered by first state
@@ -136,42 +226,65 @@ static gr_equiv *compute(const sx_vocab *v, const gr_strx *x)
     int32_t depth = gr_vocab_plain_depth(v);
     if (S <= 0 || C <= 0 || (uint64_t)S * (uint64_t)C > EQUIV_BUDGET)
         return NULL;
-    uint32_t tsize = 1;
-    while (tsize < 2u * (uint32_t)S)
-        tsize <<= 1;
     int32_t *col = malloc((size_t)C * sizeof *col), ncol = col ? gr_strx_columns(x, col) : -1;
-    int32_t *cls = calloc((size_t)S, sizeof *cls), *nc = malloc((size_t)S * sizeof *nc);
-    int32_t *sig = ncol >= 0 ? malloc((size_t)S * (size_t)(ncol + 1) * sizeof *sig) : NULL;
-    int32_t *table = malloc(tsize * sizeof *table);
-    int32_t k = 1, k_short = -1, full = 0;
+    part P = {0};
+    preds pr = {0};
+    segs sp = {0}, nx = {0}; /* this round's splitters, the next's */
+    int32_t *table = malloc((size_t)S * sizeof *table);
+    int32_t k_short = -1, full = 0;
     int32_t *rep = NULL, *rep_short = NULL;
     gr_equiv *e = NULL;
-    uint64_t spent = (uint64_t)S * (uint64_t)C;
-    if (!cls || !nc || !sig || !table)
+    uint64_t work = 0;
+    if (ncol < 0 || !table || preds_build(x, col, ncol, &pr) || segs_room(&sp, 2))
         goto out;
+    P.elem = malloc((size_t)S * sizeof *P.elem);
+    P.pos = malloc((size_t)S * sizeof *P.pos);
+    P.cls = calloc((size_t)S, sizeof *P.cls);
+    P.start = malloc((size_t)S * sizeof *P.start);
+    P.len = malloc((size_t)S * sizeof *P.len);
+    P.mark = calloc((size_t)S, sizeof *P.mark);
+    P.touched = malloc((size_t)S * sizeof *P.touched);
+    if (!P.elem || !P.pos || !P.cls || !P.start || !P.len || !P.mark || !P.touched)
+        goto out;
+    for (int32_t s = 0; s < S; s++)
+        P.elem[s] = P.pos[s] = s;
+    P.start[0] = 0;
+    P.len[0] = S;
+    P.k = 1;
+    /* round 1 splits by the dead state */
+    sp.v[sp.n++] = 1;
+    sp.v[sp.n++] = S;
     for (int32_t r = 0; r < depth; r++) {
-        if (r == SX_VOCAB_SHORT && depth > SX_VOCAB_SHORT && k < S) {
+        if (r == SX_VOCAB_SHORT && depth > SX_VOCAB_SHORT && P.k < S) {
             /* the classes for the short tokens: states alike to this depth */
-            if (!(rep_short = reps(cls, S, table)))
+            if (!(rep_short = reps(P.cls, S, table)))
                 goto out;
-            k_short = k;
+            k_short = P.k;
         }
-        spent += (uint64_t)S * (uint64_t)(ncol + 1);
-        if (spent > EQUIV_BUDGET)
-            break; /* stopped early these classes would be too coarse */
-        int32_t nk = refine(x, col, ncol, cls, nc, sig, table, tsize - 1);
-        memcpy(cls, nc, (size_t)S * sizeof *cls);
-        if (nk == k) {
+        if (sp.n == 0) {
             full = 1; /* stable: exact to any depth */
             break;
         }
-        k = nk;
+        nx.n = 0;
+        for (size_t i = 0; i < sp.n; i += (size_t)sp.v[i] + 1) {
+            for (int32_t j = 0; j < ncol; j++) {
+                int32_t n_touched = 0;
+                work += mark_preds(&P, &pr, S, j, sp.v + i + 1, sp.v[i], &n_touched);
+                if (split_touched(&P, n_touched, &nx))
+                    goto out;
+            }
+        }
+        if (work > EQUIV_WORK)
+            break; /* stopped early these classes would be too coarse */
+        segs t = sp;
+        sp = nx;
+        nx = t;
         if (r + 1 == depth)
             full = 1; /* `depth` rounds: exact for the plain walk */
     }
-    if (full && k < S && !(rep = reps(cls, S, table)))
+    if (full && P.k < S && !(rep = reps(P.cls, S, table)))
         goto out;
-    if (rep_short && rep && k_short == k) {
+    if (rep_short && rep && k_short == P.k) {
         free(rep_short); /* no coarser at the short depth */
         rep_short = NULL;
     }
@@ -191,10 +304,18 @@ out:
     free(rep);
     free(rep_short);
     free(col);
-    free(cls);
-    free(nc);
-    free(sig);
+    free(sp.v);
+    free(nx.v);
     free(table);
+    free(pr.pst);
+    free(pr.pred);
+    free(P.elem);
+    free(P.pos);
+    free(P.cls);
+    free(P.start);
+    free(P.len);
+    free(P.mark);
+    free(P.touched);
     return e;
 }
 

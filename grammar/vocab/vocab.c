@@ -299,14 +299,17 @@ done:
 }
 
 /* Splits the non-plain tokens in order[0..n) for the free-string path:
- * marks free_str, and builds the trie of those that hold a '"'. */
+ * marks free_str, and builds the tries of those that hold a '"' and of
+ * the others. */
 static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
 {
     vocab_key *q = calloc((size_t)(n ? n : 1), sizeof *q);
+    vocab_key *nq = calloc((size_t)(n ? n : 1), sizeof *nq);
     int *starts = malloc((size_t)(n ? n : 1) * sizeof *starts);
-    int32_t nq = 0, maxs = 0;
-    if (!q || !starts) {
+    int32_t n_q = 0, n_nq = 0, maxs = 0;
+    if (!q || !nq || !starts) {
         free(q);
+        free(nq);
         free(starts);
         return SX_ENOMEM;
     }
@@ -320,14 +323,17 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
     v->key_free = calloc((size_t)v->mask_words, sizeof *v->key_free);
     if (!v->free_le || !v->key_free) {
         free(q);
+        free(nq);
         free(starts);
         return SX_ENOMEM;
     }
     for (int32_t k = 0; k < n; k++) {
         int32_t t = order[k].id;
         if (memchr(order[k].b, '"', order[k].len))
-            q[nq++] = order[k];
-        else if (starts[k] >= 0)
+            q[n_q++] = order[k];
+        else
+            nq[n_nq++] = order[k];
+        if (!memchr(order[k].b, '"', order[k].len) && starts[k] >= 0)
             v->free_le[(size_t)starts[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
         if (!memchr(order[k].b, '"', order[k].len) && content_rules(order[k].b, order[k].len, 1, NULL) >= 0 &&
             !(k > 0 && order[k - 1].len == order[k].len && !memcmp(order[k - 1].b, order[k].b, order[k].len)))
@@ -338,8 +344,11 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
             v->free_le[(size_t)L * (size_t)v->mask_words + (size_t)w] |=
                 v->free_le[(size_t)(L - 1) * (size_t)v->mask_words + (size_t)w];
     free(starts);
-    int rc = build_trie(q, nq, &v->q_nodes, &v->n_q_nodes);
+    int rc = build_trie(q, n_q, &v->q_nodes, &v->n_q_nodes);
+    if (rc == SX_OK)
+        rc = build_trie(nq, n_nq, &v->nq_nodes, &v->n_nq_nodes);
     free(q);
+    free(nq);
     return rc;
 }
 
@@ -376,7 +385,7 @@ static int build_long(sx_vocab *v, const vocab_key *order, int32_t n_order)
 /* Fills plain_le and leaves in order[] only the tokens that are not plain. */
 static int build_plain(sx_vocab *v, vocab_key *order, int32_t *n_order)
 {
-    int32_t m = 0, maxcp = 0;
+    int32_t m = 0, maxcp = 0, maxb = 0;
     int *cps = malloc((size_t)*n_order * sizeof *cps);
     if (!cps)
         return SX_ENOMEM;
@@ -384,8 +393,11 @@ static int build_plain(sx_vocab *v, vocab_key *order, int32_t *n_order)
         cps[k] = plain_cp(order[k].b, order[k].len);
         if (cps[k] > maxcp)
             maxcp = cps[k];
+        if (cps[k] >= 0 && (int32_t)order[k].len > maxb)
+            maxb = (int32_t)order[k].len;
     }
     v->max_plain_cp = maxcp;
+    v->max_plain_bytes = maxb;
     v->plain_le = calloc((size_t)(maxcp + 1) * (size_t)v->mask_words, sizeof *v->plain_le);
     v->plain_cp = malloc((size_t)v->n_tokens * sizeof *v->plain_cp);
     if (!v->plain_le || !v->plain_cp) {
@@ -495,6 +507,7 @@ void sx_vocab_free(sx_vocab *v)
     for (int k = 0; k < SX_VOCAB_N_LP; k++)
         free(v->lp_nodes[k]);
     free(v->q_nodes);
+    free(v->nq_nodes);
     free(v->free_le);
     free(v->key_free);
     free(v->sfx_nodes);

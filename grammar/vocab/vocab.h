@@ -51,6 +51,7 @@ typedef struct sx_vocab {
      * points; the other tokens live in their own trie (np_nodes). */
     uint32_t *plain_le;
     int32_t max_plain_cp;
+    int32_t max_plain_bytes; /* the longest plain token's length in bytes */
     int16_t *plain_cp;     /* per token: code points if plain, else -1 */
     sx_vocab_node *np_nodes;
     uint32_t n_np_nodes;
@@ -77,6 +78,11 @@ typedef struct sx_vocab {
     int32_t max_free_starts;
     sx_vocab_node *q_nodes;
     uint32_t n_q_nodes;
+    /* The non-plain tokens with no '"' (np_nodes without q_nodes): inside
+     * string content they cannot end the string, so interpretations alike
+     * but for their parents take them alike. */
+    sx_vocab_node *nq_nodes;
+    uint32_t n_nq_nodes;
     /* The same for an object key that may be any additional name: its
      * content takes only short escapes (no \u, no \/), so key_free marks
      * the non-plain tokens with no '"' whose bytes are valid key content

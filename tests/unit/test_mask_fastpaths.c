@@ -12,7 +12,11 @@
  *    names already used, required and maxProperties;
  *  - a bounded key language with keys already used, where no state ahead
  *    can run out of new keys within a token (gr_keyauto_none_all_seen);
- *  - inside string literals of enums and consts (gr_lits_plain);
+ *  - inside string literals of enums and consts (gr_lits_plain), also as
+ *    items that must differ from the earlier ones;
+ *  - interpretations alike but for their parents (anyOf branches that
+ *    reach one string through a $ref): tokens without a quote walked for
+ *    one of each group, the closes of a group walked together;
  *  - in a string with no automaton or a key that may be any additional
  *    name: the tokens with no quote as blocks (free_le, key_free), those
  *    with one split at it (vocab.h, sq_*: content, then what follows the
@@ -175,6 +179,33 @@ static const mcase cases[] = {
      "\"k56\":{},\"k57\":{},\"k58\":{},\"k59\":{},\"k60\":{},\"k61\":{},\"k62\":{},\"k63\":{},\"k64\":{},\"ab\":{},"
      "\"alpha\":{}}}",
      {"{\"ab\": 1, \"alpha\": 2, \"x\": 3, \"k64\": 4}", "{\"alpha\": 1, \"ab\": 2, \"ab\": 3}"}},
+    /* unique items that a string or a literal may be (the literal's rest
+     * without the literals earlier items were; both interpretations of
+     * an item that finished as either merge) */
+    {"{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"anyOf\":[{\"type\":\"string\","
+     "\"minLength\":1},{\"enum\":[\"alpha\",\"alpine\",\"alps\",\"word word\"]}]}}",
+     {"[\"alpha\", \"alpine\", \"alps\", \"alp\"]", "[\"word word\", \"alpha\", \"word word\"]",
+      "[\"alpine\", \"alpha\", \"alpine\", \"alphabet\"]"}},
+    {"{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"anyOf\":[{\"enum\":[\"alpha\",\"alpine\","
+     "\"alps\",\"word word\"]},{\"type\":\"integer\"}]}}",
+     {"[\"alpha\", 1, \"alps\", \"alpine\", \"word word\"]", "[\"alps\", \"alpha\", \"alpha\"]"}},
+    /* branches of an anyOf that hold one string: alike interpretations,
+     * grouped -- patterned (tokens without a quote for one of each
+     * group), free (closes walked together), hashed inside unique items */
+    {"{\"definitions\":{\"s\":{\"type\":\"string\",\"pattern\":\"^[a-z \\\\n]+$\"},\"t\":{\"type\":\"string\","
+     "\"maxLength\":6}},\"anyOf\":[{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
+     "\"t\":{\"$ref\":\"#/definitions/t\"},\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]},"
+     "{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
+     "\"t\":{\"$ref\":\"#/definitions/t\"},\"b\":{\"type\":\"null\"}},\"required\":[\"b\"]},"
+     "{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
+     "\"t\":{\"$ref\":\"#/definitions/t\"},\"c\":{\"type\":\"array\"}},\"required\":[\"c\"]}]}",
+     {"{\"s\": \"word word\\nab\", \"t\": \"alpha\", \"c\": []}", "{\"t\": \"ab\\\"\", \"s\": \"alps\", \"a\": 12}",
+      "{\"c\": [], \"s\": \"word word\", \"t\": \"al\"}"}},
+    {"{\"definitions\":{\"s\":{\"type\":\"string\",\"pattern\":\"^[a-z]\"}},\"type\":\"array\",\"uniqueItems\":true,"
+     "\"items\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
+     "\"x\":{\"type\":\"integer\"}},\"required\":[\"x\"]},{\"type\":\"object\",\"properties\":"
+     "{\"s\":{\"$ref\":\"#/definitions/s\"},\"y\":{}},\"required\":[\"y\"]}]}}",
+     {"[{\"s\": \"alpha\", \"x\": 1}, {\"s\": \"alpha\", \"y\": 1}, {\"s\": \"alpha\", \"x\": 1}]"}},
     /* key pattern and names with a non-ASCII name */
     {"{\"type\":\"object\",\"properties\":{\"\xc3\xa9t\xc3\xa9\":{},\"et\":{}},"
      "\"patternProperties\":{\"^e\":{}},\"additionalProperties\":false}",
