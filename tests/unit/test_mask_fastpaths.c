@@ -105,6 +105,14 @@ static const mcase cases[] = {
     {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^(ab|cd)*$\","
      "\"minLength\":6,\"maxLength\":20}}",
      {"[\"abcdabcdab\", \"abcdef\"]"}},
+    /* one character short of the minimum: any plain token reaches it */
+    {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^(ab|cd|x)*$\",\"minLength\":2}}",
+     {"[\"x\", \"abx\", \"xx\"]", "[\"abcd\", \"\"]"}},
+    {"{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,3}\\\\S+$\",\"minLength\":1,\"maxLength\":30}",
+     {"\"word word a\"", "\"\""}},
+    /* two short: a one-character token may leave no long enough way */
+    {"{\"type\":\"string\",\"pattern\":\"^(x|yy|abc|word)$\",\"minLength\":2}", {"\"yy\"", "\"abc\"", "\"x\""}},
+    {"{\"type\":\"string\",\"pattern\":\"^(x|yy|abc|word)$\",\"minLength\":1}", {"\"word\"", "\"x\""}},
     {"{\"type\":\"string\",\"pattern\":\"^((ab)*|x+)$\",\"minLength\":9,\"maxLength\":9}",
      {"\"xxxxxxxxx\"", "\"ab\""}},
     {"{\"type\":\"string\",\"pattern\":\"^(ab|cd)*(ef)?$\",\"maxLength\":17}",
