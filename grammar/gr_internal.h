@@ -398,6 +398,9 @@ int gr_is_done(const gr_frame *f);
 /* gr_strx.c: a mask of the plain tokens that keep the string's automaton
  * alive from state st, computed on first use and shared (thread-safe). */
 const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
+/* gr_strx_universal.c: 1 when no sequence of plain characters (vocab.h)
+ * kills the automaton from st, 0 when one may (or the search gave up). */
+int gr_strx_plain_universal(const gr_strx *x, int32_t st);
 /* gr_strx_equiv.c: classes of states whose plain masks agree -- rep[s]
  * on all plain tokens (NULL: none known), rep_short[s] on those of at
  * most SX_VOCAB_SHORT bytes (NULL: no coarser than rep), with the short

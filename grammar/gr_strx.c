@@ -679,7 +679,11 @@ const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
     m = malloc((size_t)v->mask_words * sizeof *m);
     if (!m)
         return NULL;
-    if (e && e->rep_short) {
+    if (gr_strx_plain_universal(x, st)) {
+        /* no plain character can kill it: every plain token */
+        memcpy(m, v->plain_le + (size_t)v->max_plain_cp * (size_t)v->mask_words,
+               (size_t)v->mask_words * sizeof *m);
+    } else if (e && e->rep_short) {
         /* the short tokens' part, shared by the states alike to their
          * depth, then the few long tokens from this state */
         int32_t q = e->rep_short[st];

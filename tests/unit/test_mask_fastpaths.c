@@ -12,6 +12,8 @@
  *    names already used, required and maxProperties;
  *  - a bounded key language with keys already used, where no state ahead
  *    can run out of new keys within a token (gr_keyauto_none_all_seen);
+ *  - states no plain character can kill (gr_strx_universal.c): every
+ *    plain token, checked against the vocabulary and random text;
  *  - inside string literals of enums and consts (gr_lits_plain), also as
  *    items that must differ from the earlier ones;
  *  - interpretations alike but for their parents (anyOf branches that
@@ -386,9 +388,107 @@ static void maskbench_masks_equal_reference(void **state)
     sx_tok_free(tok);
 }
 
+/* One random plain character (vocab.h) as UTF-8 into b; its length. */
+static int rand_plain_char(unsigned *seed, uint8_t *b)
+{
+    static const uint32_t edge[] = {0x20, 0x7E, 0x7F, 0x80, 0x7FF, 0x800, 0xFFF, 0x1000, 0xD7FF,
+                                    0xE000, 0xFFFF, 0x10000, 0x3FFFF, 0x40000, 0x10FFFF};
+    uint32_t cp;
+    do {
+        switch (rand_r(seed) % 4) {
+        case 0: cp = 0x20 + (uint32_t)rand_r(seed) % 0x60; break;
+        case 1: cp = edge[(unsigned)rand_r(seed) % (sizeof edge / sizeof *edge)]; break;
+        case 2: cp = 0x80 + (uint32_t)rand_r(seed) % 0xFF80; break;
+        default: cp = 0x10000 + (uint32_t)rand_r(seed) % 0x100000; break;
+        }
+    } while (cp == '"' || cp == '\\' || (cp >= 0xD800 && cp <= 0xDFFF));
+    if (cp < 0x80) {
+        b[0] = (uint8_t)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        b[0] = (uint8_t)(0xC0 | cp >> 6);
+        b[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        b[0] = (uint8_t)(0xE0 | cp >> 12);
+        b[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+        b[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    b[0] = (uint8_t)(0xF0 | cp >> 18);
+    b[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
+    b[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+    b[3] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* gr_strx_plain_universal: a state it calls universal survives every
+ * plain token of the vocabulary and random plain text; unanchored
+ * patterns have such states, a closed character class none. */
+static void universal_states_keep_every_plain_token(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern;
+        int want; /* 1: the start is universal, 0: no state is, -1: either */
+    } pats[] = {
+        {"[0-9a-f]+", 1}, {"x", 1}, {"\\u00e9t", 1}, {"[0-9]{4}-[0-9]{2}", 1}, {"^[a-z]+$", 0},
+        {"^[^/:]+$", 0}, {"^a", -1}, {"^(?:\\S+\\s+){0,3}\\S+$", 0}, {"^.*$", 0} /* . stops at U+2028 */, {"^[\\s\\S]*$", 1},
+        {"^[^\\ud800-\\udbff]*$", -1}, {"^.{0,3}$", 0},
+    };
+    unsigned seed = 5;
+    int universal = 0;
+    for (size_t c = 0; c < sizeof pats / sizeof *pats; c++) {
+        json_t *s = json_pack("{s:s, s:s}", "type", "string", "pattern", pats[c].pattern);
+        sx_grammar *g;
+        sx_error err;
+        if (sx_gr_compile_json(V, s, NULL, &g, &err))
+            fail_msg("pattern %s: %s", pats[c].pattern, err.msg);
+        json_decref(s);
+        const gr_strx *x = g->nodes[g->root].u.str.x;
+        assert_non_null(x);
+        int any = 0;
+        for (int32_t st = 0; st < x->n_states; st++) {
+            if (!gr_strx_plain_universal(x, st))
+                continue;
+            any++;
+            for (int32_t t = 0; t < V->n_tokens; t++) {
+                if (V->plain_cp[t] < 0)
+                    continue;
+                int32_t q = st;
+                for (uint32_t k = 0; k < V->tok_len[t] && q >= 0; k++)
+                    q = gr_strx_step(x, q, V->tok_bytes[t][k]);
+                if (q < 0)
+                    fail_msg("pattern %s state %d: universal, yet token %d dies", pats[c].pattern, st, t);
+            }
+            for (int r = 0; r < 200; r++) {
+                int32_t q = st;
+                for (int ch = 0; ch < 24 && q >= 0; ch++) {
+                    uint8_t b[4];
+                    int n = rand_plain_char(&seed, b);
+                    for (int k = 0; k < n && q >= 0; k++)
+                        q = gr_strx_step(x, q, b[k]);
+                }
+                if (q < 0)
+                    fail_msg("pattern %s state %d: universal, yet random text dies", pats[c].pattern, st);
+            }
+        }
+        if (pats[c].want == 1 && !gr_strx_plain_universal(x, x->start))
+            fail_msg("pattern %s: the start should be universal", pats[c].pattern);
+        if (pats[c].want == 0 && any)
+            fail_msg("pattern %s: %d states called universal", pats[c].pattern, any);
+        universal += any;
+        sx_gr_free(g);
+    }
+    assert_true(universal > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(universal_states_keep_every_plain_token),
         cmocka_unit_test(fast_masks_equal_reference),
         cmocka_unit_test(maskbench_masks_equal_reference),
     };
