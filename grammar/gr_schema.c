@@ -620,21 +620,23 @@ static size_t names_bound(const json_t *s, const json_t *pres, const json_t *con
 }
 
 /* A regex over key contents, kept with the grammar. */
+/* The automaton of keyword kw of the schema at c->ptr (errors point at
+ * c->ptr/kw). */
 static int compile_key_regex(gc_ctx *c, const char *src, size_t len, sx_re_mode mode,
                              const char *kw, sx_re **out)
 {
     sx_error e;
+    char p[300];
     sx_err_clear(&e);
+    snprintf(p, sizeof p, "%s/%s", c->ptr, kw);
     int rc = sx_re_compile(src, len, mode, NULL, out, &e);
     if (rc == SX_EUNSUPPORTED)
-        return sx_err_setp(c->err, rc, c->ptr, -1, "unsupported: '%s' at %s: %s", kw, c->ptr,
-                           e.msg);
+        return sx_err_setp(c->err, rc, p, -1, "unsupported: '%s' at %s: %s", kw, p, e.msg);
     if (rc == SX_ELIMIT)
-        return sx_err_setp(c->err, rc, c->ptr, -1, "'%s' at %s is too complex: %s", kw, c->ptr,
-                           e.msg);
+        return sx_err_setp(c->err, rc, p, -1, "'%s' at %s is too complex: %s", kw, p, e.msg);
     if (rc)
-        return sx_err_setp(c->err, SX_EFORMAT, c->ptr, -1, "invalid schema at %s: bad regex: %s",
-                           c->ptr, e.msg);
+        return sx_err_setp(c->err, SX_EFORMAT, p, -1, "invalid schema at %s: bad regex: %s", p,
+                           e.msg);
     if (gc_keep_re(c, *out)) {
         sx_re_free(*out);
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
@@ -688,11 +690,22 @@ static int names_and(gc_ctx *c, const char *kw, sx_re **acc, const sx_re *part)
 /* propertyNames as one automaton over key contents: the string keywords
  * (pattern, format, lengths, enum/const) intersected, less the names a
  * `not` of listed values leaves out. */
+static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int push,
+                              sx_re **out);
+
 static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **out)
+{
+    return names_automaton_at(c, pn, kw, 1, out);
+}
+
+/* push: the schema's pointer is c->ptr/kw (else c->ptr already, as for a
+ * member of an allOf inside one) */
+static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int push,
+                              sx_re **out)
 {
     static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength",
                                           "enum", "const", "not", "allOf", NULL};
-    size_t old = gc_ptr_push(c, kw);
+    size_t old = push ? gc_ptr_push(c, kw) : strlen(c->ptr);
     int rc = SX_OK;
     sx_re *acc = NULL, *part = NULL;
     sx_error e;
@@ -792,7 +805,9 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     for (int i = 0; i < 4 && !rc; i++) {
         if (!pieces[i])
             continue;
-        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i], kw, &part);
+        static const char *const piece_kw[4] = {"maxLength", "pattern", "format", "format"};
+        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i],
+                               types & T_STR ? piece_kw[i] : "type", &part);
         if (rc)
             break;
         if (!acc)
@@ -860,7 +875,11 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
         rc = gc_invalid(c, "allOf", "must be an array");
     for (size_t ai = 0; !rc && ai < json_array_size(pall); ai++) {
         sx_re *sub = NULL;
-        if (!(rc = names_automaton(c, json_array_get(pall, ai), kw, &sub)))
+        size_t at = gc_ptr_push(c, "allOf");
+        gc_ptr_pushi(c, ai);
+        rc = names_automaton_at(c, json_array_get(pall, ai), kw, 0, &sub);
+        gc_ptr_pop(c, at);
+        if (!rc)
             rc = names_and(c, kw, &acc, sub);
         if (!rc && (c->name_states += sx_re_n_states(sub) + sx_re_n_states(acc)) >
                        GC_MAX_NAME_STATES)
