@@ -124,6 +124,8 @@ typedef struct gr_node {
             int64_t min_len, max_len; /* code points; max -1 = unbounded */
             struct gr_strx *x;        /* pattern/format automaton, or NULL */
             int raw;                  /* the whole document is unquoted text (regex mode) */
+            void *start_mask;         /* the plain tokens allowed first, with the
+                                         lengths (gr_strx_start_mask), on first use */
         } str;
         struct {
             gr_prop *props;   /* sorted by key bytes */
@@ -398,6 +400,11 @@ int gr_is_done(const gr_frame *f);
 /* gr_strx.c: a mask of the plain tokens that keep the string's automaton
  * alive from state st, computed on first use and shared (thread-safe). */
 const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
+/* The plain tokens allowed as the first content of string node n (with an
+ * automaton and length bounds): alive, and with a completion whose length
+ * fits.  Computed on first use and shared (thread-safe); NULL when out of
+ * memory. */
+const uint32_t *gr_strx_start_mask(const sx_grammar *g, gr_node *n);
 /* gr_strx_universal.c: 1 when no sequence of plain characters (vocab.h)
  * kills the automaton from st, 0 when one may (or the search gave up). */
 int gr_strx_plain_universal(const gr_strx *x, int32_t st);

@@ -171,6 +171,14 @@ static int group_alike(const sx_matcher *m, int *lead)
     return n_groups;
 }
 
+/* A patterned string with length bounds before its first character. */
+static int at_start(const gr_node *n, const gr_frame *f)
+{
+    const gr_strx *x = n->u.str.x;
+    return x && !n->u.str.raw && f->count == 0 && (int32_t)f->pos == x->start &&
+           (n->u.str.min_len > 0 || n->u.str.max_len >= 0);
+}
+
 /* Inside string content, a plain token (see vocab.h) only adds characters:
  * if every interpretation is in the middle of a string (or of an additional
  * object key, where any characters do), the plain tokens allowed are known
@@ -223,9 +231,13 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
         } else if (n->kind == GK_STRING && f->phase == S_IN && !f->aux) {
             /* pattern and lengths together: the automaton's mask is exact
              * only while the bounds are far (any token, then the shortest
-             * way to accept, still fits); near them the walk decides */
+             * way to accept, still fits); near them the walk decides --
+             * but for the first content, whose mask judges the lengths
+             * token by token (gr_strx_start_mask, cached per node) */
             const gr_strx *x = n->u.str.x;
             int64_t mn = n->u.str.min_len, mx = n->u.str.max_len;
+            if (at_start(n, f) && !(f->flags & F_UITEM))
+                continue;
             /* below the minimum the lengths reachable ahead matter too,
              * unless every state reaches every length up to the maximum
              * from its shortest completion on (len_dense), or one
@@ -280,7 +292,11 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
             gr_arena_reset(&m->scratch, mk);
             continue;
         }
-        if (n->kind == GK_STRING && n->u.str.x) {
+        if (n->kind == GK_STRING && n->u.str.x && at_start(n, f) && !(f->flags & F_UITEM)) {
+            pl = gr_strx_start_mask(m->g, (gr_node *)n);
+            if (!pl)
+                return -1;
+        } else if (n->kind == GK_STRING && n->u.str.x) {
             pl = gr_strx_plain_mask(m->g, n->u.str.x, (int32_t)f->pos);
             if (!pl)
                 return -1;

@@ -707,10 +707,46 @@ const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st)
     return publish(&x->plain_cache[st], m);
 }
 
+const uint32_t *gr_strx_start_mask(const sx_grammar *g, gr_node *n)
+{
+    uint32_t *m = cached(&n->u.str.start_mask);
+    if (m)
+        return m;
+    const sx_vocab *v = g->vocab;
+    const gr_strx *x = n->u.str.x;
+    const sx_vocab_node *N = v->nodes;
+    m = calloc((size_t)v->mask_words, sizeof *m);
+    if (!m)
+        return NULL;
+    /* the plain walk, with the lengths judged at each token's end (a
+     * completion from there fits, so one from every byte before does) */
+    int32_t stack[257];
+    stack[0] = x->start;
+    for (uint32_t i = 1; i < v->n_nodes;) {
+        int d = N[i].depth;
+        int32_t s = gr_strx_step(x, stack[d - 1], N[i].byte);
+        if (s < 0) {
+            i = N[i].next;
+            continue;
+        }
+        stack[d] = s;
+        int32_t t = N[i].token;
+        if (t >= 0 && v->plain_cp[t] >= 0 &&
+            gr_strx_len_ok(x, s, v->plain_cp[t], n->u.str.min_len, n->u.str.max_len))
+            m[t >> 5] |= 1u << (t & 31);
+        i++;
+    }
+    return publish(&n->u.str.start_mask, m);
+}
+
 void gr_strx_free_caches(sx_grammar *g)
 {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         gr_node *n = &g->nodes[i];
+        if (n->kind == GK_STRING) {
+            free(n->u.str.start_mask);
+            n->u.str.start_mask = NULL;
+        }
         gr_strx *x = n->kind == GK_STRING ? n->u.str.x : n->kind == GK_OBJECT ? n->u.obj.keyx : NULL;
         if (!x || !x->plain_cache)
             continue;
