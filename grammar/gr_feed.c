@@ -53,6 +53,8 @@ static int hlists_equal(const gr_vseen *a, const gr_vseen *b)
     return 1;
 }
 
+static int frames_equal(const gr_frame *a, const gr_frame *b);
+
 int gr_frame_top_equal(const gr_frame *a, const gr_frame *b)
 {
     return a->node == b->node && a->phase == b->phase && a->ws == b->ws && a->flags == b->flags &&
@@ -60,6 +62,11 @@ int gr_frame_top_equal(const gr_frame *a, const gr_frame *b)
            a->hi == b->hi && a->pos == b->pos && a->count == b->count && a->val == b->val &&
            a->seen == b->seen && a->kst == b->kst && a->vh == b->vh && a->ctag == b->ctag &&
            a->ord == b->ord && hlists_equal(a->ext, b->ext);
+}
+
+int gr_frames_equal(const gr_frame *a, const gr_frame *b)
+{
+    return frames_equal(a, b);
 }
 
 static int frames_equal(const gr_frame *a, const gr_frame *b)
@@ -188,6 +195,8 @@ static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_s
 {
     const gr_frame *p = child->up;
     uint64_t h = 0;
+    if (p == cx->watch)
+        cx->watched = 1;
     if (child->flags & F_UH)
         h = gr_frame_hash(cx->g, child);
     gr_frame *np = clone(cx, p);

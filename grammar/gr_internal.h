@@ -370,6 +370,8 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 /* gr_feed.c: the two frames are alike, their parents aside (`depth`
  * aside too: it only bounds the values they open). */
 int gr_frame_top_equal(const gr_frame *a, const gr_frame *b);
+/* gr_feed.c: the two stacks are alike, frame by frame (emit's test). */
+int gr_frames_equal(const gr_frame *a, const gr_frame *b);
 
 typedef struct gr_set {
     const gr_frame *f[GR_MAX_THREADS];
@@ -385,6 +387,9 @@ typedef struct gr_ctx {
     int max_ws;
     int max_stack;
     int indent;   /* SX_WS_INDENTED: spaces per level; 0 = flexible whitespace */
+    const gr_frame *watch; /* a value on top of this frame finishing sets */
+    int watched;           /* watched (the grouped walk's pops), whatever the
+                              frame then makes of it */
 } gr_ctx;
 
 /* The set of stacks at the start of a document. */

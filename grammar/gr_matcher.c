@@ -21,6 +21,7 @@ struct sx_matcher {
     size_t n_hist, cap_hist;
     int finished;       /* an end-of-turn token was accepted */
     gr_set *walk;       /* GR_MAX_DEPTH + 1 sets for the trie walk */
+    int8_t (*tags)[GR_MAX_THREADS]; /* the grouped walk's tags per set (walk_grouped) */
     gr_mark *marks;
     int walk_max;       /* the largest set a walk met (split_quotes) */
 };
@@ -41,7 +42,8 @@ int sx_matcher_new(const sx_grammar *g, sx_matcher **out, sx_error *err)
     m->g = g;
     m->walk = malloc((GR_MAX_DEPTH + 1) * sizeof *m->walk);
     m->marks = malloc((GR_MAX_DEPTH + 1) * sizeof *m->marks);
-    if (!m->walk || !m->marks)
+    m->tags = malloc((GR_MAX_DEPTH + 1) * sizeof *m->tags);
+    if (!m->walk || !m->marks || !m->tags)
         goto fail;
     sx_matcher_reset(m);
     if (m->cur.n == 0)
@@ -61,6 +63,7 @@ void sx_matcher_free(sx_matcher *m)
     gr_arena_free(&m->scratch);
     free(m->hist);
     free(m->walk);
+    free(m->tags);
     free(m->marks);
     free(m);
 }
@@ -139,8 +142,154 @@ static void walk_from(sx_matcher *m, gr_ctx *cx, const gr_set *from, const sx_vo
     gr_arena_reset(&m->scratch, base);
 }
 
+static int group_alike(const sx_matcher *m, int same_depth, int *lead);
+
+/* ---- the grouped walk ----------------------------------------------------
+ * Interpretations alike but for their parents (group_alike, same depth
+ * too) take every byte alike until one pops the shared top: the walk
+ * carries one frame per group -- tagged with the group, standing for
+ * each member over its own parent -- and only where a byte pops past the
+ * leader's parent does it feed that byte to each member's copy (rebase),
+ * keeping what popped.  Returns 0, or -1 when the sets would hold more
+ * interpretations than GR_MAX_THREADS (where the joint walk drops some,
+ * only the joint walk is exact); bits already set are right either way. */
+typedef struct wgroups {
+    int lead[GR_MAX_THREADS];
+    int size[GR_MAX_THREADS]; /* members, by leader index */
+} wgroups;
+
+/* r is b's descendant: b below it on its stack */
+static int rooted(const gr_frame *r, const gr_frame *b)
+{
+    while (r && r->depth > b->depth)
+        r = r->up;
+    return r == b;
+}
+
+/* f, a descendant of b, as it stands over b2 instead (b2 at b's depth) */
+static const gr_frame *rebase(gr_arena *a, const gr_frame *f, const gr_frame *b,
+                              const gr_frame *b2)
+{
+    if (f == b)
+        return b2;
+    const gr_frame *up = rebase(a, f->up, b, b2);
+    gr_frame *c = up ? gr_arena_alloc(a, sizeof *c) : NULL;
+    if (!c)
+        return NULL;
+    *c = *f;
+    c->up = up;
+    return c;
+}
+
+/* Adds r (tag g) unless an equal frame of the same tag is there; counts
+ * the interpretations the set stands for.  -1 past GR_MAX_THREADS. */
+static int add_tagged(gr_set *out, int8_t *tags, int *count, const wgroups *G, const gr_frame *r,
+                      int g)
+{
+    for (int i = 0; i < out->n; i++)
+        if (tags[i] == g && gr_frames_equal(out->f[i], r))
+            return 0;
+    *count += g >= 0 ? G->size[g] : 1;
+    if (out->n == GR_MAX_THREADS || *count > GR_MAX_THREADS)
+        return -1;
+    tags[out->n] = (int8_t)g;
+    out->f[out->n++] = r;
+    return 0;
+}
+
+static int step_grouped(sx_matcher *m, gr_ctx *cx, const wgroups *G, const gr_set *in,
+                        const int8_t *tin, int c, gr_set *out, int8_t *tout)
+{
+    int count = 0;
+    out->n = 0;
+    out->overflow = in->overflow;
+    for (int k = 0; k < in->n; k++) {
+        const gr_frame *f = in->f[k];
+        int g = tin[k];
+        gr_set one = {.n = 1, .f = {f}}, res;
+        const gr_frame *base = g >= 0 ? m->cur.f[g]->up : NULL;
+        /* whether the top finishes on this byte, whatever the leader's
+         * parent then makes of it (another member's may take it) */
+        cx->watch = base;
+        cx->watched = 0;
+        gr_feed_set(cx, &one, c, &res);
+        cx->watch = NULL;
+        if (res.overflow)
+            return -1;
+        for (int i = 0; i < res.n; i++) {
+            int keep = g >= 0 && rooted(res.f[i], base);
+            if (add_tagged(out, tout, &count, G, res.f[i], keep ? g : -1))
+                return -1;
+        }
+        if (g < 0 || !cx->watched)
+            continue;
+        /* the byte pops the top: each other member on its own */
+        for (int j = g + 1; j < m->cur.n; j++) {
+            if (G->lead[j] != g)
+                continue;
+            const gr_frame *bj = m->cur.f[j]->up;
+            const gr_frame *fj = rebase(cx->arena, f, base, bj);
+            if (!fj)
+                return -1;
+            gr_set oj = {.n = 1, .f = {fj}}, rj;
+            gr_feed_set(cx, &oj, c, &rj);
+            if (rj.overflow)
+                return -1;
+            for (int i = 0; i < rj.n; i++)
+                if (!rooted(rj.f[i], bj) && add_tagged(out, tout, &count, G, rj.f[i], -1))
+                    return -1;
+        }
+    }
+    return 0;
+}
+
+static int walk_grouped(sx_matcher *m, gr_ctx *cx, const wgroups *G, const sx_vocab_node *N,
+                        uint32_t n, uint32_t *mask)
+{
+    gr_mark base = gr_arena_mark(&m->scratch);
+    gr_set *w = m->walk;
+    w[0].n = 0;
+    w[0].overflow = m->cur.overflow;
+    for (int i = 0; i < m->cur.n; i++) {
+        if (G->lead[i] != i)
+            continue;
+        m->tags[0][w[0].n] = (int8_t)(G->size[i] > 1 ? i : -1);
+        w[0].f[w[0].n++] = m->cur.f[i];
+    }
+    m->marks[0] = base;
+    int rc = 0;
+    for (uint32_t i = 1; i < n;) {
+        const sx_vocab_node *nd = &N[i];
+        int d = nd->depth;
+        gr_arena_reset(&m->scratch, m->marks[d - 1]);
+        if (step_grouped(m, cx, G, &w[d - 1], m->tags[d - 1], nd->byte, &w[d], m->tags[d])) {
+            rc = -1;
+            break;
+        }
+        if (w[d].n == 0) {
+            i = nd->next;
+            continue;
+        }
+        if (nd->token >= 0)
+            mask[nd->token >> 5] |= 1u << (nd->token & 31);
+        m->marks[d] = gr_arena_mark(&m->scratch);
+        i++;
+    }
+    gr_arena_reset(&m->scratch, base);
+    return rc;
+}
+
 static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, uint32_t *mask)
 {
+    wgroups G;
+    if (m->cur.n > 1 && group_alike(m, 1, G.lead) < m->cur.n) {
+        for (int i = 0; i < m->cur.n; i++)
+            G.size[i] = 0;
+        for (int i = 0; i < m->cur.n; i++)
+            G.size[G.lead[i]]++;
+        if (walk_grouped(m, cx, &G, N, n, mask) == 0)
+            return;
+    }
     walk_from(m, cx, &m->cur, N, n, mask);
 }
 
@@ -151,7 +300,7 @@ static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, 
  * parent itself decides (an item that must differ from the earlier ones,
  * a literal of a uniqueItems array of literals): there the parents must
  * be alike too.  Returns the number of groups. */
-static int group_alike(const sx_matcher *m, int *lead)
+static int group_alike(const sx_matcher *m, int same_depth, int *lead)
 {
     int n_groups = 0;
     for (int i = 0; i < m->cur.n; i++) {
@@ -160,7 +309,7 @@ static int group_alike(const sx_matcher *m, int *lead)
         lead[i] = i;
         for (int j = 0; j < i; j++) {
             const gr_frame *o = m->cur.f[j];
-            if (lead[j] == j && gr_frame_top_equal(f, o) &&
+            if (lead[j] == j && gr_frame_top_equal(f, o) && (!same_depth || f->depth == o->depth) &&
                 (!by_up || f->up == o->up || (f->up && o->up && gr_frame_top_equal(f->up, o->up)))) {
                 lead[i] = j;
                 break;
@@ -440,7 +589,7 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
     /* interpretations alike but for their parents (the branches of an
      * anyOf or oneOf that hold the same string) take a token's content
      * alike: one group, whose closes are walked together */
-    int lead[GR_MAX_THREADS], n_groups = group_alike(m, lead);
+    int lead[GR_MAX_THREADS], n_groups = group_alike(m, 0, lead);
     if (n_groups > 8)
         return -1;
     int budget = 0;
@@ -615,7 +764,7 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
         int lead[GR_MAX_THREADS];
         if (trie < SX_VOCAB_N_LP) {
             walk(m, &cx, v->lp_nodes[trie], v->n_lp_nodes[trie], mask);
-        } else if (m->cur.n > 1 && group_alike(m, lead) < m->cur.n) {
+        } else if (m->cur.n > 1 && group_alike(m, 0, lead) < m->cur.n) {
             /* the tokens with no quote for one of each group, those with
              * one for all (their close reaches the parents) */
             gr_set one = {.n = 0};
@@ -629,7 +778,10 @@ static int fill(sx_matcher *m, uint32_t *mask, int fast)
         }
     } else {
         memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
-        walk(m, &cx, v->nodes, v->n_nodes, mask);
+        if (fast)
+            walk(m, &cx, v->nodes, v->n_nodes, mask);
+        else /* the reference: every interpretation on its own */
+            walk_from(m, &cx, &m->cur, v->nodes, v->n_nodes, mask);
     }
     gr_mark base = gr_arena_mark(&m->scratch);
     if (gr_can_end(&cx, &m->cur))

@@ -203,19 +203,28 @@ static const mcase cases[] = {
      * grouped -- patterned (tokens without a quote for one of each
      * group), free (closes walked together), hashed inside unique items */
     {"{\"definitions\":{\"s\":{\"type\":\"string\",\"pattern\":\"^[a-z \\\\n]+$\"},\"t\":{\"type\":\"string\","
-     "\"maxLength\":6}},\"anyOf\":[{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
-     "\"t\":{\"$ref\":\"#/definitions/t\"},\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]},"
-     "{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
-     "\"t\":{\"$ref\":\"#/definitions/t\"},\"b\":{\"type\":\"null\"}},\"required\":[\"b\"]},"
-     "{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
-     "\"t\":{\"$ref\":\"#/definitions/t\"},\"c\":{\"type\":\"array\"}},\"required\":[\"c\"]}]}",
-     {"{\"s\": \"word word\\nab\", \"t\": \"alpha\", \"c\": []}", "{\"t\": \"ab\\\"\", \"s\": \"alps\", \"a\": 12}",
-      "{\"c\": [], \"s\": \"word word\", \"t\": \"al\"}"}},
+     "\"maxLength\":6},\"n\":{\"type\":\"integer\"}},\"anyOf\":[{\"type\":\"object\",\"properties\":"
+     "{\"s\":{\"$ref\":\"#/definitions/s\"},\"t\":{\"$ref\":\"#/definitions/t\"},\"n\":{\"$ref\":\"#/definitions/n\"},"
+     "\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]},"
+     "{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},\"t\":{\"$ref\":\"#/definitions/t\"},"
+     "\"n\":{\"$ref\":\"#/definitions/n\"},\"b\":{\"type\":\"null\"}},\"required\":[\"b\"]},"
+     "{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},\"t\":{\"$ref\":\"#/definitions/t\"},"
+     "\"n\":{\"$ref\":\"#/definitions/n\"},\"c\":{\"type\":\"array\"}},\"required\":[\"c\"]}]}",
+     {"{\"s\": \"word word\\nab\", \"t\": \"alpha\", \"c\": [], \"n\": 12}", "{\"a\": 1, \"t\": \"ab\\\"\", \"s\": \"alps\", \"n\": 12}",
+      "{\"c\": [], \"s\": \"word word\", \"t\": \"al\"}", "{\"b\": null, \"n\": 1}"}},
     {"{\"definitions\":{\"s\":{\"type\":\"string\",\"pattern\":\"^[a-z]\"}},\"type\":\"array\",\"uniqueItems\":true,"
      "\"items\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"s\":{\"$ref\":\"#/definitions/s\"},"
      "\"x\":{\"type\":\"integer\"}},\"required\":[\"x\"]},{\"type\":\"object\",\"properties\":"
      "{\"s\":{\"$ref\":\"#/definitions/s\"},\"y\":{}},\"required\":[\"y\"]}]}}",
      {"[{\"s\": \"alpha\", \"x\": 1}, {\"s\": \"alpha\", \"y\": 1}, {\"s\": \"alpha\", \"x\": 1}]"}},
+    /* the branch that may close last: a value on a shared top finishes,
+     * and only one member's parent takes the byte that ends it */
+    {"{\"definitions\":{\"n\":{\"type\":\"integer\"}},\"anyOf\":[{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}}},{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}},\"required\":[\"x1\"]},{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}},\"required\":[\"x2\"]}]}",
+     {"{\"n\": 12}", "{\"m\": 1, \"n\": 3}"}},
+    {"{\"definitions\":{\"n\":{\"type\":\"integer\"}},\"anyOf\":[{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}},\"required\":[\"x0\"]},{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}}},{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}},\"required\":[\"x2\"]}]}",
+     {"{\"n\": 12}", "{\"m\": 1, \"n\": 3}"}},
+    {"{\"definitions\":{\"n\":{\"type\":\"integer\"}},\"anyOf\":[{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}},\"required\":[\"x0\"]},{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}},\"required\":[\"x1\"]},{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#/definitions/n\"},\"m\":{\"$ref\":\"#/definitions/n\"}}}]}",
+     {"{\"n\": 12}", "{\"m\": 1, \"n\": 3}"}},
     /* key pattern and names with a non-ASCII name */
     {"{\"type\":\"object\",\"properties\":{\"\xc3\xa9t\xc3\xa9\":{},\"et\":{}},"
      "\"patternProperties\":{\"^e\":{}},\"additionalProperties\":false}",
