@@ -299,7 +299,9 @@ static void walk(sx_matcher *m, gr_ctx *cx, const sx_vocab_node *N, uint32_t n, 
  * without a quote alike -- it cannot end the string -- unless the
  * parent itself decides (an item that must differ from the earlier ones,
  * a literal of a uniqueItems array of literals): there the parents must
- * be alike too.  Returns the number of groups. */
+ * be alike too.  same_depth: also at one depth (the grouped walk, where
+ * a top may open values and the stack bound counts).  Returns the number
+ * of groups. */
 static int group_alike(const sx_matcher *m, int same_depth, int *lead)
 {
     int n_groups = 0;
@@ -309,7 +311,8 @@ static int group_alike(const sx_matcher *m, int same_depth, int *lead)
         lead[i] = i;
         for (int j = 0; j < i; j++) {
             const gr_frame *o = m->cur.f[j];
-            if (lead[j] == j && gr_frame_top_equal(f, o) && (!same_depth || f->depth == o->depth) &&
+            if (lead[j] == j && f->up && o->up && gr_frame_top_equal(f, o) &&
+                (!same_depth || f->depth == o->depth) &&
                 (!by_up || f->up == o->up || (f->up && o->up && gr_frame_top_equal(f->up, o->up)))) {
                 lead[i] = j;
                 break;
