@@ -53,8 +53,6 @@ static int hlists_equal(const gr_vseen *a, const gr_vseen *b)
     return 1;
 }
 
-static int frames_equal(const gr_frame *a, const gr_frame *b);
-
 int gr_frame_top_equal(const gr_frame *a, const gr_frame *b)
 {
     return a->node == b->node && a->phase == b->phase && a->ws == b->ws && a->flags == b->flags &&
@@ -65,11 +63,6 @@ int gr_frame_top_equal(const gr_frame *a, const gr_frame *b)
 }
 
 int gr_frames_equal(const gr_frame *a, const gr_frame *b)
-{
-    return frames_equal(a, b);
-}
-
-static int frames_equal(const gr_frame *a, const gr_frame *b)
 {
     while (a != b) {
         if (!a || !b || !gr_frame_top_equal(a, b))
@@ -85,7 +78,7 @@ static void emit(gr_set *out, const gr_frame *f)
     if (!f)
         return;
     for (int i = 0; i < out->n; i++)
-        if (frames_equal(out->f[i], f))
+        if (gr_frames_equal(out->f[i], f))
             return;
     if (out->n == GR_MAX_THREADS) {
         out->overflow = 1;

@@ -651,10 +651,12 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
                 t->count = n->u.str.min_len;
             }
             z1.f[z1.n++] = t;
-            names[ns.n] = *grp.f[j];
-            names[ns.n].flags &= (uint8_t)~F_KGEN;
-            ns.f[ns.n] = &names[ns.n];
-            ns.n++;
+            if (key) {
+                names[ns.n] = *grp.f[j];
+                names[ns.n].flags &= (uint8_t)~F_KGEN;
+                ns.f[ns.n] = &names[ns.n];
+                ns.n++;
+            }
         }
         gr_mark mk = gr_arena_mark(&m->scratch);
         gr_feed_set(cx, &z1, '"', &z);
