@@ -69,6 +69,14 @@ typedef struct sx_gr_opts {
     int max_nodes;       /* compile budget: grammar nodes (default 100000) */
     int max_depth;       /* nesting of schema subschemas while compiling (default 256) */
     int max_stack;       /* nesting of JSON values at run time (default 128) */
+    /* Bounded work (the caller's request deadline and disconnects).  A
+     * compile, and any shortest-completion search it or a matcher made
+     * from it runs, gives up with SX_ELIMIT ("deadline" / "cancelled" in
+     * the message) once deadline_ms (CLOCK_MONOTONIC, milliseconds; 0 =
+     * none) has passed or *cancel (may be NULL; not owned; must outlive
+     * the compile) is nonzero.  Neither changes the grammar compiled. */
+    double deadline_ms;
+    const volatile int *cancel;
 } sx_gr_opts;
 
 void sx_gr_opts_default(sx_gr_opts *o);
