@@ -224,5 +224,28 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  (unsigned long long)g->cache.hits, (unsigned long long)g->cache.misses,
                  (unsigned long long)g->cache.evictions,
                  (unsigned long long)g->cache.compile_errors, g->cache.entries, g->cache.bytes);
+    if (!rc)
+        rc = put(out,
+                 "# HELP strux_compiles_running Compiles running for a waiting request.\n"
+                 "# TYPE strux_compiles_running gauge\nstrux_compiles_running %d\n"
+                 "# HELP strux_compiles_abandoned Compiles still running whose requests gave "
+                 "up.\n"
+                 "# TYPE strux_compiles_abandoned gauge\nstrux_compiles_abandoned %d\n"
+                 "# HELP strux_compiles_queued Compiles waiting for a compile thread.\n"
+                 "# TYPE strux_compiles_queued gauge\nstrux_compiles_queued %d\n"
+                 "# HELP strux_compiles_merged_total Requests that joined a compile already in "
+                 "flight.\n"
+                 "# TYPE strux_compiles_merged_total counter\nstrux_compiles_merged_total %llu\n"
+                 "# HELP strux_compiles_gave_up_total Compiles stopped at a deadline or "
+                 "cancelled.\n"
+                 "# TYPE strux_compiles_gave_up_total counter\nstrux_compiles_gave_up_total "
+                 "%llu\n"
+                 "# HELP strux_compiles_refused_total New compiles refused while too many "
+                 "abandoned ones ran.\n"
+                 "# TYPE strux_compiles_refused_total counter\nstrux_compiles_refused_total "
+                 "%llu\n",
+                 g->cache.running - g->cache.abandoned, g->cache.abandoned, g->cache.queued,
+                 (unsigned long long)g->cache.merged, (unsigned long long)g->cache.gave_up,
+                 (unsigned long long)g->cache.refused);
     return rc;
 }

@@ -20,6 +20,9 @@ void sx_rpc_server_opts_default(sx_rpc_server_opts *o)
     o->max_queue = 1024;
     o->max_running = 32;
     o->prep_threads = 2;
+    o->compile_threads = 2;
+    o->compile_timeout_ms = 20000;
+    o->max_abandoned_compiles = 4;
     o->cache_bytes = 64u << 20;
     o->default_timeout_s = 300;
     sx_gr_opts_default(&o->gr);
@@ -44,6 +47,12 @@ int sx_rpc_server_new(const sx_rpc_server_opts *o, const sx_tokenizer *tok, cons
         s->o.max_running = 32;
     if (s->o.prep_threads <= 0)
         s->o.prep_threads = 2;
+    if (s->o.compile_threads <= 0)
+        s->o.compile_threads = 2;
+    if (s->o.compile_timeout_ms <= 0)
+        s->o.compile_timeout_ms = 20000;
+    if (s->o.max_abandoned_compiles <= 0)
+        s->o.max_abandoned_compiles = 4;
     if (s->o.default_timeout_s <= 0)
         s->o.default_timeout_s = 300;
     if (!s->o.model_name)
@@ -67,6 +76,8 @@ int sx_rpc_server_new(const sx_rpc_server_opts *o, const sx_tokenizer *tok, cons
         sx_rpc_server_free(s);
         return rc;
     }
+    sx_rpc_cache_set_compile(s->cache, s->o.compile_threads, s->o.compile_timeout_ms,
+                             s->o.max_abandoned_compiles);
     *out = s;
     return SX_OK;
 }
@@ -120,6 +131,14 @@ void sx_rpc_server_drain(sx_rpc_server *s)
     pthread_cond_broadcast(&s->prep_cv);
     pthread_cond_broadcast(&s->sched_cv);
     pthread_mutex_unlock(&s->mu);
+    /* every request is answered: compiles still running (abandoned by
+     * requests that timed out) are cancelled */
+    sx_rpc_cache_quiesce(s->cache, 0);
+}
+
+int sx_rpc_server_compiles_left(sx_rpc_server *s, double wait_ms)
+{
+    return sx_rpc_cache_quiesce(s->cache, wait_ms);
 }
 
 void sx_rpc_server_free(sx_rpc_server *s)
@@ -230,7 +249,22 @@ void rpc_cancel_pipe(sx_rpc_server *s, uint32_t pipe)
         if (j->via == VIA_NNG && j->pipe == pipe && !j->cancel)
             j->cancel = CANCEL_CLIENT;
     pthread_cond_signal(&s->sched_cv);
+    pthread_cond_broadcast(&s->prep_cv); /* a parked job leaves its compile */
     pthread_mutex_unlock(&s->mu);
+}
+
+const char *rpc_stuck(sx_rpc_server *s, const sx_rpc_cache_stats *cs)
+{
+    if (cs->overdue_ms > RPC_STUCK_COMPILE_MS)
+        return "a compile has run past its deadline";
+    if (cs->queued_ms > RPC_STUCK_QUEUE_MS)
+        return "every compile thread is busy: compiles wait to start";
+    pthread_mutex_lock(&s->mu);
+    double t0 = s->step_t0;
+    pthread_mutex_unlock(&s->mu);
+    if (t0 > 0 && rpc_now_ms() - t0 > RPC_STUCK_STEP_MS)
+        return "a generator step has run for over a minute";
+    return NULL;
 }
 
 static void log_line(rpc_job *j, int code)

@@ -94,7 +94,17 @@ typedef struct sx_rpc_server_opts {
     sx_rpc_limits      limits;
     int                max_queue;   /* requests waiting (default 1024) */
     int                max_running; /* requests in the generator at once (default 32) */
-    int                prep_threads;/* parse/compile/tokenize threads (default 2) */
+    int                prep_threads;/* parse/tokenize threads (default 2) */
+    /* Compiles run on their own threads (schema_cache.h): at most
+     * compile_threads at once (default 2), each stopped at the request's
+     * deadline or after compile_timeout_ms (default 20000), whichever is
+     * first; a request whose compile is not done by then is answered
+     * `timeout`.  New compiles are refused (`overloaded`) while
+     * max_abandoned_compiles (default 4) compiles whose requests gave up
+     * still run. */
+    int                compile_threads;
+    double             compile_timeout_ms;
+    int                max_abandoned_compiles;
     size_t             cache_bytes; /* compiled-schema cache bound (default 64 MiB) */
     double             default_timeout_s; /* when a request gives none (default 300) */
     sx_gr_opts         gr;          /* grammar options (zero = sx_gr_opts_default) */
@@ -120,9 +130,15 @@ int  sx_rpc_server_http_port(const sx_rpc_server *s);
  * when it is not a tcp:// address or not listening. */
 int  sx_rpc_server_listen_port(const sx_rpc_server *s, int i);
 /* Graceful stop: new requests are refused with `overloaded`, the ones
- * already accepted run to completion and are answered; returns when none
- * is left. */
+ * already accepted run to completion (or to their deadline) and are
+ * answered; returns when none is left, after cancelling the compiles that
+ * still run. */
 void sx_rpc_server_drain(sx_rpc_server *s);
+/* After drain: waits up to wait_ms for compiles still running (cancelled by
+ * drain) and returns how many are left.  sx_rpc_server_free waits for them
+ * however long they take; a process that cannot wait (a grammar that does
+ * not honour the cancel flag) may exit without freeing instead. */
+int  sx_rpc_server_compiles_left(sx_rpc_server *s, double wait_ms);
 void sx_rpc_server_free(sx_rpc_server *s);
 
 #endif

@@ -82,28 +82,33 @@ static void h_models(nng_aio *aio)
     free(t);
 }
 
-static void gauges(sx_rpc_server *s, rpc_gauges *g, const char **status)
+static void gauges(sx_rpc_server *s, rpc_gauges *g, const char **status, const char **stuck)
 {
     memset(g, 0, sizeof *g);
+    sx_rpc_cache_stats_get(s->cache, &g->cache);
+    *stuck = rpc_stuck(s, &g->cache);
     pthread_mutex_lock(&s->mu);
     g->queued = s->n_waiting;
     g->running = s->n_running;
     g->inflight = s->n_inflight;
-    *status = s->broken ? "broken" : s->draining ? "draining" : "ok";
+    *status = s->broken ? "broken" : s->draining ? "draining" : *stuck ? "degraded" : "ok";
     pthread_mutex_unlock(&s->mu);
     g->kv_capacity = s->kv_capacity;
-    sx_rpc_cache_stats_get(s->cache, &g->cache);
 }
 
 static void h_health(nng_aio *aio)
 {
     sx_rpc_server *s = server_of(aio);
     rpc_gauges g;
-    const char *status;
-    gauges(s, &g, &status);
-    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:I}", "status", status, "model",
-                          s->o.model_name, "queued", g.queued, "running", g.running,
-                          "kv_capacity_tokens", (json_int_t)g.kv_capacity);
+    const char *status, *stuck;
+    gauges(s, &g, &status, &stuck);
+    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:I, s:{s:i, s:i, s:i}}", "status", status,
+                          "model", s->o.model_name, "queued", g.queued, "running", g.running,
+                          "kv_capacity_tokens", (json_int_t)g.kv_capacity, "compiles",
+                          "running", g.cache.running - g.cache.abandoned, "abandoned",
+                          g.cache.abandoned, "queued", g.cache.queued);
+    if (o && stuck)
+        json_object_set_new(o, "stuck", json_string(stuck));
     char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!t) {
@@ -118,8 +123,8 @@ static void h_metrics(nng_aio *aio)
 {
     sx_rpc_server *s = server_of(aio);
     rpc_gauges g;
-    const char *status;
-    gauges(s, &g, &status);
+    const char *status, *stuck;
+    gauges(s, &g, &status, &stuck);
     sx_bytes out = {0};
     if (rpc_metrics_render(&s->metrics, &g, &out)) {
         sx_bytes_free(&out);
@@ -357,10 +362,14 @@ int rpc_stream_start(rpc_job *j)
                                "Content-Type: text/event-stream\r\n"
                                "Cache-Control: no-cache\r\n"
                                "Connection: close\r\n\r\n";
-    rpc_stream *st;
-    int rc = stream_take(j, 0, &st);
-    if (rc)
-        return rc;
+    rpc_stream *st = j->stream;
+    if (st) {
+        j->http_plain = 0; /* watched since it was parsed: now its event stream */
+    } else {
+        int rc = stream_take(j, 0, &st);
+        if (rc)
+            return rc;
+    }
     rpc_stream_write(st, head, sizeof head - 1);
     return SX_OK;
 }

@@ -119,6 +119,13 @@ typedef struct rpc_job {
     double         *scores;
     double         *beam_scores;   /* beam search: each returned sequence's score */
     sx_grammar     *best_only;     /* greedy CHOICES: the top-scored label alone */
+    /* waiting for its compile (server_prep.c): parked, no thread held */
+    sx_rpc_cache_wait cw;
+    int             parked;        /* waiting on cw; under s->mu */
+    int             compiled;      /* cw's done came: c_how, c_err (and comp); under s->mu */
+    int             c_how;
+    sx_error        c_err;
+    double          park_deadline; /* answered `timeout` past it */
     /* running */
     int             running, cancel_sent;
     int             cancel;        /* CANCEL_*, under s->mu */
@@ -166,6 +173,8 @@ struct sx_rpc_server {
     rpc_job            *jobs;          /* every accepted, unanswered job */
     int                 n_waiting;     /* accepted, not yet in the generator */
     int                 n_running, n_inflight;
+    int                 n_parked;      /* jobs waiting for a compile */
+    double              step_t0;       /* when the step running now began; 0 = none */
     uint64_t            next_no;
     int                 draining, stop, broken, started;
 
@@ -202,6 +211,15 @@ void     rpc_fail(rpc_job *job, int code, const char *msg, const char *pointer,
  * frees the job. */
 void     rpc_answer(rpc_job *job, int code, const char *body, size_t len, const char *finish);
 void     rpc_cancel_pipe(sx_rpc_server *s, uint32_t pipe);
+/* The pipeline is stuck (GET /health answers "degraded", 503) when a
+ * compile runs RPC_STUCK_COMPILE_MS past its deadline (the grammar does not
+ * honour it), a compile has waited RPC_STUCK_QUEUE_MS to start (every
+ * compile thread busy), or one generator step has run RPC_STUCK_STEP_MS.
+ * Returns NULL, or why. */
+#define RPC_STUCK_COMPILE_MS 1000.0
+#define RPC_STUCK_QUEUE_MS   5000.0
+#define RPC_STUCK_STEP_MS    60000.0
+const char *rpc_stuck(sx_rpc_server *s, const sx_rpc_cache_stats *cs);
 
 /* server_prep.c */
 void    *rpc_prep_main(void *arg);

@@ -696,6 +696,7 @@ void *rpc_sched_main(void *arg)
             admit(s, adm[i]);
         pthread_mutex_lock(&s->mu);
         live = s->n_running;
+        s->step_t0 = live > 0 ? rpc_now_ms() : 0; /* /health: a step that never ends */
         pthread_mutex_unlock(&s->mu);
         if (live > 0) {
             int n_live = 0;
@@ -726,6 +727,7 @@ void *rpc_sched_main(void *arg)
             }
         }
         pthread_mutex_lock(&s->mu);
+        s->step_t0 = 0;
     }
     pthread_mutex_unlock(&s->mu);
     free(adm);

@@ -85,7 +85,14 @@ static void usage(FILE *f)
         "  --default-max-tokens N   max_tokens when a request gives none (default 512)\n"
         "  --timeout S              deadline of a request that gives none, seconds\n"
         "                           (default 300; requests may ask up to 600)\n"
-        "  --prep-threads N         threads that parse, compile and tokenize (default 2)\n"
+        "  --prep-threads N         threads that parse and tokenize (default 2)\n"
+        "  --compile-threads N      schema compiles running at once, on their own threads:\n"
+        "                           a slow compile never delays cached schemas (default 2)\n"
+        "  --compile-timeout-ms N   longest a compile may run; a request whose compile is\n"
+        "                           not done by then, or by its own deadline, is answered\n"
+        "                           `timeout` (default 20000)\n"
+        "  --max-abandoned-compiles N  compiles still running after their requests gave up\n"
+        "                           past which new compiles are `overloaded` (default 4)\n"
         "  --cache-mb N             compiled-schema cache bound, MiB (default 64)\n"
         "  --max-ws N               longest whitespace run the grammar allows between\n"
         "                           JSON tokens (default 4; 0 = compact JSON)\n"
@@ -136,6 +143,7 @@ int main(int argc, char **argv)
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
+    long compile_threads = 2, compile_ms = 20000, max_abandoned = 4;
     int prop_order = 0, speculate = 0;
     long draft_k = 4;
     const char *draft_dir = NULL;
@@ -193,6 +201,12 @@ int main(int argc, char **argv)
             bad = parse_long(a, v, 1, 86400, &timeout);
         } else if (!strcmp(a, "--prep-threads")) {
             bad = parse_long(a, v, 1, 256, &prep);
+        } else if (!strcmp(a, "--compile-threads")) {
+            bad = parse_long(a, v, 1, 256, &compile_threads);
+        } else if (!strcmp(a, "--compile-timeout-ms")) {
+            bad = parse_long(a, v, 1, 86400000L, &compile_ms);
+        } else if (!strcmp(a, "--max-abandoned-compiles")) {
+            bad = parse_long(a, v, 1, 256, &max_abandoned);
         } else if (!strcmp(a, "--cache-mb")) {
             bad = parse_long(a, v, 1, 1 << 20, &cache_mb);
         } else if (!strcmp(a, "--max-ws")) {
@@ -332,6 +346,9 @@ int main(int argc, char **argv)
     so.max_queue = (int)max_queue;
     so.max_running = (int)max_batch;
     so.prep_threads = (int)prep;
+    so.compile_threads = (int)compile_threads;
+    so.compile_timeout_ms = (double)compile_ms;
+    so.max_abandoned_compiles = (int)max_abandoned;
     so.cache_bytes = (size_t)cache_mb << 20;
     so.default_timeout_s = (double)timeout;
     if (max_ws >= 0)
@@ -385,6 +402,16 @@ int main(int argc, char **argv)
     fprintf(stderr, "struxd: %s: finishing in-flight requests\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     sx_rpc_server_drain(srv);
+    /* drain cancelled the compiles still running; one that does not stop
+     * (a grammar that ignores the flag) must not hold the exit: the process
+     * ends without freeing what that compile still reads */
+    int left = sx_rpc_server_compiles_left(srv, 2000);
+    if (left > 0) {
+        fprintf(stderr, "struxd: %d compile%s did not stop when cancelled; exiting without "
+                        "cleanup\nstruxd: stopped\n", left, left == 1 ? "" : "s");
+        fflush(NULL);
+        _exit(0);
+    }
     fprintf(stderr, "struxd: stopped\n");
     status = 0;
 done:
