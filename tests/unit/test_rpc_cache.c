@@ -1,6 +1,7 @@
 /* rpc/schema_cache: canonical keys hit, modes are kept apart, errors are
  * not cached, LRU eviction by bytes, evicted-but-held grammars stay usable,
- * and concurrent use from several threads. */
+ * concurrent use from several threads, identical compiles in flight merged
+ * into one, and a compile whose waiter left taken back by the next. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rpc/schema_cache.h"
 #include "tests/unit/helpers/test_vocab.h"
@@ -336,6 +338,197 @@ static void threads_share_the_cache(void **state)
     sx_rpc_cache_free(c);
 }
 
+/* ---- compiles in flight ------------------------------------------------------ */
+
+typedef struct waiter {
+    sx_rpc_cache_wait      w;
+    pthread_mutex_t        mu;
+    int                    calls, how;
+    const sx_rpc_compiled *e;
+} waiter;
+
+static void waiter_done(sx_rpc_cache_wait *w, int how, const sx_rpc_compiled *e,
+                        const sx_error *err)
+{
+    (void)err;
+    waiter *wt = w->user;
+    pthread_mutex_lock(&wt->mu);
+    wt->calls++;
+    wt->how = how;
+    wt->e = e;
+    pthread_mutex_unlock(&wt->mu);
+}
+
+static void waiter_init(waiter *wt)
+{
+    memset(wt, 0, sizeof *wt);
+    pthread_mutex_init(&wt->mu, NULL);
+    wt->w.done = waiter_done;
+    wt->w.user = wt;
+}
+
+/* Waits (up to 60 s) for done; returns how many times it was called. */
+static int waiter_wait(waiter *wt)
+{
+    for (int i = 0; i < 6000; i++) {
+        pthread_mutex_lock(&wt->mu);
+        int k = wt->calls;
+        pthread_mutex_unlock(&wt->mu);
+        if (k)
+            return k;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* A schema whose compile takes a while: patterns with 1024-state DFAs. */
+static void slow_req(const char *tag, sx_rpc_req *r)
+{
+    char text[4096];
+    int n = snprintf(text, sizeof text, "{\"document\":\"d\",\"schema\":{\"properties\":{");
+    for (int i = 0; i < 8; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "%s\"p%d\":{\"type\":\"string\",\"pattern\":\"^[ab]*a[ab]{10}-%s-%d$\"}",
+                      i ? "," : "", i, tag, i);
+    snprintf(text + n, sizeof text - (size_t)n, "}}}");
+    req(text, r);
+}
+
+#define NMERGE 8
+typedef struct merge_arg {
+    sx_rpc_cache          *c;
+    const sx_rpc_req      *r;
+    const sx_rpc_compiled *e;
+    int                    ok;
+} merge_arg;
+
+static void *merge_thread(void *p)
+{
+    merge_arg *a = p;
+    waiter wt;
+    waiter_init(&wt);
+    sx_error e;
+    int how;
+    if (sx_rpc_cache_lookup(a->c, a->r, &wt.w, &a->e, &how, &e) == 0) {
+        if (how == SX_RPC_CACHE_HIT)
+            a->ok = 1;
+        else if (how == SX_RPC_CACHE_WAIT && waiter_wait(&wt) == 1 &&
+                 wt.how == SX_RPC_CACHE_DONE) {
+            a->e = wt.e;
+            a->ok = 1;
+        }
+    }
+    pthread_mutex_destroy(&wt.mu);
+    return NULL;
+}
+
+static void identical_compiles_are_merged(void **state)
+{
+    (void)state;
+    sx_rpc_cache *c;
+    sx_error e;
+    assert_int_equal(sx_rpc_cache_new(V, NULL, 1 << 26, &c, &e), 0);
+    sx_rpc_cache_set_compile(c, 2, 0, 4);
+    sx_rpc_req r;
+    slow_req("m", &r);
+    pthread_t t[NMERGE];
+    merge_arg a[NMERGE];
+    for (int i = 0; i < NMERGE; i++) {
+        a[i] = (merge_arg){.c = c, .r = &r};
+        assert_int_equal(pthread_create(&t[i], NULL, merge_thread, &a[i]), 0);
+    }
+    for (int i = 0; i < NMERGE; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < NMERGE; i++) {
+        assert_true(a[i].ok);
+        assert_ptr_equal(a[i].e, a[0].e);
+    }
+    sx_rpc_cache_stats st;
+    sx_rpc_cache_stats_get(c, &st);
+    /* however the lookups interleaved, the schema was compiled once */
+    assert_int_equal(st.hits + st.misses, NMERGE);
+    assert_int_equal(st.misses - st.merged, 1);
+    assert_int_equal(st.entries, 1);
+    assert_int_equal(st.running, 0);
+    for (int i = 0; i < NMERGE; i++)
+        sx_rpc_cache_release(c, a[i].e);
+    sx_rpc_req_free(&r);
+    sx_rpc_cache_free(c);
+}
+
+static void abandoned_compile_is_taken_back(void **state)
+{
+    (void)state;
+    sx_rpc_cache *c;
+    sx_error e;
+    assert_int_equal(sx_rpc_cache_new(V, NULL, 1 << 26, &c, &e), 0);
+    sx_rpc_cache_set_compile(c, 1, 0, 4);
+    sx_rpc_req r;
+    slow_req("t", &r);
+    waiter w1, w2;
+    waiter_init(&w1);
+    waiter_init(&w2);
+    const sx_rpc_compiled *ce = NULL;
+    int how;
+    assert_int_equal(sx_rpc_cache_lookup(c, &r, &w1.w, &ce, &how, &e), 0);
+    assert_int_equal(how, SX_RPC_CACHE_WAIT);
+    if (sx_rpc_cache_drop(c, &w1.w)) {
+        /* left: never told, and the next request takes the compile back --
+         * it gets the grammar, never an error from the cancel it caused */
+        assert_int_equal(sx_rpc_cache_lookup(c, &r, &w2.w, &ce, &how, &e), 0);
+        if (how == SX_RPC_CACHE_WAIT) {
+            assert_int_equal(waiter_wait(&w2), 1);
+            assert_int_equal(w2.how, SX_RPC_CACHE_DONE);
+            ce = w2.e;
+        }
+        assert_int_equal(w1.calls, 0);
+    } else {
+        /* the compile ended first: the waiter is told all the same */
+        assert_int_equal(waiter_wait(&w1), 1);
+        ce = w1.e;
+    }
+    assert_non_null(ce);
+    assert_non_null(ce->grammar);
+    sx_rpc_cache_stats st;
+    sx_rpc_cache_stats_get(c, &st);
+    assert_int_equal(st.abandoned, 0);
+    assert_int_equal(st.compile_errors, 0);
+    sx_rpc_cache_release(c, ce);
+    /* a lone waiter that leaves a queued compile removes it */
+    sx_rpc_req q1, q2;
+    slow_req("q1", &q1);
+    slow_req("q2", &q2);
+    waiter a1, a2;
+    waiter_init(&a1);
+    waiter_init(&a2);
+    assert_int_equal(sx_rpc_cache_lookup(c, &q1, &a1.w, &ce, &how, &e), 0);
+    assert_int_equal(sx_rpc_cache_lookup(c, &q2, &a2.w, &ce, &how, &e), 0);
+    sx_rpc_cache_stats_get(c, &st);
+    if (st.queued == 1) /* one compile thread: q2 waits for q1 */
+        assert_int_equal(sx_rpc_cache_drop(c, &a2.w), 1);
+    if (!sx_rpc_cache_drop(c, &a1.w)) {
+        waiter_wait(&a1);
+        sx_rpc_cache_release(c, a1.e);
+    }
+    sx_rpc_cache_stats_get(c, &st);
+    assert_int_equal(st.queued, 0);
+    if (a2.w.flight || a2.calls) { /* it was not queued after all */
+        if (!sx_rpc_cache_drop(c, &a2.w)) {
+            waiter_wait(&a2);
+            sx_rpc_cache_release(c, a2.e);
+        }
+    }
+    sx_rpc_req_free(&q1);
+    sx_rpc_req_free(&q2);
+    sx_rpc_req_free(&r);
+    sx_rpc_cache_free(c); /* waits for the abandoned compile */
+    pthread_mutex_destroy(&w1.mu);
+    pthread_mutex_destroy(&w2.mu);
+    pthread_mutex_destroy(&a1.mu);
+    pthread_mutex_destroy(&a2.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +538,8 @@ int main(void)
         cmocka_unit_test(lru_eviction_keeps_held_entries_alive),
         cmocka_unit_test(oversized_entry_is_served_then_dropped),
         cmocka_unit_test(threads_share_the_cache),
+        cmocka_unit_test(identical_compiles_are_merged),
+        cmocka_unit_test(abandoned_compile_is_taken_back),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
