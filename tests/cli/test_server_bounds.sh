@@ -242,7 +242,10 @@ sed -i 's/"timeout": 30/"timeout": 2/' "$T/slow2.json"
 curl -sS -o "$T/drain.out" -w '%{http_code}' -H 'Content-Type: application/json' \
     "$URL/v1/strux" -d @"$T/slow2.json" >"$T/drain.code" 2>&1 &
 CPID=$!
-sleep 0.1
+for _ in $(seq 1 100); do # until the request is in (SIGTERM before it would refuse it)
+    [ "$(curl -sS "$URL/metrics" | sed -n 's/^strux_inflight //p')" = 1 ] && break
+    sleep 0.05
+done
 t0=$(date +%s.%N)
 kill -TERM "$SPID"
 wait "$SPID"
