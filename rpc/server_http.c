@@ -205,13 +205,12 @@ struct rpc_stream {
     pthread_mutex_t mu;
     sx_bytes        pending, sending;
     int             busy, ended, failed, gone;
-    int             reading, closed;
+    int             reading, woken;
 };
 
 static void stream_destroy(rpc_stream *st)
 {
-    if (!st->closed)
-        nng_http_conn_close(st->conn);
+    nng_http_conn_close(st->conn);
     if (st->req)
         nng_http_req_free(st->req);
     /* may run inside an aio's own callback: let nng free them later */
@@ -258,16 +257,20 @@ static void stream_send(rpc_stream *st)
 }
 
 /* Under st->mu: 1 when the stream is finished and this caller frees it.
- * A watch read still pending is ended by closing the connection first
- * (*wake); its callback then finishes the stream. */
+ * A watch read still pending is ended first by cancelling it (*wake); its
+ * callback then finishes the stream.  Not by closing the connection:
+ * nng_http_conn_close waits for the connection's read callback, which
+ * needs a free nng task thread -- with as many answers ending at once as
+ * nng has task threads (2 per CPU), every one of them would wait there
+ * and nng would stop serving. */
 static int stream_done(rpc_stream *st, int *wake)
 {
     *wake = 0;
     if (!st->ended || st->busy || st->gone)
         return 0;
     if (st->reading) {
-        if (!st->closed) {
-            st->closed = 1;
+        if (!st->woken) {
+            st->woken = 1;
             *wake = 1;
         }
         return 0;
@@ -291,7 +294,7 @@ static void stream_cb(void *arg)
     if (send)
         stream_send(st);
     else if (wake)
-        nng_http_conn_close(st->conn);
+        nng_aio_cancel(st->raio);
     else if (destroy)
         stream_destroy(st);
 }
@@ -312,7 +315,7 @@ static void watch_cb(void *arg)
     if (early && rv != 0 && rv != NNG_ECANCELED)
         stream_client_gone(st);
     if (wake)
-        nng_http_conn_close(st->conn);
+        nng_aio_cancel(st->raio);
     else if (destroy)
         stream_destroy(st);
 }
@@ -419,7 +422,7 @@ void rpc_stream_end(rpc_stream *st)
     if (send)
         stream_send(st);
     else if (wake)
-        nng_http_conn_close(st->conn);
+        nng_aio_cancel(st->raio);
     else if (destroy)
         stream_destroy(st);
 }
