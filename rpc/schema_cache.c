@@ -408,13 +408,15 @@ static void *flight_main(void *arg)
         }
         pthread_mutex_lock(&c->mu);
         double now = now_ms();
-        /* Gave up while someone still waits (a waiter took an abandoned
-         * compile back, or joined after it started with a later deadline):
-         * run again for them rather than hand them a spurious error -- but
-         * never past the server's cap, nor once every deadline is over. */
+        /* Gave up while someone still waits: run again for them rather
+         * than hand them a spurious error -- when it stopped early (the
+         * cancel flag of an abandoned compile that a waiter took back), or
+         * at a waiter's deadline while a later waiter's is not over; never
+         * once the server's cap is reached, nor once every deadline is. */
         int again = 0;
+        int at_deadline = f->deadline_ms > 0 && now >= f->deadline_ms - 1;
         if (rc && gave_up(rc, &err) && f->n_waiters > 0 && !c->closing &&
-            !(f->cap_ms > 0 && f->deadline_ms >= f->cap_ms))
+            !(at_deadline && f->cap_ms > 0 && f->deadline_ms >= f->cap_ms))
             for (sx_rpc_cache_wait *w = f->waiters; w; w = w->next)
                 if (w->deadline_ms <= 0 || w->deadline_ms > now + 1)
                     again = 1;

@@ -3,8 +3,10 @@
  *
  * The path of a request:
  *   receive (nng context callback or HTTP handler) -> bounded queue (full:
- *   `overloaded` at once) -> a prep thread parses and checks it, compiles the
- *   constraint through the schema cache and tokenizes the prompt -> the
+ *   `overloaded` at once) -> a prep thread parses and checks it, finds the
+ *   constraint in the schema cache or parks the request (holding no thread)
+ *   until its compile, on the cache's compile threads, ends or its wait is
+ *   over (`timeout`), and tokenizes the prompt -> the
  *   scheduler thread, the only one that touches the generator, admits it into
  *   the running batch between steps, steps, routes each event back to its
  *   request and sends the response.

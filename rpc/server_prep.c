@@ -1,6 +1,11 @@
 /* sx_rpc_server: the prep threads -- everything about a request that does
  * not need the generator (parse, check, compile, build and tokenize the
- * prompt), so that the scheduler thread only ever steps the model. */
+ * prompt), so that the scheduler thread only ever steps the model.
+ * A request whose constraint is not cached parks while it compiles (on the
+ * schema cache's threads, merged with identical compiles in flight): no
+ * prep thread waits on a compile, and idle prep threads answer parked
+ * requests whose wait is over (deadline, --compile-timeout-ms, client
+ * gone), every 50 ms, leaving their compile to the cache. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
