@@ -15,6 +15,10 @@ typedef struct entry {
     size_t          key_len;
     int             refs;
     int             resident;   /* in the table and the LRU list */
+    /* The grammar's cancel flag.  The grammar keeps the pointer (grammar.h:
+     * a matcher made from it starts with it), so it lives as long as the
+     * grammar, here, and is 0 once the compile is over. */
+    volatile int    gr_cancel;
     struct entry   *prev, *next; /* LRU, most recent at head */
     struct entry   *hnext;       /* bucket chain */
 } entry;
@@ -36,7 +40,7 @@ typedef struct flight {
     sx_rpc_cache_wait *waiters;
     int               n_waiters;
     int               state, abandoned;
-    volatile int      cancel;      /* the grammar's cancel flag */
+    volatile int     *cancel;      /* the running compile's flag (its entry's), or NULL */
     double            t_queued, t_start, deadline_ms, cap_ms;
     struct flight    *next;        /* c->flights */
 } flight;
@@ -210,9 +214,12 @@ static void evict(sx_rpc_cache *c, entry *e)
 
 static int compile(sx_rpc_cache *c, flight *f, entry *e, sx_error *err)
 {
+    /* The deadline travels as the cancel flag (sx_rpc_cache_tick), not as
+     * deadline_ms: the grammar keeps both for the matchers made from it,
+     * and a cached grammar serves requests long after this one's deadline. */
     sx_gr_opts o = c->opts;
-    o.deadline_ms = f->deadline_ms;
-    o.cancel = &f->cancel;
+    o.deadline_ms = 0;
+    o.cancel = &e->gr_cancel;
     int rc = SX_OK;
     switch (f->mode) {
     case SX_RPC_SCHEMA:
@@ -314,7 +321,13 @@ static void flight_arm(sx_rpc_cache *c, flight *f, double now)
     if (f->cap_ms > 0 && (d == 0 || d > f->cap_ms))
         d = f->cap_ms;
     f->deadline_ms = d;
-    f->cancel = 0;
+}
+
+/* Under mu: tells the compile running for f to stop (1) or go on (0). */
+static void flight_signal(flight *f, int stop)
+{
+    if (f->cancel)
+        *f->cancel = stop;
 }
 
 static void *flight_main(void *arg);
@@ -393,9 +406,18 @@ static void *flight_main(void *arg)
     for (;;) {
         sx_err_clear(&err);
         n = calloc(1, sizeof *n);
-        if (!n || !(n->key = malloc(f->key_len + 1))) {
+        if (n && !(n->key = malloc(f->key_len + 1))) {
             free(n);
             n = NULL;
+        }
+        pthread_mutex_lock(&c->mu);
+        if (n) {
+            f->cancel = &n->gr_cancel;
+            n->gr_cancel = f->abandoned || c->closing ||
+                           (f->deadline_ms > 0 && now_ms() >= f->deadline_ms);
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (!n) {
             rc = sx_err_set(&err, SX_ENOMEM, "out of memory");
         } else {
             memcpy(n->key, f->key, f->key_len + 1);
@@ -407,6 +429,9 @@ static void *flight_main(void *arg)
             n->c.compile_ms = now_ms() - t0;
         }
         pthread_mutex_lock(&c->mu);
+        f->cancel = NULL;
+        if (n)
+            n->gr_cancel = 0; /* for the matchers made from this grammar */
         double now = now_ms();
         /* Gave up while someone still waits: run again for them rather
          * than hand them a spurious error -- when it stopped early (the
@@ -498,7 +523,7 @@ int sx_rpc_cache_lookup(sx_rpc_cache *c, const sx_rpc_req *r, sx_rpc_cache_wait 
             /* taken back: should it have seen the flag already, it gives
              * up and runs again for this waiter (flight_main) */
             f->abandoned = 0;
-            f->cancel = 0;
+            flight_signal(f, 0);
             c->n_abandoned--;
         }
     } else {
@@ -563,7 +588,7 @@ int sx_rpc_cache_drop(sx_rpc_cache *c, sx_rpc_cache_wait *w)
             gone = f;
         } else {
             f->abandoned = 1;
-            f->cancel = 1;
+            flight_signal(f, 1);
             c->n_abandoned++;
             start_queued(c); /* its slot serves the next compile */
         }
@@ -571,6 +596,16 @@ int sx_rpc_cache_drop(sx_rpc_cache *c, sx_rpc_cache_wait *w)
     pthread_mutex_unlock(&c->mu);
     flight_free(gone);
     return 1;
+}
+
+void sx_rpc_cache_tick(sx_rpc_cache *c)
+{
+    double now = now_ms();
+    pthread_mutex_lock(&c->mu);
+    for (flight *f = c->flights; f; f = f->next)
+        if (f->state == F_RUNNING && f->deadline_ms > 0 && now >= f->deadline_ms)
+            flight_signal(f, 1);
+    pthread_mutex_unlock(&c->mu);
 }
 
 int sx_rpc_cache_quiesce(sx_rpc_cache *c, double wait_ms)
@@ -585,7 +620,7 @@ int sx_rpc_cache_quiesce(sx_rpc_cache *c, double wait_ms)
             f->next = dead;
             dead = f;
         } else {
-            f->cancel = 1;
+            flight_signal(f, 1);
             p = &f->next;
         }
     }
@@ -657,8 +692,20 @@ int sx_rpc_cache_get(sx_rpc_cache *c, const sx_rpc_req *r, const sx_rpc_compiled
     pthread_mutex_init(&sw.mu, NULL);
     pthread_cond_init(&sw.cv, NULL);
     pthread_mutex_lock(&sw.mu);
-    while (!sw.done)
-        pthread_cond_wait(&sw.cv, &sw.mu);
+    while (!sw.done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&sw.cv, &sw.mu, &ts) && !sw.done) {
+            pthread_mutex_unlock(&sw.mu);
+            sx_rpc_cache_tick(c); /* a cap (max_ms) is enforced here */
+            pthread_mutex_lock(&sw.mu);
+        }
+    }
     pthread_mutex_unlock(&sw.mu);
     pthread_cond_destroy(&sw.cv);
     pthread_mutex_destroy(&sw.mu);

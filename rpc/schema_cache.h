@@ -18,7 +18,7 @@
  * compile never holds a request thread and never delays a request whose
  * constraint is cached.  Each compile runs with the grammar's deadline_ms
  * (the latest of its waiters' deadlines, capped at max_ms after its start)
- * and cancel flag.  A waiter that gives up (its deadline, its client gone)
+ * and cancel flag (see below).  A waiter that gives up (its deadline, its client gone)
  * leaves with sx_rpc_cache_drop; a flight left with no waiter is
  * "abandoned": its cancel flag is set, it no longer counts against
  * `threads`, and its result, if it still finishes, is cached.  While
@@ -34,6 +34,12 @@
  * Threads: every function may be called from any thread.  Compiles run
  * outside the lock, so a slow schema never blocks lookups.  A waiter's
  * `done` runs on the compile's thread with no cache lock held.
+ *
+ * The grammar is compiled with deadline_ms 0 and the deadline is delivered
+ * through the cancel flag by sx_rpc_cache_tick: the grammar keeps both for
+ * every matcher made from it (grammar.h), and a cached grammar must not
+ * carry one request's deadline into the next (the flag is 0 again, and
+ * lives as long as the grammar, once the compile is over).
  *
  * Ownership: the cache borrows the vocabulary (it must outlive the cache).
  * sx_rpc_cache_get hands out a reference that must be given back with
@@ -133,6 +139,10 @@ int  sx_rpc_cache_lookup(sx_rpc_cache *c, const sx_rpc_req *r, sx_rpc_cache_wait
 /* The waiter gives up.  1: it left its compile (done will not be called);
  * 0: done has been or is being called (the waiter still gets it). */
 int  sx_rpc_cache_drop(sx_rpc_cache *c, sx_rpc_cache_wait *w);
+/* Tells every running compile whose deadline has passed to stop (its
+ * cancel flag).  Call every few tens of milliseconds while compiles run for
+ * waiters (sx_rpc_cache_get does so itself while it waits). */
+void sx_rpc_cache_tick(sx_rpc_cache *c);
 /* Sets the cancel flag of every compile in flight and drops the queued
  * ones (they must have no waiters: call after the last request is
  * answered), then waits up to wait_ms for the running ones to end.

@@ -253,6 +253,7 @@ static rpc_job *expired_parked(sx_rpc_server *s)
     rpc_job *dead = NULL;
     if (!s->n_parked)
         return NULL;
+    sx_rpc_cache_tick(s->cache); /* compiles past their deadline stop */
     double now = rpc_now_ms();
     for (rpc_job *j = s->jobs; j; j = j->next)
         if (j->parked && (j->cancel || now > j->park_deadline) &&
