@@ -529,6 +529,43 @@ static void abandoned_compile_is_taken_back(void **state)
     pthread_mutex_destroy(&a2.mu);
 }
 
+/* A grammar compiled under a deadline is cached past it: its matchers
+ * must not inherit that deadline (nor the compile's cancel flag), or every
+ * later request's completion search would give up at once. */
+static void cached_grammar_outlives_its_compile_deadline(void **state)
+{
+    (void)state;
+    sx_rpc_cache *c;
+    sx_error e;
+    assert_int_equal(sx_rpc_cache_new(V, NULL, 1 << 24, &c, &e), 0);
+    sx_rpc_cache_set_compile(c, 1, 150, 4); /* every compile capped at 150 ms */
+    sx_rpc_req r;
+    req("{\"document\":\"d\",\"schema\":{\"type\":\"object\",\"properties\":{\"x\":"
+        "{\"type\":\"string\"}},\"required\":[\"x\"]}}",
+        &r);
+    const sx_rpc_compiled *ce;
+    int hit;
+    assert_int_equal(sx_rpc_cache_get(c, &r, &ce, &hit, &e), 0);
+    struct timespec ts = {0, 250 * 1000000L};
+    nanosleep(&ts, NULL); /* past the compile's deadline */
+    const sx_rpc_compiled *again;
+    assert_int_equal(sx_rpc_cache_get(c, &r, &again, &hit, &e), 0);
+    assert_int_equal(hit, 1);
+    sx_matcher *m;
+    assert_int_equal(sx_matcher_new(again->grammar, &m, NULL), 0);
+    assert_int_equal(sx_matcher_accept_bytes(m, "{\"x\":\"ab", 8, NULL), 0);
+    uint8_t buf[64];
+    size_t n = sx_matcher_shortest_completion(m, buf, sizeof buf);
+    assert_true(n != (size_t)-1 && n > 0);
+    assert_int_equal(sx_matcher_accept_bytes(m, buf, n, NULL), 0);
+    assert_true(sx_matcher_can_end(m));
+    sx_matcher_free(m);
+    sx_rpc_cache_release(c, ce);
+    sx_rpc_cache_release(c, again);
+    sx_rpc_req_free(&r);
+    sx_rpc_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -540,6 +577,7 @@ int main(void)
         cmocka_unit_test(threads_share_the_cache),
         cmocka_unit_test(identical_compiles_are_merged),
         cmocka_unit_test(abandoned_compile_is_taken_back),
+        cmocka_unit_test(cached_grammar_outlives_its_compile_deadline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
