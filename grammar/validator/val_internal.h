@@ -107,6 +107,7 @@ typedef struct sxv_rx {
     unsigned char *repeated; /* group g sits inside a repeated group */
     unsigned *backrefs;
     size_t nbackrefs, capbackrefs;
+    int plus_star;     /* write a single atom's `X+` as `XX*` (DFA form) */
 } sxv_rx;
 
 int sxv_rx_error(sxv_rx *r, int code, const char *what);
