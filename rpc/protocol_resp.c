@@ -107,7 +107,8 @@ int sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
         int valid = 0;
         sx_error why;
         sx_err_clear(&why);
-        if ((rc = sx_val_validate(validator, v, &valid, &why))) {
+        /* on the text: numbers judged on the digits the model wrote */
+        if ((rc = sx_val_validate_text(validator, text, len, &valid, &why))) {
             sx_err_setp(err, rc, why.pointer, -1, "validator: %s", why.msg);
             goto fail;
         }
