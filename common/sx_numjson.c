@@ -16,6 +16,7 @@ typedef struct nj {
     sx_numtab *tab;
     json_error_t *je;
     int failed;
+    int no_dups;
 } nj;
 
 static void nj_fail(nj *p, const char *what)
@@ -124,7 +125,7 @@ static json_t *read_number(nj *p)
         long long x = strtoll(buf, NULL, 10);
         if (errno != ERANGE) {
             v = json_integer((json_int_t)x);
-            keep = 0;
+            keep = len == 2 && buf[0] == '-'; /* "-0": written as it was */
         }
     }
     if (!v) {
@@ -286,6 +287,11 @@ static json_t *read_container(nj *p, int depth)
             }
             p->i++;
         }
+        if (obj && p->no_dups && json_object_getn(c, key, klen)) {
+            free(key);
+            nj_fail(p, "duplicate object key");
+            goto fail;
+        }
         json_t *v = read_value(p, depth + 1);
         if (!v) {
             free(key);
@@ -359,10 +365,12 @@ static int by_ptr(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-json_t *sx_numjson_loadb(const char *text, size_t len, sx_numtab *tab, json_error_t *je)
+json_t *sx_numjson_loadb(const char *text, size_t len, int flags, sx_numtab *tab,
+                         json_error_t *je)
 {
     json_error_t dummy;
-    nj p = {.s = text ? text : "", .n = text ? len : 0, .tab = tab, .je = je ? je : &dummy};
+    nj p = {.s = text ? text : "", .n = text ? len : 0, .tab = tab, .je = je ? je : &dummy,
+            .no_dups = (flags & SX_NUMJSON_REJECT_DUPLICATES) != 0};
     json_t *v = read_value(&p, 0);
     if (v) {
         skip_ws(&p);
@@ -593,4 +601,95 @@ int sx_dec_multiple_of(const sx_dec *x, const sx_dec *m)
         k >>= 1;
     }
     return r == 0;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+typedef struct nbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} nbuf;
+
+static void nb_add(nbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void nb_json(nbuf *b, const json_t *v)
+{
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    if (!t) {
+        b->oom = 1;
+        return;
+    }
+    nb_add(b, t, strlen(t));
+    free(t);
+}
+
+static void write_value(nbuf *b, const json_t *v, const sx_numtab *t)
+{
+    size_t len;
+    const char *txt;
+    if (json_is_object(v)) {
+        const char *k;
+        size_t kl;
+        json_t *x;
+        int first = 1;
+        nb_add(b, "{", 1);
+        json_object_keylen_foreach((json_t *)v, k, kl, x) {
+            if (!first)
+                nb_add(b, ",", 1);
+            first = 0;
+            json_t *ks = json_stringn_nocheck(k, kl);
+            if (!ks) {
+                b->oom = 1;
+                return;
+            }
+            nb_json(b, ks);
+            json_decref(ks);
+            nb_add(b, ":", 1);
+            write_value(b, x, t);
+        }
+        nb_add(b, "}", 1);
+    } else if (json_is_array(v)) {
+        nb_add(b, "[", 1);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i)
+                nb_add(b, ",", 1);
+            write_value(b, json_array_get(v, i), t);
+        }
+        nb_add(b, "]", 1);
+    } else if ((txt = sx_numtab_find(t, v, &len))) {
+        nb_add(b, txt, len);
+    } else {
+        nb_json(b, v);
+    }
+}
+
+char *sx_numjson_dumps(const json_t *v, const sx_numtab *t)
+{
+    nbuf b = {0};
+    write_value(&b, v, t);
+    if (b.oom || !b.p) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
 }

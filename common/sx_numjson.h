@@ -41,14 +41,23 @@ typedef struct sx_numtab {
 
 /* Parses text[0..len) (any JSON value at the top, \u0000 allowed in
  * strings, nesting up to 2048).  Returns the tree, or NULL with je filled
- * as jansson would (text, line, column, position).  tab receives the
+ * as jansson would (text, line, column, position); flags: 0 (a later
+ * duplicate key wins, as in jansson) or SX_NUMJSON_REJECT_DUPLICATES.  tab
+ * receives the
  * numbers' text; it must be zeroed before the call. */
-json_t *sx_numjson_loadb(const char *text, size_t len, sx_numtab *tab, json_error_t *je);
+#define SX_NUMJSON_REJECT_DUPLICATES 1 /* a key twice in an object is an error */
+json_t *sx_numjson_loadb(const char *text, size_t len, int flags, sx_numtab *tab,
+                         json_error_t *je);
 
 /* The original text of a number this reader made, else NULL. */
 const char *sx_numtab_find(const sx_numtab *tab, const json_t *num, size_t *len);
 
 void sx_numtab_free(sx_numtab *tab);
+
+/* v written compactly (no spaces; members in their order), every number
+ * that has text in t written as that text -- the digits as they were read
+ * -- and everything else as jansson writes it.  malloc'd, or NULL. */
+char *sx_numjson_dumps(const json_t *v, const sx_numtab *t);
 
 /* A decimal: (-1)^neg * d[0..nd) * 10^e, digits without leading or
  * trailing zeros (nd == 0: zero; -0 is zero).  Release with sx_dec_free. */

@@ -212,6 +212,18 @@ struct sx_validator;
 int  sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
                          const struct sx_validator *validator, json_t **output, sx_error *err);
 
+/* The JSON of an output value v parsed from `text`, written compactly with
+ * the numbers exactly as the model wrote them (digits, exponent and all);
+ * malloc'd, or NULL.  Every route writes `output` with it. */
+char *sx_rpc_output_json(const json_t *v, const char *text, size_t len);
+
+/* o written (reals at SX_RPC_JSON_PRECISION), then each JSON string
+ * marks[i] (present once) replaced by sx_rpc_output_json(vals[i], texts[i],
+ * lens[i]); a NULL vals[i] is skipped.  Takes o; *out is malloc'd. */
+int sx_rpc_dump_with_outputs(json_t *o, char (*marks)[80], const json_t *const *vals,
+                             const char *const *texts, const size_t *lens, int n, char **out,
+                             size_t *len);
+
 /* Reals in responses are written with 15 significant digits (timings and
  * scores read as 0.059, not 0.058999999999999997), except inside `output`,
  * whose numbers carry every digit their double needs to round-trip (the

@@ -143,7 +143,7 @@ int sx_val_validate_text(const sx_validator *v, const char *text, size_t len,
     *valid = 0;
     sx_numtab nums = {0};
     json_error_t je;
-    json_t *x = sx_numjson_loadb(text, len, &nums, &je);
+    json_t *x = sx_numjson_loadb(text, len, 0, &nums, &je);
     if (!x)
         return sx_err_setp(why, SX_EFORMAT, NULL, (long)je.position,
                            "instance: %s (line %d, column %d)", je.text, je.line,

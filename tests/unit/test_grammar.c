@@ -249,7 +249,7 @@ static void random_walks_stay_alive(void **state)
             if (ended) {
                 json_error_t je;
                 sx_numtab nums = {0};
-                json_t *parsed = sx_numjson_loadb(doc, len, &nums, &je);
+                json_t *parsed = sx_numjson_loadb(doc, len, 0, &nums, &je);
                 if (!parsed)
                     fail_msg("case %s: generated invalid JSON '%.*s': %s",
                              json_string_value(json_object_get(c, "name")), (int)len, doc, je.text);

@@ -92,7 +92,7 @@ static void reader_keeps_text(void **state)
                     "\"b\":\"x\\u00e9\\ud83d\\ude00\",\"a\":12}";
     sx_numtab tab = {0};
     json_error_t je;
-    json_t *v = sx_numjson_loadb(t, strlen(t), &tab, &je);
+    json_t *v = sx_numjson_loadb(t, strlen(t), 0, &tab, &je);
     assert_non_null(v);
     json_t *a = json_object_get(v, "a"); /* the last duplicate wins, as in jansson */
     assert_true(json_is_integer(a));
@@ -102,7 +102,7 @@ static void reader_keeps_text(void **state)
     json_decref(v);
     sx_numtab_free(&tab);
     sx_numtab tab2 = {0};
-    v = sx_numjson_loadb("[1, 123456789012345678901234567890]", 35, &tab2, &je);
+    v = sx_numjson_loadb("[1, 123456789012345678901234567890]", 35, 0, &tab2, &je);
     assert_non_null(v);
     size_t len;
     const char *s = sx_numtab_find(&tab2, json_array_get(v, 1), &len);
@@ -112,11 +112,14 @@ static void reader_keeps_text(void **state)
     assert_null(sx_numtab_find(&tab2, json_array_get(v, 0), NULL));
     json_decref(v);
     sx_numtab_free(&tab2);
+    sx_numtab td = {0};
+    assert_null(sx_numjson_loadb("{\"a\":1,\"a\":2}", 13, SX_NUMJSON_REJECT_DUPLICATES, &td, &je));
+    assert_string_equal(je.text, "duplicate object key");
     static const char *bad[] = {"[1,]", "01", "{\"a\" 1}", "\"\\ud800\"", "[1", "1 2", "\"\x01\"",
                                 "-", "1.", "1e", "\"\xff\""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sx_numtab tb = {0};
-        assert_null(sx_numjson_loadb(bad[i], strlen(bad[i]), &tb, &je));
+        assert_null(sx_numjson_loadb(bad[i], strlen(bad[i]), 0, &tb, &je));
         assert_int_equal(tb.n, 0);
     }
 }

@@ -521,6 +521,40 @@ static void choices_keep_full_precision(void **state)
     sx_rpc_req_free(&r);
 }
 
+/* `output` carries the digits the model wrote on both routes: 0.3 is not
+ * 0.29999999999999999, a 30-digit integer and a long decimal keep every
+ * digit, 1.50e2 stays as written. */
+static void outputs_keep_the_models_digits(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(parse("{\"schema\":{\"type\":\"object\"},\"document\":\"d\"}", &r, &e), 0);
+    const char *doc = "{\"a\": 0.3, \"b\": 123456789012345678901234567890, "
+                      "\"c\": [12345678901234567890.01, 1.50e2, -0, 7]}";
+    json_t *out = NULL;
+    assert_int_equal(sx_rpc_check_output(&r, doc, strlen(doc), NULL, &out, &e), SX_OK);
+    const char *want = "{\"a\":0.3,\"b\":123456789012345678901234567890,"
+                       "\"c\":[12345678901234567890.01,1.50e2,-0,7]}";
+    sx_rpc_result res = {.text = doc, .text_len = strlen(doc), .output = out,
+                         .finish_reason = "stop"};
+    char *text;
+    size_t len;
+    assert_int_equal(sx_rpc_response_dump(&r, &res, &text, &len), 0);
+    char *at = strstr(text, "\"output\":");
+    assert_non_null(at);
+    assert_memory_equal(at + 9, want, strlen(want));
+    free(text);
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "c1", 1, "m", &res, &text, &len), 0);
+    at = strstr(text, "\"output\":");
+    assert_non_null(at);
+    assert_memory_equal(at + 9, want, strlen(want));
+    assert_null(strstr(text, "0.29999"));
+    free(text);
+    json_decref(out);
+    sx_rpc_req_free(&r);
+}
+
 /* `speculate`: absent = the server's mode (-1), names and booleans parse,
  * anything else is bad_request at /speculate, on both routes. */
 static void speculate_field(void **state)
@@ -564,6 +598,7 @@ int main(void)
         cmocka_unit_test(outputs_are_rechecked),
         cmocka_unit_test(responses_round_trip),
         cmocka_unit_test(choices_keep_full_precision),
+        cmocka_unit_test(outputs_keep_the_models_digits),
         cmocka_unit_test(speculate_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
