@@ -202,6 +202,13 @@ typedef struct sx_rpc_result {
     int           n_choices;
 } sx_rpc_result;
 
+/* Reads a request's JSON text (duplicate keys refused) into *root: numbers
+ * jansson cannot hold are read too, and refused only where they stand --
+ * a top-level integer beyond 64 bits (id, seed, ...), or a number whose
+ * digits a double cannot hold exactly (a schema's const/enum/bounds) --
+ * with the member's JSON Pointer.  See protocol_req.c. */
+int sx_rpc_load_json(const char *buf, size_t len, json_t **root, sx_error *err);
+
 /* Turns finished text into the response's `output`: parses it as JSON for
  * schema / json_object / choices (the label string), wraps it as a string
  * for regex, null for text; then re-checks it: `validator` (schema mode, may

@@ -218,7 +218,6 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
                         sx_error *err)
 {
     sx_rpc_limits dl;
-    json_error_t je;
     int rc;
     memset(out, 0, sizeof *out);
     if (!lim) {
@@ -229,10 +228,10 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
         return sx_err_setp(err, SX_ELIMIT, "", -1, "request is %zu bytes; the limit is %zu", len,
                            lim->max_request_bytes);
     /* \u0000 is valid JSON; text fields refuse it themselves */
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!root)
-        return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
-                           "request is not valid JSON: %s at byte %d", je.text, je.position);
+    json_t *root;
+    int rc0 = sx_rpc_load_json(buf, len, &root, err);
+    if (rc0)
+        return rc0;
     out->root = root;
     if (!json_is_object(root)) {
         rc = bad(err, "", "a request must be a JSON object");

@@ -555,6 +555,42 @@ static void outputs_keep_the_models_digits(void **state)
     sx_rpc_req_free(&r);
 }
 
+/* Big numbers are read, not refused as "not valid JSON": a schema's
+ * numbers that a double holds exactly (1.2e22 written with all its digits)
+ * compile; one with more digits is refused naming its place; an id or a
+ * seed beyond 64 bits is refused naming /id or /seed. */
+static void big_numbers_in_requests(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(parse("{\"schema\":{\"type\":\"integer\",\"minimum\":12000000000000000000000,"
+                           "\"maximum\":1.2e23},\"document\":\"d\"}", &r, &e), SX_OK);
+    sx_rpc_req_free(&r);
+    assert_int_equal(parse("{\"schema\":{\"enum\":[0.1, 1e300, -0]},\"document\":\"d\"}", &r, &e),
+                     SX_OK);
+    sx_rpc_req_free(&r);
+    refused("{\"schema\":{\"const\":123456789012345678901234567890},\"document\":\"d\"}",
+            SX_RPC_BAD_REQUEST, "/schema/const");
+    assert_int_equal(parse("{\"schema\":{\"enum\":[1, 12345678901234567890.25]},\"document\":\"d\"}",
+                           &r, &e), SX_EUNSUPPORTED);
+    assert_string_equal(e.pointer, "/schema/enum/1");
+    assert_non_null(strstr(e.msg, "12345678901234567890.25"));
+    assert_null(strstr(e.msg, "not valid JSON"));
+    refused("{\"id\":123456789012345678901234567890,\"schema\":{},\"document\":\"d\"}",
+            SX_RPC_BAD_REQUEST, "/id");
+    refused("{\"seed\":9223372036854775808,\"schema\":{},\"document\":\"d\"}",
+            SX_RPC_BAD_REQUEST, "/seed");
+    assert_int_equal(parse("{\"seed\":18446744073709551616,\"schema\":{},\"document\":\"d\"}", &r,
+                           &e), SX_EINVAL);
+    assert_non_null(strstr(e.msg, "seed must be an integer within 64 bits"));
+    /* still JSON errors where it is not JSON, with the byte */
+    assert_int_equal(parse("{\"schema\":{},\"document\":\"d\",}", &r, &e), SX_EFORMAT);
+    assert_non_null(strstr(e.msg, "request is not valid JSON"));
+    assert_int_equal(parse("{\"schema\":{},\"schema\":{}}", &r, &e), SX_EFORMAT);
+    assert_non_null(strstr(e.msg, "duplicate object key"));
+}
+
 /* `speculate`: absent = the server's mode (-1), names and booleans parse,
  * anything else is bad_request at /speculate, on both routes. */
 static void speculate_field(void **state)
@@ -599,6 +635,7 @@ int main(void)
         cmocka_unit_test(responses_round_trip),
         cmocka_unit_test(choices_keep_full_precision),
         cmocka_unit_test(outputs_keep_the_models_digits),
+        cmocka_unit_test(big_numbers_in_requests),
         cmocka_unit_test(speculate_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
