@@ -508,6 +508,12 @@ static int big_allowed(const gr_node *n, const gr_frame *f)
 {
     if ((f->flags & (F_UH | F_UITEM)) || n->u.num.n_excl)
         return 0;
+    /* a big number is closed by digits that bring its remainder to 0: with
+     * a multiple below 10^4 four digits always do, which the shortest
+     * completion's search (20000 digit strings) finds; larger multiples
+     * keep the capped digits */
+    if (n->u.num.multiple > 9999)
+        return 0;
     double t = (double)big_from(n);
     if (n->u.num.has_min && !(fabs(n->u.num.min) < t))
         return 0;
