@@ -740,7 +740,7 @@ static int check_numbers(const json_t *v, const sx_numtab *t, char *path, size_t
     if (!held_exactly(t, v))
         return sx_err_setp(err, SX_EUNSUPPORTED, path, -1,
                            "the number %.*s%s has more significant digits than strux holds "
-                           "exactly in a schema (those of a double: up to 17)",
+                           "exactly here (those of a double: up to 17)",
                            (int)(len > 60 ? 60 : len), s, len > 60 ? "..." : "");
     return SX_OK;
 }
