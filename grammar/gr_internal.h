@@ -351,7 +351,7 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 #define F_NEG 1u      /* number: leading minus */
 #define F_INEXACT 2u  /* number: more significant digits than tracked */
 #define F_KESC 4u     /* object key: inside an escape */
-#define F_NBIG 4u     /* number (the bit F_KESC has on key frames): more integer
+#define F_NBIG 4u     /* number (F_KESC's bit, on key and string frames): more integer
                          digits than val holds; val is then the digits read
                          modulo the node's multiple (0 without one) -- see
                          gr_feed.c, "numbers of any length" */
