@@ -482,6 +482,90 @@ static int interval_room(double a, double b, double lo, double hi)
     return H - L > tol;
 }
 
+/* ---- numbers of any length -------------------------------------------------
+ *
+ * A number whose integer part reaches big_from(n) goes on as F_NBIG when
+ * its verdict no longer needs the full value: its magnitude is then beyond
+ * every bound the node may have (big_allowed requires bounds below
+ * big_from in magnitude), so the bounds decide by the sign alone, and
+ * multipleOf needs only the remainder, carried digit by digit in val
+ * (x mod m for integers; for a decimal divisor P/10^K, the digits read so
+ * far mod P, fraction digits past K only zeros).  Values whose equality
+ * matters (enum exclusions, uniqueItems) keep the capped digits.  The state
+ * stays one int64, so the work per byte is constant and the number may have
+ * any length.  big_from keeps the exact values below it inside the caps of
+ * the exact paths (18 digits; 15 for x*10^K), so no length is unreachable. */
+static int64_t big_from(const gr_node *n)
+{
+    int k = n->u.num.scale ? GR_HASH_DIGITS - 1 - n->u.num.scale : GR_HASH_DIGITS;
+    int64_t t = 10;
+    while (k-- > 1)
+        t *= 10;
+    return t;
+}
+
+static int big_allowed(const gr_node *n, const gr_frame *f)
+{
+    if ((f->flags & (F_UH | F_UITEM)) || n->u.num.n_excl)
+        return 0;
+    /* a big number is closed by digits that bring its remainder to 0: with
+     * a multiple below 10^4 four digits always do, which the shortest
+     * completion's search (20000 digit strings) finds; larger multiples
+     * keep the capped digits */
+    if (n->u.num.multiple > 9999)
+        return 0;
+    double t = (double)big_from(n);
+    if (n->u.num.has_min && !(fabs(n->u.num.min) < t))
+        return 0;
+    if (n->u.num.has_max && !(fabs(n->u.num.max) < t))
+        return 0;
+    return (f->flags & F_NEG) ? !n->u.num.has_min : !n->u.num.has_max;
+}
+
+static int64_t mod_mul10(int64_t r, int k, int64_t m)
+{
+    __int128 x = r;
+    while (k-- > 0)
+        x = x * 10 % m;
+    return (int64_t)x;
+}
+
+/* One more digit on a big number: 0 when it cannot be taken. */
+static int big_digit(const gr_node *n, gr_frame *nf, int next, int d)
+{
+    int64_t m = n->u.num.multiple;
+    if (n->u.num.scale && next == N_FRAC && nf->count >= n->u.num.scale)
+        return d == 0; /* past the divisor's decimals only zeros keep a multiple */
+    if (m > 0)
+        nf->val = (int64_t)(((__int128)nf->val * 10 + d) % m);
+    return 1;
+}
+
+static int big_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    if (!big_allowed(n, f))
+        return 0;
+    int64_t m = n->u.num.multiple;
+    if (m <= 0 || f->phase >= N_E)
+        return 1; /* no multipleOf, or an unbounded real's exponent */
+    int K = n->u.num.scale, cnt = 0;
+    if (K && (f->phase == N_DOT || f->phase == N_FRAC))
+        cnt = f->count > K ? K : (int)f->count;
+    if (!K || f->phase != N_INT || ending) {
+        int left = K - cnt; /* fraction digits still to come, as zeros or more */
+        int64_t x = mod_mul10(f->val, left, m);
+        if (ending || !K)
+            return ending ? x == 0 : 1;
+        /* some t < 10^left makes x + t a multiple */
+        int64_t need = (m - x) % m;
+        __int128 room = 1;
+        for (int i = 0; i < left && room <= need; i++)
+            room *= 10;
+        return need < room;
+    }
+    return 1; /* more integer digits can reach any remainder */
+}
+
 /* Can the number on f still be completed into a valid value?  `ending`
  * asks instead whether the number may end right here.  Completions have
  * at most `cap` significant digits; only reals that are not hashed take an
@@ -490,6 +574,10 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     int neg = (f->flags & F_NEG) != 0;
     int cap = gr_num_hashed(n, f) ? GR_HASH_DIGITS : 18;
+    if (f->flags & F_NBIG)
+        return big_ok(n, f, ending);
+    if (!ending && f->phase == N_INT && big_allowed(n, f))
+        return 1; /* more digits make it big, and a big one can end */
     if (n->u.num.scale)
         return scaled_ok(n, f, ending);
     if (n->u.num.integer) {
@@ -623,6 +711,9 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
     /* integers and hashed values are read digit by digit; bounded reals
      * take an exponent too (exp_ok) */
     int no_exp = n->u.num.integer || hashed;
+    int big = (f->flags & F_NBIG) != 0;
+    if (big && (n->u.num.has_min || n->u.num.has_max))
+        no_exp = 1; /* an exponent could bring it back within the bounds */
     switch (ph) {
     case N_START:
         if (c == '-')
@@ -639,8 +730,9 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         if (digit && ph == N_INT)
             next = N_INT;
         else if (c == '.' && !n->u.num.no_frac &&
-                 !(n->u.num.integer && f->val > 9007199254740992LL) &&
-                 !(bounded && f->val >= (hashed ? 100000000000000LL : 100000000000000000LL)))
+                 !(n->u.num.integer && (big || f->val > 9007199254740992LL)) &&
+                 !(bounded && !big &&
+                   f->val >= (hashed ? 100000000000000LL : 100000000000000000LL)))
             next = N_DOT; /* past 2^53 a parser reads "N.0" as a rounded double */
         else if ((c == 'e' || c == 'E') && !no_exp)
             next = N_E;
@@ -680,7 +772,15 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         nf->kst = nf->kst * 10 + (c - '0');
     } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
         int64_t top = hashed ? 100000000000000LL : 100000000000000000LL;
-        if (nf->val >= top) {
+        if (big) {
+            if (!big_digit(n, nf, next, c - '0'))
+                return 0;
+        } else if (next == N_INT && nf->val >= big_from(n) / 10 && big_allowed(n, nf)) {
+            /* the integer part reaches big_from: on as a big number */
+            nf->flags |= F_NBIG;
+            nf->val = n->u.num.multiple > 0 ? nf->val % n->u.num.multiple : 0;
+            big_digit(n, nf, next, c - '0');
+        } else if (nf->val >= top) {
             /* past 18 significant digits: integers leave the int64
              * range, bounded numbers lose exactness -- refuse both;
              * unbounded reals keep going as long as they are fractions */

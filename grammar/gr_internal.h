@@ -351,6 +351,10 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 #define F_NEG 1u      /* number: leading minus */
 #define F_INEXACT 2u  /* number: more significant digits than tracked */
 #define F_KESC 4u     /* object key: inside an escape */
+#define F_NBIG 4u     /* number (F_KESC's bit, on key and string frames): more integer
+                         digits than val holds; val is then the digits read
+                         modulo the node's multiple (0 without one) -- see
+                         gr_feed.c, "numbers of any length" */
 #define F_KGEN 8u     /* object key: may still be an additional (unknown) key */
 #define F_ENEG 16u    /* number: minus sign after the exponent mark */
 #define F_UH 32u      /* the value's hash is tracked (inside a uniqueItems item) */

@@ -7,6 +7,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "common/sx_numjson.h"
 #include "rpc/client.h"
 
 struct sx_client {
@@ -192,7 +193,9 @@ fail:
 
 static int is_overloaded(const char *body, size_t n)
 {
-    json_t *v = json_loadb(body, n, 0, NULL);
+    sx_numtab t = {0};
+    json_t *v = sx_numjson_loadb(body, n, 0, &t, NULL);
+    sx_numtab_free(&t);
     const char *code =
         json_string_value(json_object_get(json_object_get(v, "error"), "code"));
     int over = json_is_false(json_object_get(v, "ok")) && code && !strcmp(code, "overloaded");
@@ -271,8 +274,11 @@ int sx_client_call_json(sx_client *c, const json_t *req, int timeout_ms, json_t 
     free(text);
     if (rc)
         return rc;
+    /* an output may hold integers beyond jansson's 64 bits */
     json_error_t je;
-    *resp = json_loadb(body, n, JSON_ALLOW_NUL, &je);
+    sx_numtab t = {0};
+    *resp = sx_numjson_loadb(body, n, 0, &t, &je);
+    sx_numtab_free(&t);
     free(body);
     if (!*resp)
         return sx_err_set(err, SX_EFORMAT, "the response is not JSON: %s", je.text);

@@ -202,6 +202,13 @@ typedef struct sx_rpc_result {
     int           n_choices;
 } sx_rpc_result;
 
+/* Reads a request's JSON text (duplicate keys refused) into *root: numbers
+ * jansson cannot hold are read too, and refused only where they stand --
+ * a top-level integer beyond 64 bits (id, seed, ...), or a number whose
+ * digits a double cannot hold exactly (a schema's const/enum/bounds) --
+ * with the member's JSON Pointer.  See protocol_req.c. */
+int sx_rpc_load_json(const char *buf, size_t len, json_t **root, sx_error *err);
+
 /* Turns finished text into the response's `output`: parses it as JSON for
  * schema / json_object / choices (the label string), wraps it as a string
  * for regex, null for text; then re-checks it: `validator` (schema mode, may
@@ -211,6 +218,18 @@ typedef struct sx_rpc_result {
 struct sx_validator;
 int  sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
                          const struct sx_validator *validator, json_t **output, sx_error *err);
+
+/* The JSON of an output value v parsed from `text`, written compactly with
+ * the numbers exactly as the model wrote them (digits, exponent and all);
+ * malloc'd, or NULL.  Every route writes `output` with it. */
+char *sx_rpc_output_json(const json_t *v, const char *text, size_t len);
+
+/* o written (reals at SX_RPC_JSON_PRECISION), then each JSON string
+ * marks[i] (present once) replaced by sx_rpc_output_json(vals[i], texts[i],
+ * lens[i]); a NULL vals[i] is skipped.  Takes o; *out is malloc'd. */
+int sx_rpc_dump_with_outputs(json_t *o, char (*marks)[80], const json_t *const *vals,
+                             const char *const *texts, const size_t *lens, int n, char **out,
+                             size_t *len);
 
 /* Reals in responses are written with 15 significant digits (timings and
  * scores read as 0.059, not 0.058999999999999997), except inside `output`,

@@ -218,7 +218,6 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
                         sx_error *err)
 {
     sx_rpc_limits dl;
-    json_error_t je;
     int rc;
     memset(out, 0, sizeof *out);
     if (!lim) {
@@ -229,10 +228,10 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
         return sx_err_setp(err, SX_ELIMIT, "", -1, "request is %zu bytes; the limit is %zu", len,
                            lim->max_request_bytes);
     /* \u0000 is valid JSON; text fields refuse it themselves */
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!root)
-        return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
-                           "request is not valid JSON: %s at byte %d", je.text, je.position);
+    json_t *root;
+    int rc0 = sx_rpc_load_json(buf, len, &root, err);
+    if (rc0)
+        return rc0;
     out->root = root;
     if (!json_is_object(root)) {
         rc = bad(err, "", "a request must be a JSON object");
@@ -315,6 +314,11 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
                                 const char *model, const sx_rpc_result *res, char **out,
                                 size_t *len)
 {
+    char marks[1 + SX_RPC_MAX_N][80];
+    const json_t *vals[1 + SX_RPC_MAX_N] = {0};
+    const char *texts[1 + SX_RPC_MAX_N] = {0};
+    size_t lens[1 + SX_RPC_MAX_N] = {0};
+    int n_marks = 1;
     *out = NULL;
     json_t *o = json_object(), *strux = NULL;
     if (!o)
@@ -340,16 +344,28 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
                       "compile_ms", ms(res->compile_ms), "ttft_ms", ms(res->ttft_ms), "tpot_ms",
                       ms(res->tpot_ms), "total_ms", ms(res->total_ms), "cache_hit",
                       res->cache_hit);
-    if (!strux || set(strux, "output", res->output ? json_deep_copy(res->output) : json_null()))
+    /* outputs as marks, replaced by the model's digits once dumped */
+    for (int i = 0; i < 1 + SX_RPC_MAX_N; i++)
+        snprintf(marks[i], sizeof marks[i], "\x01strux-output-%d-%p-%p\x01", i, (void *)marks,
+                 (const void *)res->text);
+    vals[0] = res->output;
+    texts[0] = res->text;
+    lens[0] = res->text_len;
+    if (!strux || set(strux, "output", res->output ? json_string(marks[0]) : json_null()))
         goto fail;
     if (n > 1) {
         json_t *outs = json_array();
         if (!outs || set(strux, "outputs", outs))
             goto fail;
-        for (int i = 0; i < n; i++)
-            if (json_array_append_new(outs, cs[i].output ? json_deep_copy(cs[i].output)
+        for (int i = 0; i < n && i < SX_RPC_MAX_N; i++) {
+            vals[1 + i] = cs[i].output;
+            texts[1 + i] = cs[i].text;
+            lens[1 + i] = cs[i].text_len;
+            n_marks = 2 + i;
+            if (json_array_append_new(outs, cs[i].output ? json_string(marks[1 + i])
                                                          : json_null()))
                 goto fail;
+        }
     }
     if (cs[0].score) {
         /* beam search: each choice's sequence score */
@@ -372,7 +388,7 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
         strux = NULL;
         goto fail;
     }
-    return finish(o, out, len);
+    return sx_rpc_dump_with_outputs(o, marks, vals, texts, lens, n_marks, out, len);
 fail:
     json_decref(strux);
     json_decref(o);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_numjson.h"
 #include "engine/generate.h"
 #include "rpc/protocol.h"
 
@@ -648,11 +649,124 @@ fail:
     return rc;
 }
 
+/* ---- reading the request's JSON -------------------------------------------
+ *
+ * jansson refuses integers beyond 64 bits ("too big integer", no pointer),
+ * so requests are read with sx_numjson: every number is read, those jansson
+ * cannot hold become reals with their text kept, and each is then judged
+ * where it stands, with its JSON Pointer:
+ *   - a top-level member (id, seed, max_tokens, ...) written as an integer
+ *     beyond 64 bits is refused naming the member and the range it takes
+ *     (an id that large must be sent as a string, so that it comes back
+ *     exactly as sent);
+ *   - any other number (a schema's const, enum, bounds) is taken when its
+ *     double holds the decimal written -- the shortest decimal that reads
+ *     back as that double is the number written, so 1.2e22, 0.1 and
+ *     12000000000000000000000 are read exactly -- and refused otherwise
+ *     (123456789012345678901234567890 in a `const`: more significant
+ *     digits than the compiler's doubles hold) instead of being rounded
+ *     into a different constraint. */
+static int held_exactly(const sx_numtab *t, const json_t *v)
+{
+    sx_dec a, b;
+    size_t len;
+    const char *s = sx_numtab_find(t, v, &len);
+    if (!s)
+        return 1;
+    if (sx_dec_parse(s, len, &a))
+        return 0;
+    int ok = 0;
+    json_t *d = json_real(json_real_value(v));
+    if (d && sx_dec_from_json(NULL, d, &b) == 0) {
+        ok = sx_dec_cmp(&a, &b) == 0;
+        sx_dec_free(&b);
+    }
+    json_decref(d);
+    sx_dec_free(&a);
+    return ok;
+}
+
+static int check_numbers(const json_t *v, const sx_numtab *t, char *path, size_t n, size_t cap,
+                         int depth, sx_error *err)
+{
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) {
+            size_t m = n;
+            if (m + 1 < cap)
+                path[m++] = '/';
+            for (const char *c = k; *c && m + 2 < cap; c++) {
+                if (*c == '~' || *c == '/') {
+                    path[m++] = '~';
+                    path[m++] = *c == '~' ? '0' : '1';
+                } else {
+                    path[m++] = *c;
+                }
+            }
+            path[m] = '\0';
+            int rc = check_numbers(x, t, path, m, cap, depth + 1, err);
+            if (rc)
+                return rc;
+        }
+        path[n] = '\0';
+        return SX_OK;
+    }
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            size_t m = n + (size_t)snprintf(path + n, cap - n, "/%zu", i);
+            int rc = check_numbers(json_array_get(v, i), t, path, m < cap ? m : cap - 1, cap,
+                                   depth + 1, err);
+            if (rc)
+                return rc;
+        }
+        path[n] = '\0';
+        return SX_OK;
+    }
+    size_t len;
+    const char *s = sx_numtab_find(t, v, &len);
+    if (!s)
+        return SX_OK;
+    int integer = !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
+    if (depth == 1 && integer) {
+        if (!strcmp(path, "/id"))
+            return sx_err_setp(err, SX_EINVAL, path, -1,
+                               "an integer id must fit in 64 bits; got %.*s: send it as a string",
+                               (int)(len > 60 ? 60 : len), s);
+        return sx_err_setp(err, SX_EINVAL, path, -1,
+                           "%s must be an integer within 64 bits (at most %lld); got %.*s",
+                           path + 1, LLONG_MAX, (int)(len > 60 ? 60 : len), s);
+    }
+    if (!held_exactly(t, v))
+        return sx_err_setp(err, SX_EUNSUPPORTED, path, -1,
+                           "the number %.*s%s has more significant digits than strux holds "
+                           "exactly here (those of a double: up to 17)",
+                           (int)(len > 60 ? 60 : len), s, len > 60 ? "..." : "");
+    return SX_OK;
+}
+
+int sx_rpc_load_json(const char *buf, size_t len, json_t **root, sx_error *err)
+{
+    sx_numtab t = {0};
+    json_error_t je;
+    *root = sx_numjson_loadb(buf, len, SX_NUMJSON_REJECT_DUPLICATES, &t, &je);
+    if (!*root)
+        return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
+                           "request is not valid JSON: %s at byte %d", je.text, je.position);
+    char path[512] = "";
+    int rc = t.n ? check_numbers(*root, &t, path, 0, sizeof path, 0, err) : SX_OK;
+    sx_numtab_free(&t);
+    if (rc) {
+        json_decref(*root);
+        *root = NULL;
+    }
+    return rc;
+}
+
 int sx_rpc_req_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
                      sx_error *err)
 {
     sx_rpc_limits dl;
-    json_error_t je;
     memset(out, 0, sizeof *out);
     if (!lim) {
         sx_rpc_limits_default(&dl);
@@ -663,11 +777,11 @@ int sx_rpc_req_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_r
                            lim->max_request_bytes);
     /* \u0000 is valid JSON (a schema's const may hold it); the text fields
      * that become C strings refuse it themselves, naming the field */
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!root)
-        return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
-                           "request is not valid JSON: %s at byte %d", je.text, je.position);
-    int rc = sx_rpc_req_from_json(root, lim, out, err);
+    json_t *root;
+    int rc = sx_rpc_load_json(buf, len, &root, err);
+    if (rc)
+        return rc;
+    rc = sx_rpc_req_from_json(root, lim, out, err);
     json_decref(root);
     return rc;
 }

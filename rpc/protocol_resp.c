@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_numjson.h"
 #include "grammar/validator/validator.h"
 #include "rpc/protocol.h"
 
@@ -56,15 +57,14 @@ const char *sx_rpc_mode_name(int mode)
     return mode >= 0 && mode <= SX_RPC_JSON_OBJECT ? names[mode] : "text";
 }
 
-/* jansson refuses integers beyond int64; generated documents may hold
- * them (the schema allows any integer), so fall back to reals rather than
- * call a valid document broken. */
+/* jansson refuses integers beyond int64 and generated documents may hold
+ * them: read with sx_numjson (big numbers become reals; their digits are
+ * kept by sx_rpc_output_json, which reads the text again). */
 static json_t *load_value(const char *text, size_t len, json_error_t *je)
 {
-    const size_t flags = JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES;
-    json_t *v = json_loadb(text, len, flags, je);
-    if (!v && strstr(je->text, "too big"))
-        v = json_loadb(text, len, flags | JSON_DECODE_INT_AS_REAL, je);
+    sx_numtab t = {0};
+    json_t *v = sx_numjson_loadb(text, len, SX_NUMJSON_REJECT_DUPLICATES, &t, je);
+    sx_numtab_free(&t);
     return v;
 }
 
@@ -107,7 +107,8 @@ int sx_rpc_check_output(const sx_rpc_req *r, const char *text, size_t len,
         int valid = 0;
         sx_error why;
         sx_err_clear(&why);
-        if ((rc = sx_val_validate(validator, v, &valid, &why))) {
+        /* on the text: numbers judged on the digits the model wrote */
+        if ((rc = sx_val_validate_text(validator, text, len, &valid, &why))) {
             sx_err_setp(err, rc, why.pointer, -1, "validator: %s", why.msg);
             goto fail;
         }
@@ -171,17 +172,37 @@ static json_t *id_value(const json_t *id)
     return id ? json_deep_copy(id) : json_null();
 }
 
+/* v written compactly with the digits the model wrote: its text (the
+ * document v was parsed from) read again keeping each number's text -- a
+ * double would print the model's 0.3 as 0.29999999999999999 and cannot
+ * hold a 30-digit integer at all.  A string output (regex, a label) is
+ * written as jansson writes it: its text is not its JSON. */
+char *sx_rpc_output_json(const json_t *v, const char *text, size_t len)
+{
+    if (text && !json_is_string(v)) {
+        sx_numtab t = {0};
+        json_error_t je;
+        json_t *x = sx_numjson_loadb(text, len, 0, &t, &je);
+        char *s = x && json_equal(x, (json_t *)v) ? sx_numjson_dumps(x, &t) : NULL;
+        json_decref(x);
+        sx_numtab_free(&t);
+        if (s)
+            return s;
+    }
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+}
+
 /* body with the JSON string `mark` (present exactly once) replaced by v
- * written with every digit a double needs to round-trip: a generated number
- * must reach the client as the value the validator checked (15 digits
- * turned 2^53 into 9.00719925474099e15, which a `const` then refused),
- * while timings and scores elsewhere keep their short form.  Frees body
- * and returns the new text in *out. */
-static int put_value(char *body, const char *mark, const json_t *v, char **out)
+ * written with the model's digits (sx_rpc_output_json): a generated number
+ * must reach the client as the value the validator checked, while timings
+ * and scores elsewhere keep their short form.  Frees body and returns the
+ * new text in *out. */
+static int put_value(char *body, const char *mark, const json_t *v, const char *text,
+                     size_t text_len, char **out)
 {
     char *val = NULL, *q = NULL, *res = NULL;
     int rc = SX_ENOMEM;
-    val = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    val = sx_rpc_output_json(v, text, text_len);
     json_t *m = json_string(mark);
     q = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
     json_decref(m);
@@ -209,8 +230,9 @@ out:
 
 /* o dumped, then each marks[i] replaced by vals[i] at full precision (a
  * NULL vals[i] leaves nothing to replace).  Takes o. */
-static int dump_with_values(json_t *o, char (*marks)[80], const json_t *const *vals, int n,
-                            char **out, size_t *len)
+int sx_rpc_dump_with_outputs(json_t *o, char (*marks)[80], const json_t *const *vals,
+                             const char *const *texts, const size_t *lens, int n, char **out,
+                             size_t *len)
 {
     char *body = NULL;
     int rc = dump(o, &body, NULL);
@@ -218,7 +240,7 @@ static int dump_with_values(json_t *o, char (*marks)[80], const json_t *const *v
         char *next = NULL;
         if (!vals[i])
             continue;
-        rc = put_value(body, marks[i], vals[i], &next);
+        rc = put_value(body, marks[i], vals[i], texts[i], lens[i], &next);
         body = next;
     }
     if (rc) {
@@ -253,11 +275,15 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
      * text's): [0] the top-level output, [1 + i] choice i's */
     char marks[1 + SX_RPC_MAX_N][80];
     const json_t *vals[1 + SX_RPC_MAX_N] = {0};
+    const char *texts[1 + SX_RPC_MAX_N] = {0};
+    size_t lens[1 + SX_RPC_MAX_N] = {0};
     int n_marks = 1;
     for (int i = 0; i < 1 + SX_RPC_MAX_N; i++)
         snprintf(marks[i], sizeof marks[i], "\x01strux-output-%d-%p-%p\x01", i, (void *)marks,
                  (const void *)res->text);
     vals[0] = res->output;
+    texts[0] = res->text;
+    lens[0] = res->text_len;
     *out = NULL;
     json_t *o = json_object(), *usage = json_object(), *timing = json_object();
     int rc = SX_ENOMEM;
@@ -304,12 +330,14 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
             goto fail;
         for (int i = 0; i < res->n_choices && i < SX_RPC_MAX_N; i++) {
             vals[1 + i] = res->choices[i].output;
+            texts[1 + i] = res->choices[i].text;
+            lens[1 + i] = res->choices[i].text_len;
             if (json_array_append_new(a, choice_json(&res->choices[i], i, marks[1 + i])))
                 goto fail;
         }
         n_marks = 1 + (res->n_choices < SX_RPC_MAX_N ? res->n_choices : SX_RPC_MAX_N);
     }
-    return dump_with_values(o, marks, vals, n_marks, out, len);
+    return sx_rpc_dump_with_outputs(o, marks, vals, texts, lens, n_marks, out, len);
 fail:
     json_decref(usage);
     json_decref(timing);

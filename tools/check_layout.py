@@ -35,7 +35,7 @@ import sys
 
 # module folder -> its contract header(s) (file names in that folder)
 MODULES = {
-    "common": {"sx_error.h", "sx_file.h", "sx_pyjson.h", "sx_text.h"},
+    "common": {"sx_error.h", "sx_file.h", "sx_numjson.h", "sx_pyjson.h", "sx_text.h"},
     "grammar": {"grammar.h"},
     "grammar/regex": {"regex.h"},
     "grammar/formats": {"formats.h"},

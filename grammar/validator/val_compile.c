@@ -99,7 +99,7 @@ static int count(sxv_comp *c, const sxv_loc *loc, const json_t *s,
         *out = x > SIZE_MAX ? SIZE_MAX : (size_t)x;
         return SX_OK;
     }
-    if (json_is_real(v) && sxv_num_is_integer(v) && json_real_value(v) >= 0) {
+    if (json_is_real(v) && sxv_num_is_integer(NULL, v) && json_real_value(v) >= 0) {
         double d = json_real_value(v);
         *out = d >= 1.8e19 ? SIZE_MAX : (size_t)d;
         return SX_OK;

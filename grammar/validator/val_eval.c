@@ -162,21 +162,29 @@ static int eval_branch(sxv_ctx *c, const sxv_node *n, const json_t *x,
 
 /* ---- types, enum, const ------------------------------------------------------------ */
 
-const char *sxv_type_name(const json_t *x)
+const char *sxv_type_name(const sx_numtab *t, const json_t *x)
 {
     switch (json_typeof(x)) {
     case JSON_OBJECT: return "object";
     case JSON_ARRAY: return "array";
     case JSON_STRING: return "string";
     case JSON_INTEGER: return "integer";
-    case JSON_REAL: return sxv_num_is_integer(x) ? "integer" : "number";
+    case JSON_REAL: return sxv_num_is_integer(t, x) ? "integer" : "number";
     case JSON_TRUE:
     case JSON_FALSE: return "boolean";
     default: return "null";
     }
 }
 
-static unsigned inst_types(const json_t *x, int int_strict)
+/* An integer literal (draft-04's integers): no point, no exponent. */
+static int int_literal(const sx_numtab *t, const json_t *x)
+{
+    size_t len;
+    const char *s = sx_numtab_find(t, x, &len);
+    return s && !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
+}
+
+static unsigned inst_types(const sx_numtab *t, const json_t *x, int int_strict)
 {
     switch (json_typeof(x)) {
     case JSON_OBJECT: return SXV_T_OBJECT;
@@ -185,7 +193,7 @@ static unsigned inst_types(const json_t *x, int int_strict)
     case JSON_INTEGER: return SXV_T_NUMBER | SXV_T_INTEGER;
     case JSON_REAL:
         return SXV_T_NUMBER |
-               (!int_strict && sxv_num_is_integer(x) ? SXV_T_INTEGER : 0);
+               ((int_strict ? int_literal(t, x) : sxv_num_is_integer(t, x)) ? SXV_T_INTEGER : 0);
     case JSON_TRUE:
     case JSON_FALSE: return SXV_T_BOOLEAN;
     default: return SXV_T_NULL;
@@ -212,24 +220,24 @@ static void types_str(unsigned t, char *out, size_t cap)
 
 static int check_basic(sxv_ctx *c, const sxv_node *n, const json_t *x)
 {
-    if (n->types && !(n->types & inst_types(x, n->int_strict))) {
+    if (n->types && !(n->types & inst_types(c->nums, x, n->int_strict))) {
         char want[80];
         types_str(n->types, want, sizeof want);
         return sxv_fail(c, n, "type", "expected %s, got %s", want,
                         json_is_real(x) && n->int_strict ? "number"
-                                                         : sxv_type_name(x));
+                                                         : sxv_type_name(c->nums, x));
     }
     if (n->enum_) {
         size_t k = json_array_size(n->enum_);
         size_t i;
         for (i = 0; i < k; i++)
-            if (sxv_json_equal(json_array_get(n->enum_, i), x))
+            if (sxv_json_equal(c->nums, json_array_get(n->enum_, i), x))
                 break;
         if (i == k)
             return sxv_fail(c, n, "enum", "value is not one of the %zu "
                                           "allowed values", k);
     }
-    if (n->const_ && !sxv_json_equal(n->const_, x))
+    if (n->const_ && !sxv_json_equal(c->nums, n->const_, x))
         return sxv_fail(c, n, "const", "value differs from the constant");
     return SXV_VALID;
 }

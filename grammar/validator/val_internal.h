@@ -14,6 +14,7 @@
 #include <pcre2.h>
 #include <stdint.h>
 
+#include "common/sx_numjson.h"
 #include "grammar/validator/validator.h"
 
 /* ---- arena, buffers, maps (val_util.c) ---------------------------------- */
@@ -69,13 +70,16 @@ int sxv_pct_decode(sxv_buf *b, const char *s, size_t n);
 
 /* ---- JSON values (val_json.c) -------------------------------------------- */
 
-int sxv_json_equal(const json_t *a, const json_t *b); /* numbers by value */
+/* Numbers: `t` holds the text of the instance's numbers read by
+ * sx_numjson (NULL: none); where a number has text the comparison is exact
+ * decimal arithmetic on it (common/sx_numjson.h), else on jansson's value. */
+int sxv_json_equal(const sx_numtab *t, const json_t *a, const json_t *b); /* numbers by value */
 uint64_t sxv_json_hash(const json_t *a);
 int sxv_json_depth_ok(const json_t *a, unsigned limit);
-int sxv_num_cmp(const json_t *a, const json_t *b);    /* -1, 0, 1 */
-int sxv_num_is_integer(const json_t *a);
-int sxv_num_multiple_of(const json_t *x, const json_t *m);
-void sxv_num_str(const json_t *a, char *out, size_t cap);
+int sxv_num_cmp(const sx_numtab *t, const json_t *a, const json_t *b); /* -1, 0, 1 */
+int sxv_num_is_integer(const sx_numtab *t, const json_t *a);
+int sxv_num_multiple_of(const sx_numtab *t, const json_t *x, const json_t *m);
+void sxv_num_str(const sx_numtab *t, const json_t *a, char *out, size_t cap);
 
 /* ---- regular expressions (val_regex.c) ------------------------------------ */
 
@@ -107,6 +111,7 @@ typedef struct sxv_rx {
     unsigned char *repeated; /* group g sits inside a repeated group */
     unsigned *backrefs;
     size_t nbackrefs, capbackrefs;
+    int plus_star;     /* write a single atom's `X+` as `XX*` (DFA form) */
 } sxv_rx;
 
 int sxv_rx_error(sxv_rx *r, int code, const char *what);
@@ -402,6 +407,7 @@ typedef struct sxv_ctx {
     size_t nrefs;
     pcre2_match_data *md;
     pcre2_match_context *mc_long; /* this call's, for long subjects */
+    const sx_numtab *nums;        /* the instance's number text, or NULL */
 } sxv_ctx;
 
 enum { SXV_INVALID = 0, SXV_VALID = 1, SXV_ERROR = -1 };
@@ -441,6 +447,6 @@ int sxv_kw_array_uneval(sxv_ctx *c, const sxv_node *n, const json_t *x,
 int sxv_kw_object_uneval(sxv_ctx *c, const sxv_node *n, const json_t *x,
                          sxv_ann *ann);
 
-const char *sxv_type_name(const json_t *x);
+const char *sxv_type_name(const sx_numtab *t, const json_t *x);
 
 #endif

@@ -26,8 +26,29 @@ static int cmp_int_real(json_int_t i, double d)
     return f > 0 ? -1 : f < 0 ? 1 : 0;
 }
 
-int sxv_num_cmp(const json_t *a, const json_t *b)
+/* Exact decimal comparisons on number text: -2 when neither has text (or
+ * on an allocation failure), so the caller takes jansson's values. */
+static int text_cmp(const sx_numtab *t, const json_t *a, const json_t *b)
 {
+    if (!sx_numtab_find(t, a, NULL) && !sx_numtab_find(t, b, NULL))
+        return -2;
+    sx_dec x, y;
+    int r = -2;
+    if (sx_dec_from_json(t, a, &x) == 0) {
+        if (sx_dec_from_json(t, b, &y) == 0) {
+            r = sx_dec_cmp(&x, &y);
+            sx_dec_free(&y);
+        }
+        sx_dec_free(&x);
+    }
+    return r;
+}
+
+int sxv_num_cmp(const sx_numtab *t, const json_t *a, const json_t *b)
+{
+    int r = text_cmp(t, a, b);
+    if (r != -2)
+        return r;
     if (json_is_integer(a) && json_is_integer(b)) {
         json_int_t x = json_integer_value(a), y = json_integer_value(b);
         return x < y ? -1 : x > y;
@@ -40,8 +61,14 @@ int sxv_num_cmp(const json_t *a, const json_t *b)
     return x < y ? -1 : x > y;
 }
 
-int sxv_num_is_integer(const json_t *a)
+int sxv_num_is_integer(const sx_numtab *t, const json_t *a)
 {
+    sx_dec x;
+    if (sx_numtab_find(t, a, NULL) && sx_dec_from_json(t, a, &x) == 0) {
+        int r = sx_dec_is_integer(&x);
+        sx_dec_free(&x);
+        return r;
+    }
     if (json_is_integer(a))
         return 1;
     if (!json_is_real(a))
@@ -50,10 +77,10 @@ int sxv_num_is_integer(const json_t *a)
     return isfinite(d) && trunc(d) == d;
 }
 
-int sxv_json_equal(const json_t *a, const json_t *b)
+int sxv_json_equal(const sx_numtab *t, const json_t *a, const json_t *b)
 {
     if (json_is_number(a) && json_is_number(b))
-        return sxv_num_cmp(a, b) == 0;
+        return sxv_num_cmp(t, a, b) == 0;
     if (json_typeof(a) != json_typeof(b))
         return 0;
     switch (json_typeof(a)) {
@@ -66,7 +93,7 @@ int sxv_json_equal(const json_t *a, const json_t *b)
         if (n != json_array_size(b))
             return 0;
         for (size_t i = 0; i < n; i++)
-            if (!sxv_json_equal(json_array_get(a, i), json_array_get(b, i)))
+            if (!sxv_json_equal(t, json_array_get(a, i), json_array_get(b, i)))
                 return 0;
         return 1;
     }
@@ -78,7 +105,7 @@ int sxv_json_equal(const json_t *a, const json_t *b)
             const char *k = json_object_iter_key(it);
             size_t kl = json_object_iter_key_len(it);
             json_t *bv = json_object_getn(b, k, kl);
-            if (!bv || !sxv_json_equal(json_object_iter_value(it), bv))
+            if (!bv || !sxv_json_equal(t, json_object_iter_value(it), bv))
                 return 0;
         }
         return 1;
@@ -225,8 +252,21 @@ static void to_dec(const json_t *x, dec *d)
     dec_norm(d);
 }
 
-int sxv_num_multiple_of(const json_t *x, const json_t *m)
+int sxv_num_multiple_of(const sx_numtab *t, const json_t *x, const json_t *m)
 {
+    if (sx_numtab_find(t, x, NULL) || sx_numtab_find(t, m, NULL)) {
+        sx_dec X, M;
+        int r = -1;
+        if (sx_dec_from_json(t, x, &X) == 0) {
+            if (sx_dec_from_json(t, m, &M) == 0) {
+                r = sx_dec_multiple_of(&X, &M);
+                sx_dec_free(&M);
+            }
+            sx_dec_free(&X);
+        }
+        if (r >= 0)
+            return r;
+    }
     if (json_is_integer(x) && json_is_integer(m)) {
         json_int_t a = json_integer_value(x), b = json_integer_value(m);
         return b > 0 && a % b == 0;
@@ -265,8 +305,15 @@ int sxv_num_multiple_of(const json_t *x, const json_t *m)
     return X.m % d == 0;
 }
 
-void sxv_num_str(const json_t *a, char *out, size_t cap)
+void sxv_num_str(const sx_numtab *t, const json_t *a, char *out, size_t cap)
 {
+    size_t len;
+    const char *txt = sx_numtab_find(t, a, &len);
+    if (txt) {
+        snprintf(out, cap, "%.*s%s", (int)(len + 4 > cap ? cap - 4 : len), txt,
+                 len + 4 > cap ? "..." : "");
+        return;
+    }
     if (json_is_integer(a)) {
         snprintf(out, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(a));
         return;

@@ -20,13 +20,13 @@ static int hashed_cmp(const void *a, const void *b)
 
 /* Finds two equal items: all pairs for short arrays, else equal-hash runs
  * of the items sorted by hash.  Returns 1 with *i < *j, 0, or -1 (OOM). */
-static int find_duplicate(const json_t *x, size_t *i, size_t *j)
+static int find_duplicate(const sx_numtab *t, const json_t *x, size_t *i, size_t *j)
 {
     size_t n = json_array_size(x);
     if (n <= 16) {
         for (size_t a = 0; a < n; a++)
             for (size_t b = a + 1; b < n; b++)
-                if (sxv_json_equal(json_array_get(x, a), json_array_get(x, b))) {
+                if (sxv_json_equal(t, json_array_get(x, a), json_array_get(x, b))) {
                     *i = a;
                     *j = b;
                     return 1;
@@ -44,7 +44,7 @@ static int find_duplicate(const json_t *x, size_t *i, size_t *j)
     int found = 0;
     for (size_t a = 0; a < n && !found; a++)
         for (size_t b = a + 1; b < n && h[b].h == h[a].h && !found; b++)
-            if (sxv_json_equal(json_array_get(x, h[a].i),
+            if (sxv_json_equal(t, json_array_get(x, h[a].i),
                                json_array_get(x, h[b].i))) {
                 *i = h[a].i < h[b].i ? h[a].i : h[b].i;
                 *j = h[a].i < h[b].i ? h[b].i : h[a].i;
@@ -75,7 +75,7 @@ int sxv_kw_array(sxv_ctx *c, const sxv_node *n, const json_t *x,
                                           "than %zu", len, n->max_items);
     if (n->unique) {
         size_t i = 0, j = 0;
-        int d = find_duplicate(x, &i, &j);
+        int d = find_duplicate(c->nums, x, &i, &j);
         if (d < 0)
             return sxv_hard(c, SX_ENOMEM, "out of memory");
         if (d)

@@ -6,10 +6,10 @@ static int numbers(sxv_ctx *c, const sxv_node *n, const json_t *x)
 {
     char a[40], b[40];
     if (n->minimum) {
-        int k = sxv_num_cmp(x, n->minimum);
+        int k = sxv_num_cmp(c->nums, x, n->minimum);
         if (k < 0 || (k == 0 && n->xmin_bool)) {
-            sxv_num_str(x, a, sizeof a);
-            sxv_num_str(n->minimum, b, sizeof b);
+            sxv_num_str(c->nums, x, a, sizeof a);
+            sxv_num_str(c->nums, n->minimum, b, sizeof b);
             return sxv_fail(c, n, n->xmin_bool ? "exclusiveMinimum" : "minimum",
                             n->xmin_bool ? "%s is not greater than %s"
                                          : "%s is less than the minimum %s",
@@ -17,31 +17,31 @@ static int numbers(sxv_ctx *c, const sxv_node *n, const json_t *x)
         }
     }
     if (n->maximum) {
-        int k = sxv_num_cmp(x, n->maximum);
+        int k = sxv_num_cmp(c->nums, x, n->maximum);
         if (k > 0 || (k == 0 && n->xmax_bool)) {
-            sxv_num_str(x, a, sizeof a);
-            sxv_num_str(n->maximum, b, sizeof b);
+            sxv_num_str(c->nums, x, a, sizeof a);
+            sxv_num_str(c->nums, n->maximum, b, sizeof b);
             return sxv_fail(c, n, n->xmax_bool ? "exclusiveMaximum" : "maximum",
                             n->xmax_bool ? "%s is not less than %s"
                                          : "%s is greater than the maximum %s",
                             a, b);
         }
     }
-    if (n->xminimum && sxv_num_cmp(x, n->xminimum) <= 0) {
-        sxv_num_str(x, a, sizeof a);
-        sxv_num_str(n->xminimum, b, sizeof b);
+    if (n->xminimum && sxv_num_cmp(c->nums, x, n->xminimum) <= 0) {
+        sxv_num_str(c->nums, x, a, sizeof a);
+        sxv_num_str(c->nums, n->xminimum, b, sizeof b);
         return sxv_fail(c, n, "exclusiveMinimum", "%s is not greater than %s",
                         a, b);
     }
-    if (n->xmaximum && sxv_num_cmp(x, n->xmaximum) >= 0) {
-        sxv_num_str(x, a, sizeof a);
-        sxv_num_str(n->xmaximum, b, sizeof b);
+    if (n->xmaximum && sxv_num_cmp(c->nums, x, n->xmaximum) >= 0) {
+        sxv_num_str(c->nums, x, a, sizeof a);
+        sxv_num_str(c->nums, n->xmaximum, b, sizeof b);
         return sxv_fail(c, n, "exclusiveMaximum", "%s is not less than %s", a,
                         b);
     }
-    if (n->multiple_of && !sxv_num_multiple_of(x, n->multiple_of)) {
-        sxv_num_str(x, a, sizeof a);
-        sxv_num_str(n->multiple_of, b, sizeof b);
+    if (n->multiple_of && !sxv_num_multiple_of(c->nums, x, n->multiple_of)) {
+        sxv_num_str(c->nums, x, a, sizeof a);
+        sxv_num_str(c->nums, n->multiple_of, b, sizeof b);
         return sxv_fail(c, n, "multipleOf", "%s is not a multiple of %s", a, b);
     }
     return SXV_VALID;

@@ -94,13 +94,40 @@ static int at_quantifier(sxv_rx *r)
  * PCRE2 does not, so under a repeat count above one a reference to a group
  * nested inside the atom, or one inside the atom to any of its groups, is
  * refused rather than matched differently. */
-static int quantifier(sxv_rx *r, unsigned first_group, size_t nb, unsigned self)
+/* `X+` on a single character or class is written `XX*`: the same language,
+ * but PCRE2's DFA matcher keeps a count in every state of a `+` repeat, so
+ * under an outer repeat (`^(\w+\s?)*$`) its states multiply with the
+ * subject's length, while `X*` keeps one state per pattern position. */
+static void dup_atom(sxv_rx *r, size_t atom)
+{
+    size_t n = r->out->len - atom;
+    char *t = r->out->oom ? NULL : malloc(n);
+    if (!t) {
+        r->out->oom = 1;
+        return;
+    }
+    memcpy(t, r->out->p + atom, n);
+    sxv_buf_add(r->out, t, n);
+    free(t);
+}
+
+/* `atom` is where the quantified atom starts in the output when it is a
+ * single character or class, NO_ATOM for a group. */
+#define NO_ATOM ((size_t)-1)
+
+static int quantifier(sxv_rx *r, unsigned first_group, size_t nb, unsigned self,
+                      size_t atom)
 {
     int c = sxv_rx_peek(r);
     unsigned long mn = 0, mx = 0;
     if (c == '*' || c == '+' || c == '?') {
         r->i++;
-        sxv_buf_addc(r->out, (char)c);
+        if (c == '+' && atom != NO_ATOM && r->plus_star) {
+            dup_atom(r, atom);
+            sxv_buf_addc(r->out, '*');
+        } else {
+            sxv_buf_addc(r->out, (char)c);
+        }
         mx = c == '?' ? 1 : (unsigned long)-1;
     } else if (c == '{') {
         int ok;
@@ -112,7 +139,11 @@ static int quantifier(sxv_rx *r, unsigned first_group, size_t nb, unsigned self)
         if (mn > RX_MAX_REPEAT ||
             (mx != (unsigned long)-1 && mx > RX_MAX_REPEAT))
             return sxv_rx_error(r, SX_EUNSUPPORTED, "repeat count above 65535");
-        if (mx == (unsigned long)-1)
+        if (mx == (unsigned long)-1 && mn == 1 && atom != NO_ATOM &&
+            r->plus_star) {
+            dup_atom(r, atom);
+            sxv_buf_addc(r->out, '*');
+        } else if (mx == (unsigned long)-1)
             sxv_buf_addf(r->out, "{%lu,}", mn);
         else if (mx == mn)
             sxv_buf_addf(r->out, "{%lu}", mn);
@@ -215,13 +246,14 @@ static int group(sxv_rx *r, unsigned depth)
             return sxv_rx_error(r, SX_EFORMAT, "an assertion cannot be repeated");
         return 0;
     }
-    return quantifier(r, first, nb, self);
+    return quantifier(r, first, nb, self, NO_ATOM);
 }
 
 static int term(sxv_rx *r, unsigned depth)
 {
     int c = sxv_rx_peek(r);
     unsigned first = r->gseen;
+    size_t at = r->out->len;
     switch (c) {
     case '^':
     case '$':
@@ -237,11 +269,11 @@ static int term(sxv_rx *r, unsigned depth)
     case '[':
         if (sxv_rx_parse_class(r) < 0)
             return -1;
-        return quantifier(r, first, r->nbackrefs, 0);
+        return quantifier(r, first, r->nbackrefs, 0, at);
     case '.':
         r->i++;
         sxv_buf_adds(r->out, "[^\\x{a}\\x{d}\\x{2028}\\x{2029}]");
-        return quantifier(r, first, r->nbackrefs, 0);
+        return quantifier(r, first, r->nbackrefs, 0, at);
     case '*':
     case '+':
     case '?':
@@ -251,7 +283,7 @@ static int term(sxv_rx *r, unsigned depth)
             return sxv_rx_error(r, SX_EFORMAT, "nothing to repeat");
         r->i++;
         sxv_rx_emit_cp(r->out, '{');
-        return quantifier(r, first, r->nbackrefs, 0);
+        return quantifier(r, first, r->nbackrefs, 0, at);
     case '\\': {
         r->i++;
         int e = sxv_rx_peek(r);
@@ -277,7 +309,7 @@ static int term(sxv_rx *r, unsigned depth)
                                 "backreference to a missing group");
             if (add_backref(r, (unsigned)g) < 0)
                 return -1;
-            return quantifier(r, first, r->nbackrefs, 0);
+            return quantifier(r, first, r->nbackrefs, 0, at);
         }
         if (e == 'k') {
             r->i++;
@@ -293,7 +325,7 @@ static int term(sxv_rx *r, unsigned depth)
             r->i = (size_t)(end - r->s) + 1;
             if (add_backref(r, g) < 0)
                 return -1;
-            return quantifier(r, first, r->nbackrefs, 0);
+            return quantifier(r, first, r->nbackrefs, 0, at);
         }
         if (e == 'd' || e == 'D' || e == 'w' || e == 'W' || e == 's' ||
             e == 'S' || e == 'p' || e == 'P') {
@@ -303,13 +335,13 @@ static int term(sxv_rx *r, unsigned depth)
                          : sxv_rx_class_escape(r, e);
             if (rc < 0)
                 return -1;
-            return quantifier(r, first, r->nbackrefs, 0);
+            return quantifier(r, first, r->nbackrefs, 0, at);
         }
         long cp = sxv_rx_char_escape(r, 0);
         if (cp < 0)
             return -1;
         sxv_rx_emit_cp(r->out, (unsigned long)cp);
-        return quantifier(r, first, r->nbackrefs, 0);
+        return quantifier(r, first, r->nbackrefs, 0, at);
     }
     default: {
         size_t j = r->i;
@@ -318,7 +350,7 @@ static int term(sxv_rx *r, unsigned depth)
             return sxv_rx_error(r, SX_EFORMAT, "invalid UTF-8");
         r->i = j;
         sxv_rx_emit_cp(r->out, (unsigned long)cp);
-        return quantifier(r, first, r->nbackrefs, 0);
+        return quantifier(r, first, r->nbackrefs, 0, at);
     }
     }
 }
@@ -427,10 +459,11 @@ static int prescan(sxv_rx *r)
     return 0;
 }
 
-int sxv_regex_translate(const char *src, size_t len, sxv_buf *out,
-                        sx_error *err)
+static int translate(const char *src, size_t len, sxv_buf *out, sx_error *err,
+                     int plus_star)
 {
     sxv_rx r = {0};
+    r.plus_star = plus_star;
     r.s = src;
     r.n = len;
     r.out = out;
@@ -454,22 +487,45 @@ int sxv_regex_translate(const char *src, size_t len, sxv_buf *out,
     return r.failed ? r.failed : SX_OK;
 }
 
+int sxv_regex_translate(const char *src, size_t len, sxv_buf *out,
+                        sx_error *err)
+{
+    return translate(src, len, out, err, 0);
+}
+
+/* Patterns without backreferences are compiled in a search form,
+ * `(?s:.)*?(?:P)` anchored at the start, and matched by pcre2_dfa_match:
+ * the DFA matcher runs every path of the pattern side by side, so one pass
+ * over the subject holding at most one state per pattern position decides
+ * the search, with work linear in the subject (times the pattern's size)
+ * and no backtracking limit to run into.  The leading `(?s:.)*?` turns the
+ * unanchored search into that single pass instead of one run per start
+ * position; `^` still means offset 0 and lookbehinds see the real text, so
+ * the verdict is the same as an unanchored pcre2_match.  Only
+ * backreferences, which the DFA matcher cannot run, keep the backtracking
+ * matcher and its limits. */
+static pcre2_code *compile_pcre2(const char *p, size_t n, uint32_t extra,
+                                 int *ec, PCRE2_SIZE *eo)
+{
+    return pcre2_compile((PCRE2_SPTR)(p ? p : ""), n,
+                         PCRE2_UTF | PCRE2_MATCH_UNSET_BACKREF |
+                             PCRE2_NEVER_BACKSLASH_C | extra,
+                         ec, eo, NULL);
+}
+
 int sxv_regex_compile(const char *src, size_t len, pcre2_code **out,
                       sx_error *err)
 {
     sxv_buf b = {0};
     *out = NULL;
-    int rc = sxv_regex_translate(src, len, &b, err);
+    int rc = translate(src, len, &b, err, 0);
     if (rc) {
         sxv_buf_free(&b);
         return rc;
     }
     int ec;
     PCRE2_SIZE eo;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)(b.p ? b.p : ""), b.len,
-                                   PCRE2_UTF | PCRE2_MATCH_UNSET_BACKREF |
-                                       PCRE2_NEVER_BACKSLASH_C,
-                                   &ec, &eo, NULL);
+    pcre2_code *re = compile_pcre2(b.p, b.len, 0, &ec, &eo);
     if (!re) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(ec, msg, sizeof msg);
@@ -479,22 +535,80 @@ int sxv_regex_compile(const char *src, size_t len, pcre2_code **out,
         sxv_buf_free(&b);
         return rc;
     }
+    uint32_t backrefs = 0;
+    pcre2_pattern_info(re, PCRE2_INFO_BACKREFMAX, &backrefs);
+    /* the search form with `X+` as `XX*` first; a pattern that grows past
+     * PCRE2's size limit that way keeps `X+` */
+    for (int plus_star = 1; !backrefs && plus_star >= 0; plus_star--) {
+        sxv_buf d = {0};
+        sxv_buf_adds(&d, "(?s:.)*?(?:");
+        if (translate(src, len, &d, NULL, plus_star) != SX_OK) {
+            sxv_buf_free(&d);
+            continue;
+        }
+        sxv_buf_addc(&d, ')');
+        pcre2_code *dre =
+            d.oom ? NULL
+                  : compile_pcre2(d.p, d.len,
+                                  PCRE2_ANCHORED | PCRE2_NO_AUTO_POSSESS, &ec,
+                                  &eo);
+        sxv_buf_free(&d);
+        if (dre) {
+            pcre2_code_free(re);
+            sxv_buf_free(&b);
+            *out = dre;
+            return SX_OK;
+        }
+    }
     sxv_buf_free(&b);
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* interpreter if no JIT */
     *out = re;
     return SX_OK;
 }
 
+/* The DFA matcher's workspace holds its active states; a pattern with
+ * many positions alive at once gets a larger one. */
+static int dfa_search(const pcre2_code *re, const char *s, size_t len,
+                      pcre2_match_data *md, pcre2_match_context *mc)
+{
+    int small[1000];
+    int *ws = small;
+    size_t n = sizeof small / sizeof small[0];
+    int rc;
+    for (;;) {
+        rc = pcre2_dfa_match(re, (PCRE2_SPTR)s, len, 0, PCRE2_DFA_SHORTEST, md,
+                             mc, ws, n);
+        if (rc != PCRE2_ERROR_DFA_WSSIZE || n >= (1u << 22))
+            break;
+        n *= 4;
+        int *nw = ws == small ? malloc(n * sizeof *nw)
+                              : realloc(ws, n * sizeof *nw);
+        if (!nw) {
+            rc = PCRE2_ERROR_NOMEMORY;
+            break;
+        }
+        ws = nw;
+    }
+    if (ws != small)
+        free(ws);
+    return rc;
+}
+
 int sxv_regex_search(const pcre2_code *re, const char *s, size_t len,
                      pcre2_match_data *md, pcre2_match_context *mc)
 {
-    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, md, mc);
+    uint32_t opts = 0;
+    pcre2_pattern_info(re, PCRE2_INFO_ARGOPTIONS, &opts);
+    int rc = opts & PCRE2_ANCHORED ? dfa_search(re, s, len, md, mc)
+                                   : pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0,
+                                                 md, mc);
     if (rc >= 0)
         return 1;
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
     if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
-        rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT)
+        rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT ||
+        rc == PCRE2_ERROR_DFA_WSSIZE)
         return -SX_ELIMIT;
     if (rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21)
         return -SX_EUTF8;

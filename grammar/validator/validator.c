@@ -89,8 +89,8 @@ fail:
     return rc;
 }
 
-int sx_val_validate(const sx_validator *v, const json_t *instance, int *valid,
-                    sx_error *why)
+static int validate(const sx_validator *v, const json_t *instance,
+                    const sx_numtab *nums, int *valid, sx_error *why)
 {
     sx_err_clear(why);
     if (!v || !instance || !valid)
@@ -103,6 +103,7 @@ int sx_val_validate(const sx_validator *v, const json_t *instance, int *valid,
     memset(&c, 0, sizeof c);
     c.v = v;
     c.why = why;
+    c.nums = nums;
     size_t cap = (size_t)v->max_depth + 2;
     c.path = malloc(cap * sizeof *c.path);
     c.scope = malloc(cap * sizeof *c.scope);
@@ -124,6 +125,32 @@ done:
     free(c.refs);
     pcre2_match_data_free(c.md);
     pcre2_match_context_free(c.mc_long);
+    return rc;
+}
+
+int sx_val_validate(const sx_validator *v, const json_t *instance, int *valid,
+                    sx_error *why)
+{
+    return validate(v, instance, NULL, valid, why);
+}
+
+int sx_val_validate_text(const sx_validator *v, const char *text, size_t len,
+                         int *valid, sx_error *why)
+{
+    sx_err_clear(why);
+    if (!v || !text || !valid)
+        return sx_err_set(why, SX_EINVAL, "sx_val_validate_text: NULL argument");
+    *valid = 0;
+    sx_numtab nums = {0};
+    json_error_t je;
+    json_t *x = sx_numjson_loadb(text, len, 0, &nums, &je);
+    if (!x)
+        return sx_err_setp(why, SX_EFORMAT, NULL, (long)je.position,
+                           "instance: %s (line %d, column %d)", je.text, je.line,
+                           je.column);
+    int rc = validate(v, x, &nums, valid, why);
+    sx_numtab_free(&nums);
+    json_decref(x);
     return rc;
 }
 
@@ -152,13 +179,10 @@ int sx_val_check_text(const char *schema, size_t schema_len,
     int rc = parse("schema", schema, schema_len, &s, err);
     if (rc)
         goto done;
-    rc = parse("instance", instance, instance_len, &i, err);
-    if (rc)
-        goto done;
     rc = sx_val_compile(s, opts, &v, err);
     if (rc)
         goto done;
-    rc = sx_val_validate(v, i, valid, err);
+    rc = sx_val_validate_text(v, instance, instance_len, valid, err);
 done:
     sx_val_free(v);
     json_decref(s);

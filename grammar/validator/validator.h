@@ -112,6 +112,16 @@ int sx_val_compile(const json_t *schema, const sx_val_opts *opts,
 int sx_val_validate(const sx_validator *v, const json_t *instance, int *valid,
                     sx_error *why);
 
+/* Validates the JSON text[0..len) (any value at the top, \u0000 allowed):
+ * as sx_val_validate, but numbers are judged on the digits written --
+ * integers and decimals of any length and exponent, compared exactly
+ * against minimum/maximum/exclusive*, multipleOf, enum, const and
+ * uniqueItems (common/sx_numjson.h).  A text that is not JSON is
+ * SX_EFORMAT with the byte offset in why->offset.  Prefer it wherever the
+ * instance is text: jansson cannot read integers beyond 64 bits. */
+int sx_val_validate_text(const sx_validator *v, const char *text, size_t len,
+                         int *valid, sx_error *why);
+
 /* Releases v and everything it owns.  NULL is allowed. */
 void sx_val_free(sx_validator *v);
 

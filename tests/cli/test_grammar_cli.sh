@@ -53,4 +53,21 @@ check "compile: invalid schema is exit 1 with the pointer" sh -c "[ $? -eq 1 ] &
 printf '{"type": "object",' >"$T/broken.json"
 "$S" compile "${tok[@]}" --schema "$T/broken.json" >"$T/out" 2>&1
 check "compile: malformed JSON is exit 1 with a line number" sh -c "[ $? -eq 1 ] && grep -qi 'line' '$T/out'"
+# numbers of any length: both the matcher and the validator read the digits
+printf '%s' '{"type":"integer"}' >"$T/int.json"
+printf '%s' '123456789012345678901234567890' >"$T/big.json"
+check "check: a 30-digit integer passes matcher and validator" \
+    "$S" check "${tok[@]}" --schema "$T/int.json" "$T/big.json"
+printf '%s' '{"type":"number","multipleOf":0.01}' >"$T/cents.json"
+printf '%s' '12345678901234567890.01' >"$T/cents_ok.json"
+check "check: a long decimal multiple of 0.01 passes both" \
+    "$S" check "${tok[@]}" --schema "$T/cents.json" "$T/cents_ok.json"
+printf '%s' '12345678901234567890.011' >"$T/cents_bad.json"
+"$S" check "${tok[@]}" --schema "$T/cents.json" "$T/cents_bad.json" >"$T/out" 2>&1
+check "check: a long decimal off the multiple is refused by both" \
+    sh -c "[ $? -eq 1 ] && grep -q 'matcher:   rejects' '$T/out' && grep -q 'validator: rejects.*multipleOf' '$T/out'"
+printf '%s' '{"type":"integer","multipleOf":7,"minimum":0}' >"$T/seven.json"
+printf '%s' '700000000000000000000000000000000000007' >"$T/seven_ok.json"
+check "check: a 39-digit multiple of 7 passes both" \
+    "$S" check "${tok[@]}" --schema "$T/seven.json" "$T/seven_ok.json"
 exit $((failed > 0))

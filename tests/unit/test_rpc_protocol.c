@@ -521,6 +521,76 @@ static void choices_keep_full_precision(void **state)
     sx_rpc_req_free(&r);
 }
 
+/* `output` carries the digits the model wrote on both routes: 0.3 is not
+ * 0.29999999999999999, a 30-digit integer and a long decimal keep every
+ * digit, 1.50e2 stays as written. */
+static void outputs_keep_the_models_digits(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(parse("{\"schema\":{\"type\":\"object\"},\"document\":\"d\"}", &r, &e), 0);
+    const char *doc = "{\"a\": 0.3, \"b\": 123456789012345678901234567890, "
+                      "\"c\": [12345678901234567890.01, 1.50e2, -0, 7]}";
+    json_t *out = NULL;
+    assert_int_equal(sx_rpc_check_output(&r, doc, strlen(doc), NULL, &out, &e), SX_OK);
+    const char *want = "{\"a\":0.3,\"b\":123456789012345678901234567890,"
+                       "\"c\":[12345678901234567890.01,1.50e2,-0,7]}";
+    sx_rpc_result res = {.text = doc, .text_len = strlen(doc), .output = out,
+                         .finish_reason = "stop"};
+    char *text;
+    size_t len;
+    assert_int_equal(sx_rpc_response_dump(&r, &res, &text, &len), 0);
+    char *at = strstr(text, "\"output\":");
+    assert_non_null(at);
+    assert_memory_equal(at + 9, want, strlen(want));
+    free(text);
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "c1", 1, "m", &res, &text, &len), 0);
+    at = strstr(text, "\"output\":");
+    assert_non_null(at);
+    assert_memory_equal(at + 9, want, strlen(want));
+    assert_null(strstr(text, "0.29999"));
+    free(text);
+    json_decref(out);
+    sx_rpc_req_free(&r);
+}
+
+/* Big numbers are read, not refused as "not valid JSON": a schema's
+ * numbers that a double holds exactly (1.2e22 written with all its digits)
+ * compile; one with more digits is refused naming its place; an id or a
+ * seed beyond 64 bits is refused naming /id or /seed. */
+static void big_numbers_in_requests(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(parse("{\"schema\":{\"type\":\"integer\",\"minimum\":12000000000000000000000,"
+                           "\"maximum\":1.2e23},\"document\":\"d\"}", &r, &e), SX_OK);
+    sx_rpc_req_free(&r);
+    assert_int_equal(parse("{\"schema\":{\"enum\":[0.1, 1e300, -0]},\"document\":\"d\"}", &r, &e),
+                     SX_OK);
+    sx_rpc_req_free(&r);
+    refused("{\"schema\":{\"const\":123456789012345678901234567890},\"document\":\"d\"}",
+            SX_RPC_BAD_REQUEST, "/schema/const");
+    assert_int_equal(parse("{\"schema\":{\"enum\":[1, 12345678901234567890.25]},\"document\":\"d\"}",
+                           &r, &e), SX_EUNSUPPORTED);
+    assert_string_equal(e.pointer, "/schema/enum/1");
+    assert_non_null(strstr(e.msg, "12345678901234567890.25"));
+    assert_null(strstr(e.msg, "not valid JSON"));
+    refused("{\"id\":123456789012345678901234567890,\"schema\":{},\"document\":\"d\"}",
+            SX_RPC_BAD_REQUEST, "/id");
+    refused("{\"seed\":9223372036854775808,\"schema\":{},\"document\":\"d\"}",
+            SX_RPC_BAD_REQUEST, "/seed");
+    assert_int_equal(parse("{\"seed\":18446744073709551616,\"schema\":{},\"document\":\"d\"}", &r,
+                           &e), SX_EINVAL);
+    assert_non_null(strstr(e.msg, "seed must be an integer within 64 bits"));
+    /* still JSON errors where it is not JSON, with the byte */
+    assert_int_equal(parse("{\"schema\":{},\"document\":\"d\",}", &r, &e), SX_EFORMAT);
+    assert_non_null(strstr(e.msg, "request is not valid JSON"));
+    assert_int_equal(parse("{\"schema\":{},\"schema\":{}}", &r, &e), SX_EFORMAT);
+    assert_non_null(strstr(e.msg, "duplicate object key"));
+}
+
 /* `speculate`: absent = the server's mode (-1), names and booleans parse,
  * anything else is bad_request at /speculate, on both routes. */
 static void speculate_field(void **state)
@@ -564,6 +634,8 @@ int main(void)
         cmocka_unit_test(outputs_are_rechecked),
         cmocka_unit_test(responses_round_trip),
         cmocka_unit_test(choices_keep_full_precision),
+        cmocka_unit_test(outputs_keep_the_models_digits),
+        cmocka_unit_test(big_numbers_in_requests),
         cmocka_unit_test(speculate_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

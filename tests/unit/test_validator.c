@@ -124,7 +124,26 @@ static void numbers(void **state)
          "instance \"\": exclusiveMinimum: 5 is not greater than 5"},
         {"{\"exclusiveMaximum\":5}", "4.999", 1, NULL, NULL},
         {"{\"exclusiveMaximum\":5}", "5.0", 0, "/exclusiveMaximum",
-         "instance \"\": exclusiveMaximum: 5 is not less than 5"},
+         "instance \"\": exclusiveMaximum: 5.0 is not less than 5"},
+        /* numbers of any length, judged on their digits */
+        {"{\"type\":\"integer\"}", "123456789012345678901234567890", 1, NULL, NULL},
+        {"{\"type\":\"integer\"}", "123456789012345678901234567890.5", 0, "/type", NULL},
+        {"{\"type\":\"integer\"}", "1e400", 1, NULL, NULL},
+        {"{\"type\":\"integer\"}", "1.0e-400", 0, "/type", NULL},
+        {"{\"maximum\":1.2e22}", "12000000000000000000000", 1, NULL, NULL},
+        {"{\"maximum\":1.2e22}", "12000000000000000000000.000001", 0, "/maximum",
+         "instance \"\": maximum: 12000000000000000000000.000001 is greater than the maximum 1.2e+22"},
+        {"{\"minimum\":0}", "-1.0e-400", 0, "/minimum", NULL},
+        {"{\"minimum\":0}", "-0", 1, NULL, NULL},
+        {"{\"multipleOf\":0.01}", "12345678901234567890.01", 1, NULL, NULL},
+        {"{\"multipleOf\":0.01}", "12345678901234567890.011", 0, "/multipleOf", NULL},
+        {"{\"multipleOf\":7}", "123456789012345678901234567890", 1, NULL, NULL},
+        {"{\"multipleOf\":7}", "123456789012345678901234567891", 0, "/multipleOf", NULL},
+        {"{\"const\":1e30}", "1000000000000000000000000000000", 1, NULL, NULL},
+        {"{\"const\":1e30}", "1000000000000000000000000000001", 0, "/const", NULL},
+        {"{\"enum\":[0.3]}", "0.30", 1, NULL, NULL},
+        {"{\"uniqueItems\":true}", "[123456789012345678901234567890,123456789012345678901234567891]", 1, NULL, NULL},
+        {"{\"uniqueItems\":true}", "[123456789012345678901234567890,1.2345678901234567890123456789e29]", 0, "/uniqueItems", NULL},
         /* exact across integers and doubles, beyond 2^53 */
         {"{\"maximum\":9007199254740993}", "9007199254740992.0", 1, NULL, NULL},
         {"{\"maximum\":9007199254740992.0}", "9007199254740993", 0, "/maximum",
@@ -741,9 +760,16 @@ static void limits(void **state)
                            "1", NULL, &valid, &e),
                      SX_OK);
     assert_int_equal(valid, 1);
-    /* catastrophic backtracking stops at the match limit */
+    /* nested repeats that make a backtracking matcher explode get a
+     * verdict: without backreferences the DFA matcher runs them */
     assert_int_equal(check("{\"pattern\":\"^(a+)+$\"}",
                            "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\"",
+                           NULL, &valid, &e),
+                     SX_OK);
+    assert_int_equal(valid, 0);
+    /* with a backreference the backtracking matcher stops at its limit */
+    assert_int_equal(check("{\"pattern\":\"^((a+)+)\\\\1b$\"}",
+                           "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaabc\"",
                            NULL, &valid, &e),
                      SX_ELIMIT);
     assert_non_null(strstr(e.msg, "could not be matched"));
@@ -870,6 +896,58 @@ static void threads(void **state)
     sx_val_free(v);
 }
 
+/* Strings of 100,000 characters under typical patterns get a verdict, never
+ * "could not check": without backreferences the work is one DFA pass. */
+static char *long_doc(const char *head, char fill, size_t n, const char *tail)
+{
+    size_t hl = strlen(head), tl = strlen(tail);
+    char *t = malloc(hl + n + tl + 1);
+    assert_non_null(t);
+    memcpy(t, head, hl);
+    memset(t + hl, fill, n);
+    memcpy(t + hl + n, tail, tl + 1);
+    return t;
+}
+
+static void long_strings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *schema, *head;
+        char fill;
+        const char *tail;
+        int valid;
+    } rows[] = {
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":"
+         "\"^([a-z])([a-z0-9-])*$\"}}", "[\"a", 'b', "-9\"]", 1},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":"
+         "\"^([a-z])([a-z0-9-])*$\"}}", "[\"a", 'b', "_\"]", 0},
+        {"{\"pattern\":\"^(\\\\w+\\\\s?)*$\"}", "\"", 'w', " x y\"", 1},
+        {"{\"pattern\":\"^(\\\\w+\\\\s?)*$\"}", "\"", 'w', " x y!\"", 0},
+        {"{\"pattern\":\"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\\\\.[a-zA-Z]{2,}$\"}",
+         "\"", 'u', "@example.com\"", 1},
+        {"{\"pattern\":\"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\\\\.[a-zA-Z]{2,}$\"}",
+         "\"", 'u', "@example\"", 0},
+        {"{\"pattern\":\"^[A-Z]{2}[0-9]+$\"}", "\"AB", '7', "\"", 1},
+        {"{\"pattern\":\"^[A-Z]{2}[0-9]+$\"}", "\"AB", '7', "x\"", 0},
+        /* unanchored: found at the end, or nowhere */
+        {"{\"pattern\":\"a.*b\"}", "\"", 'a', "b\"", 1},
+        {"{\"pattern\":\"a.*b\"}", "\"", 'a', "c\"", 0},
+        {"{\"pattern\":\"(x+x+)+y\"}", "\"", 'x', "\"", 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char *doc = long_doc(rows[i].head, rows[i].fill, 100000, rows[i].tail);
+        sx_error e;
+        int valid = -1;
+        int rc = check(rows[i].schema, doc, NULL, &valid, &e);
+        if (rc || valid != rows[i].valid)
+            print_error("row %zu: rc=%d valid=%d %s\n", i, rc, valid, e.msg);
+        assert_int_equal(rc, SX_OK);
+        assert_int_equal(valid, rows[i].valid);
+        free(doc);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -888,6 +966,7 @@ int main(void)
         cmocka_unit_test(formats),
         cmocka_unit_test(compile_errors),
         cmocka_unit_test(limits),
+        cmocka_unit_test(long_strings),
         cmocka_unit_test(api),
         cmocka_unit_test(threads),
     };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
+#include "common/sx_numjson.h"
 #include "grammar/validator/validator.h"
 #include "rpc/client.h"
 #include "tools/strux/commands.h"
@@ -195,9 +196,10 @@ static void *batch_worker(void *arg)
         long long toks = 0;
         const char *code = "transport";
         json_t *v = NULL;
+        sx_numtab nums = {0}; /* outputs may hold integers beyond 64 bits */
         if (rc) {
             resp = transport_line(b->lines[i], b->lens[i], err.msg);
-        } else if ((v = json_loadb(resp, rlen, JSON_ALLOW_NUL, NULL))) {
+        } else if ((v = sx_numjson_loadb(resp, rlen, 0, &nums, NULL))) {
             ok = json_is_true(json_object_get(v, "ok"));
             char why[600];
             if (ok && b->verify && !verify_output(b->lines[i], b->lens[i], v, why, sizeof why)) {
@@ -222,6 +224,7 @@ static void *batch_worker(void *arg)
             json_object_set_new(b->codes, k, json_integer(c ? json_integer_value(c) + 1 : 1));
         }
         json_decref(v);
+        sx_numtab_free(&nums);
         /* responses go out in input order, each line whole and flushed, so a
          * batch that stops leaves a prefix --resume can continue from */
         b->ready[i] = 1;

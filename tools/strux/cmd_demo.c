@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_numjson.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
 #include "tools/strux/commands.h"
@@ -119,15 +120,17 @@ int cmd_demo(int argc, char **argv)
         sx_bytes_append(&out, tb, tl);
     }
     printf("%.*s\n", (int)out.n, out.v ? out.v : "");
-    json_t *inst = json_loadb(out.v ? out.v : "", out.n, JSON_DECODE_ANY, &je);
+    sx_numtab nums = {0}; /* numbers of any length */
+    json_t *inst = sx_numjson_loadb(out.v ? out.v : "", out.n, 0, &nums, &je);
     sx_validator *val = NULL;
     int valid = 0;
-    if (inst && !sx_val_compile(schema, NULL, &val, &err) && !sx_val_validate(val, inst, &valid, &err))
+    if (inst && !sx_val_compile(schema, NULL, &val, &err) && !sx_val_validate_text(val, out.v ? out.v : "", out.n, &valid, &err))
         fprintf(stderr, "validator: %s%s%s\n", valid ? "valid" : "INVALID: ", valid ? "" : err.msg, "");
     else
         fprintf(stderr, "validator: could not check: %s\n", inst ? err.msg : je.text);
     fprintf(stderr, "%d masks, %.1f us per mask on average\n", steps, mask_us / steps);
     json_decref(inst);
+    sx_numtab_free(&nums);
     sx_val_free(val);
     rc = valid ? 0 : 1;
 done:

@@ -1,4 +1,5 @@
 /* strux generate --beams (see gen_beam_cli.h). */
+#include "common/sx_numjson.h"
 #include "tools/strux/gen_beam_cli.h"
 
 #include <stdio.h>
@@ -30,16 +31,18 @@ static int check(const json_t *schema, const sx_bytes *text)
     json_error_t je;
     sx_error err;
     sx_err_clear(&err);
-    json_t *inst = json_loadb(text->v ? text->v : "", text->n, JSON_DECODE_ANY, &je);
+    sx_numtab nums = {0}; /* numbers of any length */
+    json_t *inst = sx_numjson_loadb(text->v ? text->v : "", text->n, 0, &nums, &je);
     sx_validator *val = NULL;
     int valid = 0;
     if (!inst)
         fprintf(stderr, "validator: the sequence is not complete JSON (%s)\n", je.text);
-    else if (sx_val_compile(schema, NULL, &val, &err) || sx_val_validate(val, inst, &valid, &err))
+    else if (sx_val_compile(schema, NULL, &val, &err) || sx_val_validate_text(val, text->v ? text->v : "", text->n, &valid, &err))
         fprintf(stderr, "validator: could not check: %s\n", err.msg);
     else
         fprintf(stderr, "validator: %s%s\n", valid ? "valid" : "INVALID: ", valid ? "" : err.msg);
     json_decref(inst);
+    sx_numtab_free(&nums);
     sx_val_free(val);
     return !valid;
 }
