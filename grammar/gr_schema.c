@@ -2685,7 +2685,10 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
         return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
                            "schema needs more than %d subschema compilations (at %s)",
                            GC_MAX_COMPILES, c->ptr);
-    int rc = gc_memo_enter(c, s, node, &entry);
+    int rc = gc_check_stop(c); /* the caller's deadline, once per subschema */
+    if (rc)
+        return rc;
+    rc = gc_memo_enter(c, s, node, &entry);
     if (rc || *node >= 0)
         return rc;
     if (!entry)
