@@ -702,8 +702,9 @@ static void write_witness(const sx_grammar *g, int32_t i, wbuf *w, int depth)
             else
                 put(w, tmp, (size_t)l);
         } else {
-            for (int64_t k = 0; k < n->u.str.min_len && !w->oom; k++)
-                puts_(w, "a");
+            static const char as[64] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+            for (int64_t k = 0; k < n->u.str.min_len && !w->oom; k += 63)
+                put(w, as, (size_t)(n->u.str.min_len - k < 63 ? n->u.str.min_len - k : 63));
         }
         if (!n->u.str.raw)
             puts_(w, "\"");
@@ -763,7 +764,7 @@ static void write_witness(const sx_grammar *g, int32_t i, wbuf *w, int depth)
 /* The witness search's work budget, in bytes written by all builds
  * together (each node is built at most once per child, plus the retry
  * passes): a schema past it is refused, naming the node's keyword. */
-#define WIT_MAX_WORK (64L << 20)
+#define WIT_MAX_WORK (32L << 20)
 
 typedef struct wheap {
     int64_t *k; /* (length << 32) | node */
@@ -815,10 +816,13 @@ static int64_t heap_pop(wheap *h)
 
 /* A candidate text for node i from the witnesses final so far; 1 when
  * one was built (into *cand / *clen when shorter than the one held). */
-static int try_build(gc_ctx *c, gr_work *work, int32_t i, uint8_t **cand, int32_t *clen)
+static int try_build(gc_ctx *c, gr_work *work, int32_t i, uint8_t **cand, int32_t *clen,
+                     int32_t *stopped_at)
 {
     wbuf w = {.work = work, .limit = WIT_MAX_BYTES};
     write_witness(c->g, i, &w, 0);
+    if (work->stop && *stopped_at < 0)
+        *stopped_at = i; /* the node whose build the stop cut short */
     int better = !w.oom && (clen[i] < 0 || (int32_t)w.n < clen[i]);
     if (better) {
         free(cand[i]);
@@ -849,6 +853,7 @@ int gc_witness(gc_ctx *c)
     uint8_t **cand = calloc((size_t)n + 1, sizeof *cand);
     wheap h = {0};
     gr_work work;
+    int32_t stopped_at = -1;
     int rc = SX_OK;
     gr_work_init(&work, &c->opts, WIT_MAX_WORK);
     if (!clen || !stamp || !cand || gc_parents(c->g, &par_at, &par)) {
@@ -862,7 +867,7 @@ int gc_witness(gc_ctx *c)
         N[i].min_bytes = -1;
     }
     for (int32_t i = 0; i < n && !work.stop; i++)
-        if (N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen) && heap_push(&h, clen[i], i))
+        if (N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen, &stopped_at) && heap_push(&h, clen[i], i))
             goto oom;
     for (int pass = 0; !work.stop; pass++) {
         int made = 0;
@@ -886,7 +891,7 @@ int gc_witness(gc_ctx *c)
                 if (N[p].wit || stamp[p] == i)
                     continue;
                 stamp[p] = i;
-                if (try_build(c, &work, p, cand, clen) && heap_push(&h, clen[p], p))
+                if (try_build(c, &work, p, cand, clen, &stopped_at) && heap_push(&h, clen[p], p))
                     goto oom;
             }
         }
@@ -895,19 +900,14 @@ int gc_witness(gc_ctx *c)
         /* the retry pass: nodes still without a witness, with everything
          * final so far */
         for (int32_t i = 0; i < n && !work.stop; i++)
-            if (!N[i].wit && N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen) &&
+            if (!N[i].wit && N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen, &stopped_at) &&
                 heap_push(&h, clen[i], i))
                 goto oom;
         if (!h.n)
             break;
     }
     if (work.stop) {
-        const char *p = "";
-        for (int32_t i = 0; i < n; i++)
-            if (!N[i].wit && N[i].kind != GK_EMPTY) {
-                p = gc_node_ptr(c, i);
-                break;
-            }
+        const char *p = gc_node_ptr(c, stopped_at);
         rc = sx_err_setp(c->err, SX_ELIMIT, p, -1,
                          "compile stopped (%s) while finding shortest values, at %s",
                          gr_stop_text(work.stop), p[0] ? p : "the root");
