@@ -47,6 +47,7 @@ typedef struct gc_ctx {
                            after the walk; freed when the compile ends) */
     int32_t cap_node_ptr;
     gr_work work;       /* the caller's deadline and cancel flag (sx_gr_opts) */
+    long memo_bytes;    /* gr_memo.c: bytes of copies serialised so far */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -112,6 +113,12 @@ int gc_has_key_prefix(const json_t *v, const char *prefix);
  * (names_automaton keeps every one): 1,000 maxLength members asked for
  * 500,000 states, 230 MB and 6.5 s. */
 #define GC_MAX_NAME_STATES 20000
+/* The same for the copies gc_memo_enter serialises (bytes in all): a
+ * recursive rewrite whose copies grow at each level asked for 8 MB and
+ * 1.7 s (found by the schema fuzzer); MaskBench's largest that compiles
+ * needs 67 KB (a 1,500-schema sample), and the one past 2 MB (prometheus,
+ * 13 MB) was refused after 9.5 s anyway. */
+#define GC_MAX_MEMO_BYTES (2 << 20)
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
  * gc_memo_done fills with the compiled one (the caller cuts c->refs back,
