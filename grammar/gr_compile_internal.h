@@ -48,6 +48,7 @@ typedef struct gc_ctx {
     int32_t cap_node_ptr;
     gr_work work;       /* the caller's deadline and cancel flag (sx_gr_opts) */
     long memo_bytes;    /* gr_memo.c: bytes of copies serialised so far */
+    int finite_calls;   /* gr_finite.c: validators compiled for listed values */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -113,6 +114,9 @@ int gc_has_key_prefix(const json_t *v, const char *prefix);
  * (names_automaton keeps every one): 1,000 maxLength members asked for
  * 500,000 states, 230 MB and 6.5 s. */
 #define GC_MAX_NAME_STATES 20000
+/* gr_finite.c: the most subschemas decided by the validator (each a
+ * validator of the whole document) in one compile. */
+#define GC_MAX_FINITE_CALLS 256
 /* The same for the copies gc_memo_enter serialises (bytes in all): a
  * recursive rewrite whose copies grow at each level asked for 8 MB and
  * 1.7 s (found by the schema fuzzer); MaskBench's largest that compiles
