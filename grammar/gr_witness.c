@@ -16,13 +16,18 @@ typedef struct wbuf {
     int oom;        /* failed: out of memory, a part without a value, or a stop */
     gr_work *work;  /* spends a step per byte written (NULL: unbounded) */
     size_t limit;   /* the most bytes (0: no limit) */
+    int over;       /* failed for the limit */
 } wbuf;
 
 static void put(wbuf *w, const void *p, size_t n)
 {
     if (w->oom || n == 0)
         return;
-    if ((w->limit && w->n + n > w->limit) || (w->work && gr_work_spend(w->work, (long)n))) {
+    if (w->limit && w->n + n > w->limit) {
+        w->oom = w->over = 1;
+        return;
+    }
+    if (w->work && gr_work_spend(w->work, (long)n)) {
         w->oom = 1;
         return;
     }
@@ -702,9 +707,10 @@ static void write_witness(const sx_grammar *g, int32_t i, wbuf *w, int depth)
             else
                 put(w, tmp, (size_t)l);
         } else {
-            static const char as[64] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-            for (int64_t k = 0; k < n->u.str.min_len && !w->oom; k += 63)
-                put(w, as, (size_t)(n->u.str.min_len - k < 63 ? n->u.str.min_len - k : 63));
+            char as[64];
+            memset(as, 'a', sizeof as);
+            for (int64_t k = 0; k < n->u.str.min_len && !w->oom; k += 64)
+                put(w, as, (size_t)(n->u.str.min_len - k < 64 ? n->u.str.min_len - k : 64));
         }
         if (!n->u.str.raw)
             puts_(w, "\"");
@@ -817,10 +823,15 @@ static int64_t heap_pop(wheap *h)
 /* A candidate text for node i from the witnesses final so far; 1 when
  * one was built (into *cand / *clen when shorter than the one held). */
 static int try_build(gc_ctx *c, gr_work *work, int32_t i, uint8_t **cand, int32_t *clen,
-                     int32_t *stopped_at)
+                     int32_t *stopped_at, uint8_t *too_long)
 {
     wbuf w = {.work = work, .limit = WIT_MAX_BYTES};
+    if (too_long[i])
+        return 0;
     write_witness(c->g, i, &w, 0);
+    /* past WIT_MAX_BYTES from final parts: no witness, and no more tries
+     * (each would write as much again) */
+    too_long[i] = (uint8_t)w.over;
     if (work->stop && *stopped_at < 0)
         *stopped_at = i; /* the node whose build the stop cut short */
     int better = !w.oom && (clen[i] < 0 || (int32_t)w.n < clen[i]);
@@ -850,13 +861,13 @@ int gc_witness(gc_ctx *c)
     int32_t n = c->g->n_nodes;
     int32_t *clen = malloc(((size_t)n + 1) * sizeof *clen), *par = NULL, *par_at = NULL;
     int32_t *stamp = malloc(((size_t)n + 1) * sizeof *stamp);
-    uint8_t **cand = calloc((size_t)n + 1, sizeof *cand);
+    uint8_t **cand = calloc((size_t)n + 1, sizeof *cand), *too_long = calloc((size_t)n + 1, 1);
     wheap h = {0};
     gr_work work;
     int32_t stopped_at = -1;
     int rc = SX_OK;
     gr_work_init(&work, &c->opts, WIT_MAX_WORK);
-    if (!clen || !stamp || !cand || gc_parents(c->g, &par_at, &par)) {
+    if (!clen || !stamp || !cand || !too_long || gc_parents(c->g, &par_at, &par)) {
         rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
         goto out;
     }
@@ -867,7 +878,8 @@ int gc_witness(gc_ctx *c)
         N[i].min_bytes = -1;
     }
     for (int32_t i = 0; i < n && !work.stop; i++)
-        if (N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen, &stopped_at) && heap_push(&h, clen[i], i))
+        if (N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen, &stopped_at, too_long) &&
+            heap_push(&h, clen[i], i))
             goto oom;
     for (int pass = 0; !work.stop; pass++) {
         int made = 0;
@@ -891,7 +903,8 @@ int gc_witness(gc_ctx *c)
                 if (N[p].wit || stamp[p] == i)
                     continue;
                 stamp[p] = i;
-                if (try_build(c, &work, p, cand, clen, &stopped_at) && heap_push(&h, clen[p], p))
+                if (try_build(c, &work, p, cand, clen, &stopped_at, too_long) &&
+                    heap_push(&h, clen[p], p))
                     goto oom;
             }
         }
@@ -900,7 +913,8 @@ int gc_witness(gc_ctx *c)
         /* the retry pass: nodes still without a witness, with everything
          * final so far */
         for (int32_t i = 0; i < n && !work.stop; i++)
-            if (!N[i].wit && N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen, &stopped_at) &&
+            if (!N[i].wit && N[i].kind != GK_EMPTY &&
+                try_build(c, &work, i, cand, clen, &stopped_at, too_long) &&
                 heap_push(&h, clen[i], i))
                 goto oom;
         if (!h.n)
@@ -920,6 +934,7 @@ out:
         for (int32_t i = 0; i < n; i++)
             free(cand[i]);
     free(cand);
+    free(too_long);
     free(clen);
     free(stamp);
     free(par);
