@@ -73,9 +73,13 @@ int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id)
         char **np = realloc(c->node_ptr, (size_t)cap * sizeof *np);
         if (!np)
             return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        memset(np + c->cap_node_ptr, 0, (size_t)(cap - c->cap_node_ptr) * sizeof *np);
         c->node_ptr = np;
         c->cap_node_ptr = cap;
     }
+    /* a failed attempt cuts the nodes back (mark_restore): the slot may
+     * hold the pointer of a node that is gone */
+    free(c->node_ptr[g->n_nodes]);
     c->node_ptr[g->n_nodes] = strdup(c->ptr); /* NULL (out of memory): no pointer */
     memset(&g->nodes[g->n_nodes], 0, sizeof g->nodes[0]);
     g->nodes[g->n_nodes].kind = kind;
@@ -101,7 +105,7 @@ int gc_check_stop(gc_ctx *c)
 
 static void node_ptr_free(gc_ctx *c)
 {
-    for (int32_t i = 0; c->node_ptr && i < c->g->n_nodes; i++)
+    for (int32_t i = 0; c->node_ptr && i < c->cap_node_ptr; i++)
         free(c->node_ptr[i]);
     free(c->node_ptr);
     c->node_ptr = NULL;
