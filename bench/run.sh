@@ -22,6 +22,11 @@ echo "== MaskBench sample (bench/maskbench_sample.txt), single thread: strux =="
 sed "s|^|$SHARED/maskbench/|" bench/maskbench_sample.txt | xargs "$B/strux" maskbench --threads 1 --quiet --timeout-ms 60000
 echo "== generative soundness: every MaskBench schema, 20 documents each =="
 STRUX_BUILD="$B" STRUX_SHARED="$SHARED" bench/fuzzgen.sh 20
+echo "== schema fuzzer: random schemas compiled, masked and sampled (1 s compile, 50 ms mask) =="
+mkdir -p "$B/fuzzschema-failures"
+"$B/strux" fuzzschema --tokenizer "$SHARED/qwen3-tokenizer/tokenizer.json" --seed "${STRUX_FUZZSCHEMA_SEED:-1}" \
+    --time-limit "${STRUX_FUZZSCHEMA_SECONDS:-120}" --fixtures tests/fixtures/schemagen \
+    --out-dir "$B/fuzzschema-failures"
 echo "== sampler, 151,936-token vocabulary: strux =="
 "$B/bench_sampler"
 # The engine on a random model of Qwen3-0.6B's shapes (speed depends on

@@ -1,10 +1,90 @@
 /* After compiling: which nodes admit at least one finite value (a least
  * fixpoint, so recursive schemas that never bottom out are empty), then
  * every impossible branch is cut so the run-time never enters a dead end. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grammar/gr_compile_internal.h"
+
+/* Calls fn for every node that node n's values are built from (with
+ * repeats): O(the node's own size). */
+static void each_child(const gr_node *n, void (*fn)(void *, int32_t), void *ctx)
+{
+    switch (n->kind) {
+    case GK_OBJECT:
+        for (uint32_t k = 0; k < n->u.obj.n; k++)
+            fn(ctx, n->u.obj.props[k].node);
+        fn(ctx, n->u.obj.additional);
+        if (n->u.obj.keyx && n->u.obj.close_node)
+            for (int32_t s = 0; s < n->u.obj.keyx->n_states; s++)
+                fn(ctx, n->u.obj.close_node[s]);
+        break;
+    case GK_ARRAY:
+        for (uint32_t k = 0; k < n->u.arr.n_prefix; k++)
+            fn(ctx, n->u.arr.prefix[k]);
+        fn(ctx, n->u.arr.items);
+        if (n->u.arr.n_cont)
+            for (int S = 0; S < 1 << n->u.arr.n_cont; S++)
+                fn(ctx, n->u.arr.ctag_node[S]);
+        break;
+    case GK_ALT:
+        for (uint32_t k = 0; k < n->u.alt.n; k++)
+            fn(ctx, n->u.alt.alts[k]);
+        break;
+    default:
+        break;
+    }
+}
+
+typedef struct par_ctx {
+    int32_t *at, *par;
+    int32_t self, n;
+} par_ctx;
+
+static void par_count(void *ctx, int32_t child)
+{
+    par_ctx *p = ctx;
+    if (child >= 0 && child < p->n)
+        p->at[child + 1]++;
+}
+
+static void par_fill(void *ctx, int32_t child)
+{
+    par_ctx *p = ctx;
+    if (child >= 0 && child < p->n)
+        p->par[p->at[child]++] = p->self;
+}
+
+int gc_parents(const sx_grammar *g, int32_t **at, int32_t **par)
+{
+    int32_t n = g->n_nodes;
+    par_ctx p = {.at = calloc((size_t)n + 2, sizeof *p.at), .n = n};
+    *at = NULL;
+    *par = NULL;
+    if (!p.at)
+        return -1;
+    for (int32_t i = 0; i < n; i++)
+        each_child(&g->nodes[i], par_count, &p);
+    for (int32_t i = 0; i < n; i++)
+        p.at[i + 1] += p.at[i];
+    p.par = malloc(((size_t)p.at[n] + 1) * sizeof *p.par);
+    if (!p.par) {
+        free(p.at);
+        return -1;
+    }
+    /* fill moves each start forward to the next one's: shift back after */
+    for (int32_t i = 0; i < n; i++) {
+        p.self = i;
+        each_child(&g->nodes[i], par_fill, &p);
+    }
+    for (int32_t i = n; i > 0; i--)
+        p.at[i] = p.at[i - 1];
+    p.at[0] = 0;
+    *at = p.at;
+    *par = p.par;
+    return 0;
+}
 
 static int ok(const uint8_t *ne, const gr_node *nodes, int32_t id)
 {
@@ -163,7 +243,9 @@ int gc_analyse(gc_ctx *c)
 {
     gr_node *N = c->g->nodes;
     int32_t n = c->g->n_nodes;
-    uint8_t *ne = calloc((size_t)n + 1, 1), *st = calloc((size_t)n + 1, 1);
+    uint8_t *ne = calloc((size_t)n + 1, 1), *st = calloc((size_t)n + 1, 1), *inq = NULL;
+    int32_t *par_at = NULL, *par = NULL, *queue = NULL;
+    gr_work work;
     int rc = SX_OK;
     if (!ne || !st) {
         rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
@@ -175,32 +257,59 @@ int gc_analyse(gc_ctx *c)
                              "circular $ref: a schema refers to itself without nesting a value");
             goto out;
         }
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (int32_t i = 0; i < n; i++) {
-            if (ne[i])
-                continue;
-            int v = 0;
-            switch (N[i].kind) {
-            case GK_EMPTY: v = 0; break;
-            case GK_LITSET: v = N[i].u.lit.n > 0; break;
-            case GK_NUMBER: v = num_nonempty(&N[i]); break;
-            case GK_STRING:
-                v = !N[i].u.str.x ||
-                    (N[i].u.str.x->start >= 0 &&
-                     gr_strx_len_ok(N[i].u.str.x, N[i].u.str.x->start, 0, N[i].u.str.min_len,
-                                    N[i].u.str.max_len));
-                break;
-            case GK_OBJECT: v = obj_nonempty(&N[i], ne, N); break;
-            case GK_ARRAY: v = arr_nonempty(&N[i], ne, N); break;
-            case GK_ALT:
-                for (uint32_t k = 0; k < N[i].u.alt.n; k++)
-                    v |= ok(ne, N, N[i].u.alt.alts[k]);
-                break;
-            }
-            if (v) {
-                ne[i] = 1;
-                changed = 1;
+    /* least fixpoint by a worklist: a node is looked at once, then again
+     * each time one of its children turns out nonempty -- O(edges)
+     * evaluations, each O(the node's own size), where rounds over all
+     * nodes took O(nodes x depth) */
+    if (gc_parents(c->g, &par_at, &par) ||
+        !(queue = malloc(((size_t)n + 1) * sizeof *queue)) || !(inq = calloc((size_t)n + 1, 1))) {
+        rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t qh = 0, qn = 0; /* a ring of at most n entries (inq: queued); n > 0: a root */
+    for (int32_t i = 0; i < n; i++) {
+        queue[qn++] = i;
+        inq[i] = 1;
+    }
+    gr_work_init(&work, &c->opts, LONG_MAX);
+    while (qn) {
+        int32_t i = queue[qh];
+        qh = (qh + 1) % (size_t)n;
+        qn--;
+        inq[i] = 0;
+        if (ne[i])
+            continue;
+        if (gr_work_spend(&work, 1)) {
+            rc = sx_err_setp(c->err, SX_ELIMIT, gc_node_ptr(c, i), -1, "compile stopped (%s)",
+                             gr_stop_text(work.stop));
+            goto out;
+        }
+        int v = 0;
+        switch (N[i].kind) {
+        case GK_EMPTY: v = 0; break;
+        case GK_LITSET: v = N[i].u.lit.n > 0; break;
+        case GK_NUMBER: v = num_nonempty(&N[i]); break;
+        case GK_STRING:
+            v = !N[i].u.str.x ||
+                (N[i].u.str.x->start >= 0 &&
+                 gr_strx_len_ok(N[i].u.str.x, N[i].u.str.x->start, 0, N[i].u.str.min_len,
+                                N[i].u.str.max_len));
+            break;
+        case GK_OBJECT: v = obj_nonempty(&N[i], ne, N); break;
+        case GK_ARRAY: v = arr_nonempty(&N[i], ne, N); break;
+        case GK_ALT:
+            for (uint32_t k = 0; k < N[i].u.alt.n; k++)
+                v |= ok(ne, N, N[i].u.alt.alts[k]);
+            break;
+        }
+        if (!v)
+            continue;
+        ne[i] = 1;
+        for (int32_t e = par_at[i]; e < par_at[i + 1]; e++) {
+            int32_t p = par[e];
+            if (!ne[p] && !inq[p]) {
+                queue[(qh + qn++) % (size_t)n] = p;
+                inq[p] = 1;
             }
         }
     }
@@ -248,5 +357,9 @@ int gc_analyse(gc_ctx *c)
 out:
     free(ne);
     free(st);
+    free(inq);
+    free(queue);
+    free(par_at);
+    free(par);
     return rc;
 }

@@ -5,6 +5,7 @@
  * merged into their parent where the merge is exact; anyOf and disjoint
  * oneOf become alternatives.  Anything not enforced exactly is an error
  * naming the keyword and its JSON Pointer. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,6 +68,19 @@ int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id)
         g->nodes = nn;
         g->cap_nodes = cap;
     }
+    if (g->n_nodes >= c->cap_node_ptr) {
+        int32_t cap = c->cap_node_ptr ? c->cap_node_ptr * 2 : 64;
+        char **np = realloc(c->node_ptr, (size_t)cap * sizeof *np);
+        if (!np)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        memset(np + c->cap_node_ptr, 0, (size_t)(cap - c->cap_node_ptr) * sizeof *np);
+        c->node_ptr = np;
+        c->cap_node_ptr = cap;
+    }
+    /* a failed attempt cuts the nodes back (mark_restore): the slot may
+     * hold the pointer of a node that is gone */
+    free(c->node_ptr[g->n_nodes]);
+    c->node_ptr[g->n_nodes] = strdup(c->ptr); /* NULL (out of memory): no pointer */
     memset(&g->nodes[g->n_nodes], 0, sizeof g->nodes[0]);
     g->nodes[g->n_nodes].kind = kind;
     *id = g->n_nodes++;
@@ -74,6 +88,28 @@ int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id)
 }
 
 /* ---- JSON pointer bookkeeping ------------------------------------------- */
+
+const char *gc_node_ptr(const gc_ctx *c, int32_t i)
+{
+    return i >= 0 && i < c->g->n_nodes && c->node_ptr && c->node_ptr[i] ? c->node_ptr[i] : "";
+}
+
+int gc_check_stop(gc_ctx *c)
+{
+    int why = gr_work_poll(&c->work);
+    if (!why)
+        return SX_OK;
+    return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1, "compile stopped (%s) at %s",
+                       gr_stop_text(why), c->ptr[0] ? c->ptr : "the root");
+}
+
+static void node_ptr_free(gc_ctx *c)
+{
+    for (int32_t i = 0; c->node_ptr && i < c->cap_node_ptr; i++)
+        free(c->node_ptr[i]);
+    free(c->node_ptr);
+    c->node_ptr = NULL;
+}
 
 size_t gc_ptr_push(gc_ctx *c, const char *seg)
 {
@@ -137,7 +173,10 @@ static int finish(gc_ctx *c, int rc, sx_grammar **out)
     gc_memo_free(c);
     gc_strx_memo_free(c);
     if (rc == SX_OK)
+        rc = gc_check_stop(c);
+    if (rc == SX_OK)
         rc = gc_analyse(c);
+    node_ptr_free(c);
     if (rc != SX_OK) {
         sx_gr_free(c->g);
         return rc;
@@ -178,6 +217,7 @@ static int begin(gc_ctx *c, const sx_vocab *v, const sx_gr_opts *o, sx_error *er
         return sx_err_set(err, SX_ENOMEM, "out of memory");
     c->g->vocab = v;
     c->g->opts = c->opts;
+    gr_work_init(&c->work, &c->opts, LONG_MAX);
     c->g->root = -1;
     return SX_OK;
 }
@@ -216,6 +256,7 @@ static int compile_json(const sx_vocab *v, const json_t *schema, const sx_gr_opt
     if (rc && c.memo_wanted && !memo) {
         gc_memo_free(&c);
         gc_strx_memo_free(&c);
+        node_ptr_free(&c);
         sx_gr_free(c.g);
         return SX_MEMO_RETRY;
     }

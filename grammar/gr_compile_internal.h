@@ -43,6 +43,12 @@ typedef struct gc_ctx {
     int root_uneval;    /* gr_notforms.c: an unevaluated* keyword in the document:
                            0 not looked for yet, 1 none, 2 some */
     struct gc_strx_memo *strx_memo; /* gr_strx.c: string automata built so far, or NULL */
+    char **node_ptr;    /* per node: the JSON Pointer compiled there (for errors
+                           after the walk; freed when the compile ends) */
+    int32_t cap_node_ptr;
+    gr_work work;       /* the caller's deadline and cancel flag (sx_gr_opts) */
+    long memo_bytes;    /* gr_memo.c: bytes of copies serialised so far */
+    int finite_calls;   /* gr_finite.c: validators compiled for listed values */
 } gc_ctx;
 
 /* Internal keyword: more contains constraints ({contains, minContains,
@@ -108,6 +114,15 @@ int gc_has_key_prefix(const json_t *v, const char *prefix);
  * (names_automaton keeps every one): 1,000 maxLength members asked for
  * 500,000 states, 230 MB and 6.5 s. */
 #define GC_MAX_NAME_STATES 20000
+/* gr_finite.c: the most subschemas decided by the validator (each a
+ * validator of the whole document) in one compile. */
+#define GC_MAX_FINITE_CALLS 256
+/* The same for the copies gc_memo_enter serialises (bytes in all): a
+ * recursive rewrite whose copies grow at each level asked for 8 MB and
+ * 1.7 s (found by the schema fuzzer); MaskBench's largest that compiles
+ * needs 67 KB (a 1,500-schema sample), and the one past 2 MB (prometheus,
+ * 13 MB) was refused after 9.5 s anyway. */
+#define GC_MAX_MEMO_BYTES (2 << 20)
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
  * gc_memo_done fills with the compiled one (the caller cuts c->refs back,
@@ -249,6 +264,15 @@ int gc_key_automaton(gc_ctx *c, const struct sx_re *names, const struct sx_re *k
 /* gr_strx.c: a whole-document regex (full match) as an automaton. */
 int gc_regex_automaton(gc_ctx *c, const char *pattern, size_t len, gr_strx **out);
 
+/* gr_compile.c: the JSON Pointer node i was compiled at ("" unknown). */
+const char *gc_node_ptr(const gc_ctx *c, int32_t i);
+/* gr_compile.c: SX_ELIMIT naming the pointer once the caller's deadline
+ * has passed or its cancel flag is set (checked per subschema). */
+int gc_check_stop(gc_ctx *c);
+/* gr_analyse.c: the parents of every node (the nodes whose values are
+ * built from it), as lists: parents of i are par[at[i] .. at[i + 1]),
+ * with repeats; both malloc'd.  -1 when out of memory. */
+int gc_parents(const sx_grammar *g, int32_t **at, int32_t **par);
 /* gr_analyse.c: emptiness fixpoint, pruning of impossible branches, and
  * the check that alternatives never loop without consuming input. */
 int gc_analyse(gc_ctx *c);

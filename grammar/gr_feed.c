@@ -1203,7 +1203,11 @@ static int obj_feasible_base(const gr_node *n, uint64_t seen, int64_t count, uin
             if ((will & n->u.obj.forbid[i]) == n->u.obj.forbid[i])
                 return 0;
     }
-    uint64_t missing = obj_required(n, seen) & ~seen;
+    /* the keys still to come, dependencies followed through (a key
+     * that requires another that requires a third counts all three
+     * against maxProperties; the schema fuzzer found objects that took
+     * an additional key and then could never close) */
+    uint64_t missing = obj_required_closure(n, seen) & ~seen;
     int64_t need = count + popcount64(missing);
     if (n->u.obj.max_props >= 0 && need > n->u.obj.max_props)
         return 0;

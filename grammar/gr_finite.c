@@ -30,9 +30,77 @@ static int type_set(const json_t *ty)
     return m ? m : 4;
 }
 
+/* listed_values' memo for one call: the schema objects being looked at
+ * (a $ref cycle met again answers NULL, as the depth cut did) and those
+ * known to answer NULL -- so each is looked at once, O(the schema objects
+ * reachable), where recursive allOf/$ref schemas were unfolded 32 deep,
+ * exponentially (seconds, found by the schema fuzzer).  Only NULL is
+ * remembered: a list returns at once up the walk. */
+typedef struct lv_memo {
+    const json_t **key;
+    uint8_t *st;  /* 1 being looked at, 2 answers NULL */
+    size_t cap;   /* a power of two; 0: no memo (out of memory) */
+    size_t n;
+} lv_memo;
+
+static size_t lv_hash(const json_t *s, size_t cap)
+{
+    return (size_t)(((uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ULL) & (cap - 1);
+}
+
+/* The state slot of s (0 when new), or NULL without a memo. */
+static uint8_t *lv_slot(lv_memo *m, const json_t *s)
+{
+    if (!m->cap)
+        return NULL;
+    if (2 * (m->n + 1) > m->cap) {
+        lv_memo b = {calloc(2 * m->cap, sizeof *b.key), calloc(2 * m->cap, 1), 2 * m->cap, 0};
+        if (!b.key || !b.st) {
+            free(b.key);
+            free(b.st);
+            return NULL;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                size_t h = lv_hash(m->key[i], b.cap);
+                while (b.key[h])
+                    h = (h + 1) & (b.cap - 1);
+                b.key[h] = m->key[i];
+                b.st[h] = m->st[i];
+                b.n++;
+            }
+        free(m->key);
+        free(m->st);
+        *m = b;
+    }
+    size_t h = lv_hash(s, m->cap);
+    while (m->key[h] && m->key[h] != s)
+        h = (h + 1) & (m->cap - 1);
+    if (!m->key[h]) {
+        m->key[h] = s;
+        m->st[h] = 0;
+        m->n++;
+    }
+    return &m->st[h];
+}
+
+static json_t *listed_values_(gc_ctx *c, const json_t *s, int depth, lv_memo *m);
+static json_t *listed_values_at(gc_ctx *c, const json_t *s, int depth, lv_memo *m);
+
 /* The listed values that bound s, as a new array; NULL when s is not
  * bounded that way (as far as this can see). */
 static json_t *listed_values(gc_ctx *c, const json_t *s, int depth)
+{
+    lv_memo m = {calloc(64, sizeof *m.key), calloc(64, 1), 64, 0};
+    if (!m.key || !m.st)
+        m.cap = 0;
+    json_t *v = listed_values_(c, s, depth, &m);
+    free(m.key);
+    free(m.st);
+    return v;
+}
+
+static json_t *listed_values_(gc_ctx *c, const json_t *s, int depth, lv_memo *m)
 {
     if (depth > 32)
         return NULL;
@@ -40,16 +108,29 @@ static json_t *listed_values(gc_ctx *c, const json_t *s, int depth)
         return json_array();
     if (!json_is_object(s))
         return NULL;
+    uint8_t *slot = lv_slot(m, s);
+    if (slot && *slot)
+        return NULL; /* being looked at (a cycle), or known to answer NULL */
+    if (slot)
+        *slot = 1;
+    json_t *r = listed_values_at(c, s, depth, m);
+    if ((slot = lv_slot(m, s))) /* the table may have grown */
+        *slot = r ? 0 : 2;
+    return r;
+}
+
+static json_t *listed_values_at(gc_ctx *c, const json_t *s, int depth, lv_memo *m)
+{
     const char *ref = json_string_value(json_object_get(s, "$ref"));
     const json_t *t = ref ? gc_resolve_ref(c, ref) : NULL;
     if (ref && c->opts.draft7) /* siblings of $ref do not apply */
-        return t ? listed_values(c, t, depth + 1) : NULL;
+        return t ? listed_values_(c, t, depth + 1, m) : NULL;
     const json_t *cn = json_object_get(s, "const"), *en = json_object_get(s, "enum");
     if (cn)
         return json_pack("[O]", cn);
     if (json_is_array(en))
         return gc_copy(en);
-    json_t *v = t ? listed_values(c, t, depth + 1) : NULL;
+    json_t *v = t ? listed_values_(c, t, depth + 1, m) : NULL;
     if (v)
         return v;
     const json_t *all = json_object_get(s, "allOf");
@@ -57,7 +138,7 @@ static json_t *listed_values(gc_ctx *c, const json_t *s, int depth)
     json_t *e;
     if (json_is_array(all))
         json_array_foreach((json_t *)all, i, e)
-            if ((v = listed_values(c, e, depth + 1)))
+            if ((v = listed_values_(c, e, depth + 1, m)))
                 return v;
     /* a choice among bounded branches is bounded by their union */
     static const char *const unions[] = {"anyOf", "oneOf"};
@@ -67,7 +148,7 @@ static json_t *listed_values(gc_ctx *c, const json_t *s, int depth)
             continue;
         json_t *acc = json_array();
         json_array_foreach((json_t *)alts, i, e) {
-            json_t *b = acc ? listed_values(c, e, depth + 1) : NULL;
+            json_t *b = acc ? listed_values_(c, e, depth + 1, m) : NULL;
             if (!b || json_array_extend(acc, b)) {
                 json_decref(b);
                 json_decref(acc);
@@ -81,8 +162,8 @@ static json_t *listed_values(gc_ctx *c, const json_t *s, int depth)
     }
     const json_t *th = json_object_get(s, "then"), *el = json_object_get(s, "else");
     if (json_object_get(s, "if") && th && el) {
-        json_t *a = listed_values(c, th, depth + 1);
-        json_t *b = a ? listed_values(c, el, depth + 1) : NULL;
+        json_t *a = listed_values_(c, th, depth + 1, m);
+        json_t *b = a ? listed_values_(c, el, depth + 1, m) : NULL;
         if (b && !json_array_extend(a, b)) {
             json_decref(b);
             return a;
@@ -292,6 +373,15 @@ int gc_finite_values(gc_ctx *c, const json_t *s, json_t **texts, json_t **values
     json_t *list = listed_values(c, s, 0);
     if (!list)
         return SX_OK;
+    /* bounded work: each call compiles a validator of the whole document
+     * (its $refs may reach anywhere); a recursive schema whose rewrites
+     * make thousands of such subschemas spent 15 s here (the schema
+     * fuzzer).  Past GC_MAX_FINITE_CALLS the rest are compiled the
+     * ordinary way, as when the validator cannot decide. */
+    if (++c->finite_calls > GC_MAX_FINITE_CALLS) {
+        json_decref(list);
+        return SX_OK;
+    }
     sx_validator *val = NULL;
     int rc = subschema_validator(c, s, &val), undecided = 0;
     json_t *t = json_array(), *v = json_array();

@@ -163,6 +163,10 @@ typedef struct gr_node {
              * `ext` lists the value hashes of the finished items */
             int unique;
             const char *unique_ptr; /* JSON Pointer of the keyword, for errors */
+            /* gc_can_grow, decided once at compile time (0 not yet, 1
+             * being decided, 2 no, 3 yes): memoised so that recursive
+             * item schemas cost one visit per node, not unbounded recursion */
+            int8_t grows;
             /* contains (and more from allOf): an item counts for the
              * constraints of its tag S, being of node ctag_node[S] (the
              * items schema with contains i for i in S, and `not` contains j
@@ -308,6 +312,29 @@ void *gr_arena_alloc(gr_arena *a, size_t n);
 gr_mark gr_arena_mark(const gr_arena *a);
 void gr_arena_reset(gr_arena *a, gr_mark m);
 void gr_arena_free(gr_arena *a);
+
+/* ---- bounded work (gr_bound.c) ------------------------------------------
+ * A step budget plus the caller's deadline and cancel flag (sx_gr_opts).
+ * Every search over the grammar whose length is not fixed by its input
+ * spends steps here and stops once told to; the clock is read every 1,024
+ * steps, so a stop is seen within about a millisecond. */
+enum { GR_STOP_NONE, GR_STOP_DEADLINE, GR_STOP_CANCEL, GR_STOP_BUDGET };
+typedef struct gr_work {
+    long left;                  /* steps left */
+    double deadline_ms;         /* CLOCK_MONOTONIC ms; 0 = none */
+    const volatile int *cancel; /* nonzero = stop; may be NULL */
+    uint32_t tick;              /* steps since the clock was read */
+    int stop;                   /* a GR_STOP_*, sticky */
+} gr_work;
+
+double gr_now_ms(void);
+void gr_work_init(gr_work *w, const sx_gr_opts *o, long budget);
+/* Spends n steps: the GR_STOP_* reason once the work must stop, else 0. */
+int gr_work_spend(gr_work *w, long n);
+/* Reads the deadline and the cancel flag now (the reason, or 0). */
+int gr_work_poll(gr_work *w);
+/* "deadline passed", "cancelled", "work budget exceeded" */
+const char *gr_stop_text(int stop);
 
 /* ---- run-time frames -------------------------------------------------- */
 
@@ -561,7 +588,10 @@ int gr_fill_mask_reference(sx_matcher *m, uint32_t *mask);
  * (not verified: callers feed it to check).  Returns its length, or -1 if
  * none was found within cap bytes.  variant > 0 asks for other texts where
  * an item must differ from earlier ones (more members, other values), so
- * that some variant up to the number of earlier items is new. */
-long gr_complete(const sx_grammar *g, const gr_frame *f, int variant, uint8_t *buf, size_t cap);
+ * that some variant up to the number of earlier items is new.  Each byte
+ * written and each value tried spends a step of `work` (may be NULL), and
+ * the text stops at cap bytes, so one call costs O(cap + the steps). */
+long gr_complete(const sx_grammar *g, const gr_frame *f, int variant, gr_work *work,
+                 uint8_t *buf, size_t cap);
 
 #endif

@@ -24,6 +24,8 @@ struct sx_matcher {
     int8_t (*tags)[GR_MAX_THREADS]; /* the grouped walk's tags per set (walk_grouped) */
     gr_mark *marks;
     int walk_max;       /* the largest set a walk met (split_quotes) */
+    double deadline_ms; /* the completion search's stop (sx_matcher_set_bounds) */
+    const volatile int *cancel;
 };
 
 static gr_ctx ctx_for(const sx_matcher *m, gr_arena *a)
@@ -40,6 +42,8 @@ int sx_matcher_new(const sx_grammar *g, sx_matcher **out, sx_error *err)
     if (!m)
         goto fail;
     m->g = g;
+    m->deadline_ms = g->opts.deadline_ms;
+    m->cancel = g->opts.cancel;
     m->walk = malloc((GR_MAX_DEPTH + 1) * sizeof *m->walk);
     m->marks = malloc((GR_MAX_DEPTH + 1) * sizeof *m->marks);
     m->tags = malloc((GR_MAX_DEPTH + 1) * sizeof *m->tags);
@@ -953,9 +957,27 @@ static long indent_text(gr_ctx *cx, gr_set s, const uint8_t *in, long n, uint8_t
 /* Each interpretation proposes the text that closes its open values with
  * the shortest witnesses; the shortest proposal that the matcher really
  * accepts wins. */
+void sx_matcher_set_bounds(sx_matcher *m, double deadline_ms, const volatile int *cancel)
+{
+    m->deadline_ms = deadline_ms;
+    m->cancel = cancel;
+}
+
+/* The completion search's work: each interpretation (at most
+ * GR_MAX_THREADS) tries at most 64 variants, each a text of at most cap
+ * bytes built from stored witnesses and fed back once -- O(64 x 64 x cap
+ * x stack depth) at worst; the step budget bounds it tighter, and the
+ * deadline and cancel flag stop it sooner. */
+#define GR_COMPLETE_WORK (32L << 20)
+
 size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t cap)
 {
     if (m->finished || m->cur.n == 0)
+        return (size_t)-1;
+    sx_gr_opts bounds = {.deadline_ms = m->deadline_ms, .cancel = m->cancel};
+    gr_work work;
+    gr_work_init(&work, &bounds, GR_COMPLETE_WORK);
+    if (gr_work_poll(&work))
         return (size_t)-1;
     uint8_t *tmp = malloc(cap ? cap : 1);
     uint8_t *lay = m->g->opts.ws_mode == SX_WS_INDENTED ? malloc(cap ? cap : 1) : NULL;
@@ -963,7 +985,7 @@ size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t 
     gr_arena *ar = scratch_of(m);
     gr_mark mk = gr_arena_mark(ar);
     gr_ctx cx = ctx_for(m, ar);
-    for (int i = 0; tmp && i < m->cur.n; i++) {
+    for (int i = 0; tmp && i < m->cur.n && !work.stop; i++) {
         /* items that must differ from earlier ones: a variant per earlier
          * item is enough for one to be new */
         int variants = 0;
@@ -975,8 +997,8 @@ size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t 
         }
         if (variants > 63)
             variants = 63;
-        for (int v = 0; v <= variants; v++) {
-            long n = gr_complete(m->g, m->cur.f[i], v, tmp, cap);
+        for (int v = 0; v <= variants && !work.stop; v++) {
+            long n = gr_complete(m->g, m->cur.f[i], v, &work, tmp, cap);
             if (n < 0 || (best != (size_t)-1 && (size_t)n >= best))
                 continue;
             gr_set s = m->cur, nb;
@@ -988,10 +1010,13 @@ size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t 
                 }
                 text = lay;
             } else {
-                for (long k = 0; k < n && s.n; k++) {
+                long k = 0;
+                for (; k < n && s.n && !gr_work_spend(&work, s.n); k++) {
                     gr_feed_set(&cx, &s, tmp[k], &nb);
                     s = nb;
                 }
+                if (k < n)
+                    s.n = 0; /* stopped part way: not verified, not offered */
             }
             int ok = s.n && gr_can_end(&cx, &s) && (best == (size_t)-1 || (size_t)n < best);
             gr_arena_reset(ar, mk);

@@ -257,6 +257,17 @@ int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry)
     if (!t)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     size_t n = strlen(t);
+    /* bounded work: copies that grow with each level of a recursive
+     * rewrite (oneOf of allOf of $ref to itself) are serialised here at
+     * every level; past GC_MAX_MEMO_BYTES in all the schema is refused
+     * rather than rewritten for seconds */
+    c->memo_bytes += (long)n;
+    if (c->memo_bytes > GC_MAX_MEMO_BYTES) {
+        free(t);
+        return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
+                           "schema needs more than %d MB of rewritten copies (at %s)",
+                           GC_MAX_MEMO_BYTES >> 20, c->ptr[0] ? c->ptr : "the root");
+    }
     uint64_t h = text_hash(t, n);
     const gc_ref *found = find_text(c, t, n, h);
     if (found) {

@@ -1674,8 +1674,75 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
 
 /* ---- combinators -------------------------------------------------------- */
 
+/* schema_types' memo: the answer per schema object of one call, so that
+ * $refs met again (recursive schemas: d0 = allOf [$ref d0, oneOf [$ref d0,
+ * ...]]) are looked at once -- O(the schema objects reachable) per call,
+ * where the walk unfolded them 32 deep, exponentially.  A schema met again
+ * while its own answer is pending (a cycle) admits T_ALL, as the depth cut
+ * said: wider, so the disjointness test stays safe. */
+typedef struct types_memo {
+    const json_t **key;
+    int *val;   /* -1: pending, -2: new */
+    size_t cap; /* a power of two; 0 = no memo (out of memory) */
+    size_t n;
+} types_memo;
+
+static size_t types_hash(const json_t *s, size_t cap)
+{
+    return (size_t)(((uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ULL) & (cap - 1);
+}
+
+static int *types_slot(types_memo *m, const json_t *s)
+{
+    if (!m->cap)
+        return NULL;
+    if (2 * (m->n + 1) > m->cap) {
+        types_memo b = {calloc(2 * m->cap, sizeof *b.key), calloc(2 * m->cap, sizeof *b.val),
+                        2 * m->cap, 0};
+        if (!b.key || !b.val) {
+            free(b.key);
+            free(b.val);
+            return NULL;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                size_t h = types_hash(m->key[i], b.cap);
+                while (b.key[h])
+                    h = (h + 1) & (b.cap - 1);
+                b.key[h] = m->key[i];
+                b.val[h] = m->val[i];
+                b.n++;
+            }
+        free(m->key);
+        free(m->val);
+        *m = b;
+    }
+    size_t h = types_hash(s, m->cap);
+    while (m->key[h] && m->key[h] != s)
+        h = (h + 1) & (m->cap - 1);
+    if (!m->key[h]) {
+        m->key[h] = s;
+        m->val[h] = -2;
+        m->n++;
+    }
+    return &m->val[h];
+}
+
+static int schema_types_(gc_ctx *c, const json_t *s, int depth, types_memo *m);
+
 /* Types a schema can possibly admit (for the oneOf disjointness test). */
 static int schema_types(gc_ctx *c, const json_t *s, int depth)
+{
+    types_memo m = {calloc(64, sizeof *m.key), calloc(64, sizeof *m.val), 64, 0};
+    if (!m.key || !m.val)
+        m.cap = 0;
+    int t = schema_types_(c, s, depth, &m);
+    free(m.key);
+    free(m.val);
+    return t;
+}
+
+static int schema_types_(gc_ctx *c, const json_t *s, int depth, types_memo *m)
 {
     if (depth > 32)
         return T_ALL;
@@ -1683,6 +1750,11 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
         return 0;
     if (!json_is_object(s))
         return T_ALL;
+    int *slot = types_slot(m, s);
+    if (slot && *slot != -2)
+        return *slot == -1 ? T_ALL : *slot;
+    if (slot)
+        *slot = -1;
     int t = T_ALL;
     const json_t *ty = json_object_get(s, "type");
     if (json_is_string(ty)) {
@@ -1712,7 +1784,7 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
     if (ref) {
         const json_t *tg = gc_resolve_ref(c, ref);
         if (tg)
-            t &= schema_types(c, tg, depth + 1);
+            t &= schema_types_(c, tg, depth + 1, m);
     }
     /* applicators: a union for anyOf/oneOf, an intersection for allOf */
     static const char *const unions[] = {"anyOf", "oneOf"};
@@ -1724,7 +1796,7 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
         size_t i;
         json_t *e;
         json_array_foreach((json_t *)alts, i, e)
-            ut |= schema_types(c, e, depth + 1);
+            ut |= schema_types_(c, e, depth + 1, m);
         t &= ut;
     }
     const json_t *all = json_object_get(s, "allOf");
@@ -1732,8 +1804,11 @@ static int schema_types(gc_ctx *c, const json_t *s, int depth)
         size_t i;
         json_t *e;
         json_array_foreach((json_t *)all, i, e)
-            t &= schema_types(c, e, depth + 1);
+            t &= schema_types_(c, e, depth + 1, m);
     }
+    /* the slot may have moved (the table grew): look it up again */
+    if (slot && (slot = types_slot(m, s)))
+        *slot = t;
     return t;
 }
 
@@ -2685,7 +2760,10 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
         return sx_err_setp(c->err, SX_ELIMIT, c->ptr, -1,
                            "schema needs more than %d subschema compilations (at %s)",
                            GC_MAX_COMPILES, c->ptr);
-    int rc = gc_memo_enter(c, s, node, &entry);
+    int rc = gc_check_stop(c); /* the caller's deadline, once per subschema */
+    if (rc)
+        return rc;
+    rc = gc_memo_enter(c, s, node, &entry);
     if (rc || *node >= 0)
         return rc;
     if (!entry)

@@ -34,10 +34,20 @@ int gc_can_grow(const sx_grammar *g, int32_t node)
         return nonempty(g, n->u.obj.additional);
     }
     if (n->kind == GK_ARRAY) {
-        if (n->u.arr.max_items >= 0 || !nonempty(g, n->u.arr.items) || n->u.arr.lit_class)
-            return 0;
-        return n->u.arr.unique != GR_UNIQ_HASH ||
-               gc_distinct_values(g, n->u.arr.items, 1, GR_LIVE_BIG) >= GR_LIVE_BIG;
+        if (n->u.arr.grows >= 2)
+            return n->u.arr.grows == 3;
+        if (n->u.arr.grows == 1)
+            return 0; /* met again while deciding it: "cannot tell", the safe no */
+        /* Compile time only (gc_unique_check decides every array before
+         * the grammar is shared, so at run time this is a read): the memo
+         * is written through a cast, on the one thread compiling. */
+        gr_node *wn = (gr_node *)n;
+        wn->u.arr.grows = 1;
+        int r = !(n->u.arr.max_items >= 0 || !nonempty(g, n->u.arr.items) || n->u.arr.lit_class) &&
+                (n->u.arr.unique != GR_UNIQ_HASH ||
+                 gc_distinct_values(g, n->u.arr.items, 1, GR_LIVE_BIG) >= GR_LIVE_BIG);
+        wn->u.arr.grows = r ? 3 : 2;
+        return r;
     }
     return 0;
 }
@@ -172,6 +182,10 @@ static int refuse(gc_ctx *c, const gr_node *n, const char *why)
 int gc_unique_check(gc_ctx *c)
 {
     const sx_grammar *g = c->g;
+    /* every array's gc_can_grow decided now, while one thread owns g */
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].kind == GK_ARRAY)
+            gc_can_grow(g, i);
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
         if (n->kind != GK_ARRAY || n->u.arr.unique != GR_UNIQ_HASH)

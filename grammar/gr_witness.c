@@ -10,18 +10,27 @@
 
 #include "grammar/gr_compile_internal.h"
 
-#define INF_LEN (1 << 28)
-
 typedef struct wbuf {
     uint8_t *b;
     size_t n, cap;
-    int oom;
+    int oom;        /* failed: out of memory, a part without a value, or a stop */
+    gr_work *work;  /* spends a step per byte written (NULL: unbounded) */
+    size_t limit;   /* the most bytes (0: no limit) */
+    int over;       /* failed for the limit */
 } wbuf;
 
 static void put(wbuf *w, const void *p, size_t n)
 {
     if (w->oom || n == 0)
         return;
+    if (w->limit && w->n + n > w->limit) {
+        w->oom = w->over = 1;
+        return;
+    }
+    if (w->work && gr_work_spend(w->work, (long)n)) {
+        w->oom = 1;
+        return;
+    }
     if (w->n + n > w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 256;
         while (cap < w->n + n)
@@ -127,86 +136,6 @@ static void number_witness(const gr_node *n, char *out, size_t cap)
     snprintf(out, cap, "0");
 }
 
-/* Length of the shortest text for node i given current estimates. */
-static int64_t node_len(const gr_node *N, int32_t i, const int64_t *len, char *numbuf, size_t nb)
-{
-    const gr_node *n = &N[i];
-    switch (n->kind) {
-    case GK_EMPTY:
-        return INF_LEN;
-    case GK_LITSET: {
-        int64_t m = INF_LEN;
-        for (uint32_t k = 0; k < n->u.lit.n; k++)
-            if (n->u.lit.lits[k].len < m)
-                m = n->u.lit.lits[k].len;
-        return m;
-    }
-    case GK_NUMBER:
-        number_witness(n, numbuf, nb);
-        return (int64_t)strlen(numbuf);
-    case GK_STRING:
-        if (n->u.str.x) {
-            uint8_t tmp[4096];
-            long l = gr_strx_complete(n->u.str.x, n->u.str.x->start, 0, n->u.str.min_len,
-                                      n->u.str.max_len, n->u.str.raw, tmp, sizeof tmp);
-            return l < 0 ? INF_LEN : (n->u.str.raw ? 0 : 2) + l;
-        }
-        return 2 + n->u.str.min_len;
-    case GK_OBJECT: {
-        int64_t t = 2, cnt = 0;
-        for (uint32_t k = 0; k < n->u.obj.n; k++)
-            if (n->u.obj.required & gr_prop_bit(&n->u.obj.props[k])) {
-                if (n->u.obj.props[k].node < 0 || len[n->u.obj.props[k].node] >= INF_LEN)
-                    return INF_LEN;
-                t += n->u.obj.props[k].key_len + 3 + len[n->u.obj.props[k].node] + (cnt ? 1 : 0);
-                cnt++;
-            }
-        return t;
-    }
-    case GK_ARRAY: {
-        int64_t t = 2;
-        if (n->u.arr.n_cont) {
-            /* each minimum from its own tagged node, then plain items */
-            int64_t cnt = 0;
-            for (int ci = 0; ci < n->u.arr.n_cont; ci++) {
-                int32_t tn = n->u.arr.ctag_node[1 << ci];
-                for (int64_t k = 0; k < n->u.arr.cmin[ci]; k++, cnt++) {
-                    if (tn < 0 || len[tn] >= INF_LEN)
-                        return INF_LEN;
-                    t += len[tn] + (cnt ? 1 : 0);
-                }
-            }
-            int32_t fill = n->u.arr.ctag_node[0];
-            if (fill < 0 || len[fill] >= INF_LEN)
-                fill = n->u.arr.ctag_node[1];
-            for (; cnt < n->u.arr.min_items; cnt++) {
-                if (fill < 0 || len[fill] >= INF_LEN)
-                    return INF_LEN;
-                t += len[fill] + (cnt ? 1 : 0);
-            }
-            return t > INF_LEN ? INF_LEN : t;
-        }
-        for (int64_t k = 0; k < n->u.arr.min_items; k++) {
-            int32_t it = k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[k] : n->u.arr.items;
-            if (it < 0 || len[it] >= INF_LEN)
-                return INF_LEN;
-            t += len[it] + (k ? 1 : 0);
-            if (t > INF_LEN)
-                return INF_LEN;
-        }
-        return t;
-    }
-    case GK_ALT: {
-        int64_t m = INF_LEN;
-        for (uint32_t k = 0; k < n->u.alt.n; k++)
-            if (len[n->u.alt.alts[k]] < m)
-                m = len[n->u.alt.alts[k]];
-        return m;
-    }
-    }
-    return INF_LEN;
-}
-
 static int wit(const gr_node *N, int32_t node, wbuf *w)
 {
     if (node < 0 || !N[node].wit) {
@@ -279,14 +208,14 @@ static void unique_items(const gr_node *N, const gr_node *arr, uint64_t used, in
     }
 }
 
-static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wbuf *w,
+static void write_witness(const sx_grammar *g, int32_t i, wbuf *w,
                           int depth);
 
 /* The object's remaining members: required ones not yet seen, then
  * optional ones until minProperties is met.  `first` says whether a comma
  * is needed before the first member written. */
 static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
-                           int need_comma, const int64_t *len, wbuf *w, int depth,
+                           int need_comma, wbuf *w, int depth,
                            const void *seen_keys, int32_t skip, uint16_t ord);
 
 /* Hashes of the keys of the object text t (to keep invented keys apart). */
@@ -337,7 +266,7 @@ static size_t fresh_key(const gr_node *n, const void *seen_keys, long *next, cha
  * position ord -- the required ones, and optional ones while the object
  * is short of minProperties. */
 static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
-                            uint64_t req, int need_comma, const int64_t *len, wbuf *w, int depth,
+                            uint64_t req, int need_comma, wbuf *w, int depth,
                             const void *seen_keys, int32_t skip, uint16_t ord)
 {
     for (uint32_t m = 0; m < n->u.obj.n; m++) {
@@ -354,10 +283,7 @@ static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen
         puts_(w, "\"");
         put(w, p->key, p->key_len);
         puts_(w, "\":");
-        if (len)
-            write_witness(g, p->node, len, w, depth + 1);
-        else
-            wit(g->nodes, p->node, w);
+        wit(g->nodes, p->node, w);
         seen |= bit;
         count++;
         ord = gr_ord_after(p);
@@ -371,10 +297,7 @@ static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen
         puts_(w, need_comma ? ",\"" : "\"");
         put(w, key, kl);
         puts_(w, "\":");
-        if (len)
-            write_witness(g, n->u.obj.additional, len, w, depth + 1);
-        else
-            wit(g->nodes, n->u.obj.additional, w);
+        wit(g->nodes, n->u.obj.additional, w);
         count++;
         need_comma = 1;
     }
@@ -383,10 +306,9 @@ static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen
 }
 
 static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
-                           int need_comma, const int64_t *len, wbuf *w, int depth,
+                           int need_comma, wbuf *w, int depth,
                            const void *seen_keys, int32_t skip, uint16_t ord)
 {
-    const gr_node *N = g->nodes;
     uint64_t req = n->u.obj.required, before;
     /* a key that will be written can require others in turn
      * (dependentRequired): to the closure */
@@ -405,7 +327,7 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
             req |= S & ~seen;
     }
     if (n->u.obj.by_order) {
-        ordered_members(g, n, seen, count, req, need_comma, len, w, depth, seen_keys, skip, ord);
+        ordered_members(g, n, seen, count, req, need_comma, w, depth, seen_keys, skip, ord);
         return;
     }
     for (int pass = 0; pass < 2; pass++)
@@ -423,10 +345,7 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
             puts_(w, "\"");
             put(w, p->key, p->key_len);
             puts_(w, "\":");
-            if (len)
-                write_witness(g, p->node, len, w, depth + 1);
-            else
-                wit(N, p->node, w);
+            wit(g->nodes, p->node, w);
             seen |= bit;
             count++;
             need_comma = 1;
@@ -455,10 +374,7 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
             made[i].h = gr_key_hash(w->b + key_at, w->n - key_at - 2);
             made[i].next = keys;
             keys = &made[i];
-            if (len)
-                write_witness(g, vn, len, w, depth + 1);
-            else
-                wit(N, vn, w);
+            wit(g->nodes, vn, w);
             count++;
             need_comma = 1;
         }
@@ -471,10 +387,7 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
         puts_(w, need_comma ? ",\"" : "\"");
         put(w, key, kl);
         puts_(w, "\":");
-        if (len)
-            write_witness(g, n->u.obj.additional, len, w, depth + 1);
-        else
-            wit(N, n->u.obj.additional, w);
+        wit(g->nodes, n->u.obj.additional, w);
         count++;
         need_comma = 1;
     }
@@ -484,7 +397,7 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
  * counts cnt[]: the missing matches of each constraint, then items up to
  * minItems (at least one when must_one: after a comma). */
 static void cont_fill(const sx_grammar *g, const gr_node *n, int64_t count, const int64_t *cnt,
-                      int must_one, int need_comma, const int64_t *len, wbuf *w, int depth)
+                      int must_one, int need_comma, wbuf *w, int depth)
 {
     const gr_node *N = g->nodes;
     int64_t wrote = 0;
@@ -493,28 +406,22 @@ static void cont_fill(const sx_grammar *g, const gr_node *n, int64_t count, cons
         for (int64_t k = cnt[i]; k < n->u.arr.cmin[i] && !w->oom; k++, wrote++) {
             if (need_comma || wrote)
                 puts_(w, ",");
-            if (len)
-                write_witness(g, tn, len, w, depth + 1);
-            else
-                wit(N, tn, w);
+            wit(g->nodes, tn, w);
         }
     }
     int32_t fill = n->u.arr.ctag_node[0];
-    if (fill < 0 || N[fill].kind == GK_EMPTY || (len && len[fill] >= INF_LEN))
+    if (fill < 0 || N[fill].kind == GK_EMPTY || !N[fill].wit)
         fill = n->u.arr.ctag_node[1];
     for (; (count + wrote < n->u.arr.min_items || (must_one && !wrote)) && !w->oom; wrote++) {
         if (need_comma || wrote)
             puts_(w, ",");
-        if (len)
-            write_witness(g, fill, len, w, depth + 1);
-        else
-            wit(N, fill, w);
+        wit(g->nodes, fill, w);
     }
 }
 
 /* ---- distinct values (uniqueItems items) -------------------------------- */
 
-static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t *len, wbuf *w,
+static int nth_value(const sx_grammar *g, int32_t node, int64_t j, wbuf *w,
                      int depth);
 
 #define MAX_EXTRA 64
@@ -522,7 +429,7 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
 /* k more members with invented additional keys, none among `keys` (a
  * gr_vseen list of key hashes) or the listed names. */
 static void extra_members(const sx_grammar *g, const gr_node *n, int64_t k, int need_comma,
-                          const gr_vseen *keys, const int64_t *len, wbuf *w, int depth)
+                          const gr_vseen *keys, wbuf *w, int depth)
 {
     gr_vseen local[MAX_EXTRA];
     long name = 0;
@@ -562,20 +469,18 @@ static void extra_members(const sx_grammar *g, const gr_node *n, int64_t k, int 
         local[i].next = keys;
         local[i].h = kh;
         keys = &local[i];
-        if (len)
-            write_witness(g, vn, len, w, depth + 1);
-        else
-            wit(g->nodes, vn, w);
+        wit(g->nodes, vn, w);
     }
 }
 
 /* n more items from position `at` of a GR_UNIQ_HASH array, each with a
  * value none of `seen` (or each other) has; candidates from `from` on. */
 static void new_items(const sx_grammar *g, const gr_node *arr, int64_t at, int64_t n,
-                      const gr_vseen *seen, int64_t from, int need_comma, const int64_t *len,
-                      wbuf *w, int depth)
+                      const gr_vseen *seen, int64_t from, int need_comma, wbuf *w, int depth)
 {
-    gr_vseen *mine = n > 0 ? malloc((size_t)n * sizeof *mine) : NULL;
+    /* each item takes a byte at least: more than fit fail at once */
+    gr_vseen *mine = n > 0 && !(w->limit && n > (int64_t)w->limit)
+                         ? malloc((size_t)n * sizeof *mine) : NULL;
     if (n > 0 && !mine) {
         w->oom = 1;
         return;
@@ -585,8 +490,13 @@ static void new_items(const sx_grammar *g, const gr_node *arr, int64_t at, int64
         int32_t it = pos < (int64_t)arr->u.arr.n_prefix ? arr->u.arr.prefix[pos] : arr->u.arr.items;
         int done = 0;
         for (int64_t j = from; j < from + 4096 && !done; j++) {
-            wbuf t = {0};
-            int ok = it >= 0 && nth_value(g, it, j, len, &t, depth + 1) && !t.oom;
+            wbuf t = {.work = w->work, .limit = w->limit};
+            /* the look-up below walks the k items written: spent too */
+            if (w->work && gr_work_spend(w->work, k + 1)) {
+                w->oom = 1;
+                break;
+            }
+            int ok = it >= 0 && nth_value(g, it, j, &t, depth + 1) && !t.oom;
             uint64_t h = ok ? gc_text_hash((const char *)t.b, t.n, &ok) : 0;
             if (ok && !gr_vseen_has(seen, h)) {
                 if (need_comma || k)
@@ -609,22 +519,21 @@ static void new_items(const sx_grammar *g, const gr_node *arr, int64_t at, int64
 
 /* The base witness of node as text (compile time: built; run time: the
  * stored one). */
-static int base_text(const sx_grammar *g, int32_t node, const int64_t *len, wbuf *t, int depth)
+static int base_text(const sx_grammar *g, int32_t node, wbuf *t, int depth)
 {
-    if (len)
-        write_witness(g, node, len, t, depth + 1);
-    else
-        wit(g->nodes, node, t);
+    wit(g->nodes, node, t);
     return !t->oom && t->n > 0;
 }
 
 /* The j-th of a set of distinct values of node (j = 0 its witness, or
  * near it); 0 when there is none. */
-static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t *len, wbuf *w,
+static int nth_value(const sx_grammar *g, int32_t node, int64_t j, wbuf *w,
                      int depth)
 {
     const gr_node *n = &g->nodes[node];
-    if (depth > 64)
+    /* depth: alternatives and distinct items nest; work: every value
+     * tried spends a step, so the candidate loops stay bounded */
+    if (depth > 64 || (w->work && gr_work_spend(w->work, 1)))
         return 0;
     switch (n->kind) {
     case GK_EMPTY:
@@ -683,8 +592,8 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
     }
     case GK_OBJECT:
     case GK_ARRAY: {
-        wbuf t = {0};
-        if (!base_text(g, node, len, &t, depth) || (j > 0 && !gc_can_grow(g, node))) {
+        wbuf t = {.work = w->work, .limit = w->limit};
+        if (!base_text(g, node, &t, depth) || (j > 0 && !gc_can_grow(g, node))) {
             free(t.b);
             return 0;
         }
@@ -700,7 +609,7 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
             gr_vseen keys[256];
             int used = 0;
             const gr_vseen *kl = text_keys(t.b, t.n, keys, 256, &used);
-            extra_members(g, n, j, !empty, kl, len, w, depth);
+            extra_members(g, n, j, !empty, kl, w, depth);
             puts_(w, "}");
         } else {
             int64_t at = n->u.arr.min_items;
@@ -714,7 +623,7 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
                     list = &hs[i];
                 }
                 json_decref(v);
-                new_items(g, n, at, j, list, 0, !empty, len, w, depth);
+                new_items(g, n, at, j, list, 0, !empty, w, depth);
                 free(hs);
             } else {
                 for (int64_t k = 0; k < j; k++) {
@@ -722,10 +631,7 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
                                                                      : n->u.arr.items;
                     if (!empty || k)
                         puts_(w, ",");
-                    if (len)
-                        write_witness(g, it, len, w, depth + 1);
-                    else
-                        wit(g->nodes, it, w);
+                    wit(g->nodes, it, w);
                 }
             }
             puts_(w, "]");
@@ -747,7 +653,7 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
         if (best < 0)
             return 0;
         if (j < best_d || best_d >= GR_LIVE_BIG)
-            return nth_value(g, best, j, len, w, depth + 1);
+            return nth_value(g, best, j, w, depth + 1);
         j -= best_d;
         for (uint32_t i = 0; i < n->u.alt.n; i++) {
             int32_t a = n->u.alt.alts[i];
@@ -755,7 +661,7 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
                 continue;
             int64_t d = gc_distinct_values(g, a, 0, j + 1);
             if (d > j)
-                return nth_value(g, a, j, len, w, depth + 1);
+                return nth_value(g, a, j, w, depth + 1);
             j -= d > 0 ? d : 0;
         }
         return 0;
@@ -764,15 +670,13 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, const int64_t
     return 0;
 }
 
-static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wbuf *w,
-                          int depth)
+/* Node i's text built from the stored witnesses of its children (a child
+ * without one yet fails the build: w->oom).  Never recurses into the
+ * graph, so one build costs O(the text written + the node's own size). */
+static void write_witness(const sx_grammar *g, int32_t i, wbuf *w, int depth)
 {
     const gr_node *N = g->nodes;
     const gr_node *n = &N[i];
-    if (depth > 200) {
-        w->oom = 1;
-        return;
-    }
     switch (n->kind) {
     case GK_EMPTY:
         w->oom = 1;
@@ -803,15 +707,17 @@ static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wb
             else
                 put(w, tmp, (size_t)l);
         } else {
-            for (int64_t k = 0; k < n->u.str.min_len; k++)
-                puts_(w, "a");
+            char as[64];
+            memset(as, 'a', sizeof as);
+            for (int64_t k = 0; k < n->u.str.min_len && !w->oom; k += 64)
+                put(w, as, (size_t)(n->u.str.min_len - k < 64 ? n->u.str.min_len - k : 64));
         }
         if (!n->u.str.raw)
             puts_(w, "\"");
         return;
     case GK_OBJECT:
         puts_(w, "{");
-        object_members(g, n, 0, 0, 0, len, w, depth, NULL, -1, 0);
+        object_members(g, n, 0, 0, 0, w, depth, NULL, -1, 0);
         puts_(w, "}");
         return;
     case GK_ARRAY:
@@ -822,80 +728,218 @@ static void write_witness(const sx_grammar *g, int32_t i, const int64_t *len, wb
             return;
         }
         if (n->u.arr.unique == GR_UNIQ_HASH) {
-            new_items(g, n, 0, n->u.arr.min_items, NULL, 0, 0, len, w, depth);
+            new_items(g, n, 0, n->u.arr.min_items, NULL, 0, 0, w, depth);
             puts_(w, "]");
             return;
         }
         if (n->u.arr.n_cont) {
             int64_t zero[GR_MAX_CONTAINS] = {0};
-            cont_fill(g, n, 0, zero, 0, 0, len, w, depth);
+            cont_fill(g, n, 0, zero, 0, 0, w, depth);
             puts_(w, "]");
             return;
         }
-        for (int64_t k = 0; k < n->u.arr.min_items; k++) {
+        for (int64_t k = 0; k < n->u.arr.min_items && !w->oom; k++) {
             int32_t it = k < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[k] : n->u.arr.items;
             if (k)
                 puts_(w, ",");
-            write_witness(g, it, len, w, depth + 1);
+            wit(N, it, w);
         }
         puts_(w, "]");
         return;
     case GK_ALT: {
+        /* the shortest alternative that has a witness so far */
         int32_t best = -1;
-        for (uint32_t k = 0; k < n->u.alt.n; k++)
-            if (best < 0 || len[n->u.alt.alts[k]] < len[best])
-                best = n->u.alt.alts[k];
+        for (uint32_t k = 0; k < n->u.alt.n; k++) {
+            int32_t a = n->u.alt.alts[k];
+            if (N[a].wit && (best < 0 || N[a].min_bytes < N[best].min_bytes))
+                best = a;
+        }
         if (best < 0) {
             w->oom = 1;
             return;
         }
-        write_witness(g, best, len, w, depth + 1);
+        wit(N, best, w);
         return;
     }
     }
 }
 
+/* The longest witness kept: a longer shortest value (a deep chain of
+ * minItems) gets none, and completions through it are not offered. */
+#define WIT_MAX_BYTES 65536
+/* The witness search's work budget, in bytes written by all builds
+ * together (each node is built at most once per child, plus the retry
+ * passes): a schema past it is refused, naming the node's keyword. */
+#define WIT_MAX_WORK (32L << 20)
+
+typedef struct wheap {
+    int64_t *k; /* (length << 32) | node */
+    size_t n, cap;
+} wheap;
+
+static int heap_push(wheap *h, int64_t len, int32_t node)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 256;
+        int64_t *nk = realloc(h->k, cap * sizeof *nk);
+        if (!nk)
+            return -1;
+        h->k = nk;
+        h->cap = cap;
+    }
+    size_t i = h->n++;
+    int64_t v = len << 32 | (uint32_t)node;
+    while (i > 0 && h->k[(i - 1) / 2] > v) {
+        h->k[i] = h->k[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->k[i] = v;
+    return 0;
+}
+
+static int64_t heap_pop(wheap *h)
+{
+    int64_t top = h->k[0], v = h->k[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = l + 1, s = i;
+        int64_t sv = v;
+        if (l < h->n && h->k[l] < sv) {
+            s = l;
+            sv = h->k[l];
+        }
+        if (m < h->n && h->k[m] < sv)
+            s = m;
+        if (s == i)
+            break;
+        h->k[i] = h->k[s];
+        i = s;
+    }
+    if (h->n)
+        h->k[i] = v;
+    return top;
+}
+
+/* A candidate text for node i from the witnesses final so far; 1 when
+ * one was built (into *cand / *clen when shorter than the one held). */
+static int try_build(gc_ctx *c, gr_work *work, int32_t i, uint8_t **cand, int32_t *clen,
+                     int32_t *stopped_at, uint8_t *too_long)
+{
+    wbuf w = {.work = work, .limit = WIT_MAX_BYTES};
+    if (too_long[i])
+        return 0;
+    write_witness(c->g, i, &w, 0);
+    /* past WIT_MAX_BYTES from final parts: no witness, and no more tries
+     * (each would write as much again) */
+    too_long[i] = (uint8_t)w.over;
+    if (work->stop && *stopped_at < 0)
+        *stopped_at = i; /* the node whose build the stop cut short */
+    int better = !w.oom && (clen[i] < 0 || (int32_t)w.n < clen[i]);
+    if (better) {
+        free(cand[i]);
+        cand[i] = w.b;
+        clen[i] = (int32_t)w.n;
+        w.b = NULL;
+    }
+    free(w.b);
+    return better;
+}
+
+/* Shortest witnesses by Knuth's generalisation of Dijkstra's algorithm:
+ * a node's text is built only from the final texts of its children, and
+ * nodes become final in the order of their lengths (a container is
+ * longer than each part it holds, an alternative as long as its branch),
+ * so each node is built at most once per child that becomes final --
+ * O(edges) builds of at most WIT_MAX_BYTES each, with no recursion over
+ * the graph (recursive schemas used to be unfolded to depth 200 here,
+ * exponentially).  Builds that reach through a child to a grandchild
+ * (distinct items of uniqueItems) are retried in passes at the end, each
+ * making one more node final or ending the search. */
 int gc_witness(gc_ctx *c)
 {
     gr_node *N = c->g->nodes;
     int32_t n = c->g->n_nodes;
-    int64_t *len = malloc(((size_t)n + 1) * sizeof *len);
-    char numbuf[64];
-    if (!len)
-        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    for (int32_t i = 0; i < n; i++)
-        len[i] = INF_LEN;
-    for (int round = 0, changed = 1; changed && round < n + 2; round++) {
-        changed = 0;
-        for (int32_t i = 0; i < n; i++) {
-            int64_t l = node_len(N, i, len, numbuf, sizeof numbuf);
-            if (l < len[i]) {
-                len[i] = l;
-                changed = 1;
-            }
-        }
-    }
+    int32_t *clen = malloc(((size_t)n + 1) * sizeof *clen), *par = NULL, *par_at = NULL;
+    int32_t *stamp = malloc(((size_t)n + 1) * sizeof *stamp);
+    uint8_t **cand = calloc((size_t)n + 1, sizeof *cand), *too_long = calloc((size_t)n + 1, 1);
+    wheap h = {0};
+    gr_work work;
+    int32_t stopped_at = -1;
     int rc = SX_OK;
-    for (int32_t i = 0; i < n && !rc; i++) {
-        N[i].min_bytes = len[i] >= INF_LEN ? -1 : (int32_t)(len[i] > INT32_MAX ? INT32_MAX : len[i]);
-        if (N[i].kind == GK_EMPTY || len[i] >= INF_LEN || len[i] > 65536)
-            continue;
-        wbuf w = {0};
-        write_witness(c->g, i, len, &w, 0);
-        if (!w.oom) {
-            uint8_t *t = gc_alloc(c, w.n + 1);
+    gr_work_init(&work, &c->opts, WIT_MAX_WORK);
+    if (!clen || !stamp || !cand || !too_long || gc_parents(c->g, &par_at, &par)) {
+        rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        clen[i] = -1;
+        stamp[i] = -1;
+        N[i].wit = NULL;
+        N[i].min_bytes = -1;
+    }
+    for (int32_t i = 0; i < n && !work.stop; i++)
+        if (N[i].kind != GK_EMPTY && try_build(c, &work, i, cand, clen, &stopped_at, too_long) &&
+            heap_push(&h, clen[i], i))
+            goto oom;
+    for (int pass = 0; !work.stop; pass++) {
+        int made = 0;
+        while (h.n && !work.stop) {
+            int64_t top = heap_pop(&h);
+            int32_t i = (int32_t)(top & 0xFFFFFFFF), l = (int32_t)(top >> 32);
+            if (N[i].wit || clen[i] != l)
+                continue; /* final already, or a stale entry */
+            uint8_t *t = gc_alloc(c, (size_t)l + 1);
             if (!t)
-                rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
-            else {
-                if (w.n) /* an empty witness: regex mode with an empty match */
-                    memcpy(t, w.b, w.n);
-                N[i].wit = t;
-                N[i].min_bytes = (int32_t)w.n;
+                goto oom;
+            if (l) /* an empty witness: regex mode with an empty match */
+                memcpy(t, cand[i], (size_t)l);
+            N[i].wit = t;
+            N[i].min_bytes = l;
+            free(cand[i]);
+            cand[i] = NULL;
+            made = 1;
+            for (int32_t e = par_at[i]; e < par_at[i + 1]; e++) {
+                int32_t p = par[e];
+                if (N[p].wit || stamp[p] == i)
+                    continue;
+                stamp[p] = i;
+                if (try_build(c, &work, p, cand, clen, &stopped_at, too_long) &&
+                    heap_push(&h, clen[p], p))
+                    goto oom;
             }
         }
-        free(w.b);
+        if (!made && pass > 0)
+            break;
+        /* the retry pass: nodes still without a witness, with everything
+         * final so far */
+        for (int32_t i = 0; i < n && !work.stop; i++)
+            if (!N[i].wit && N[i].kind != GK_EMPTY &&
+                try_build(c, &work, i, cand, clen, &stopped_at, too_long) &&
+                heap_push(&h, clen[i], i))
+                goto oom;
+        if (!h.n)
+            break;
     }
-    free(len);
+    if (work.stop) {
+        const char *p = gc_node_ptr(c, stopped_at);
+        rc = sx_err_setp(c->err, SX_ELIMIT, p, -1,
+                         "compile stopped (%s) while finding shortest values, at %s",
+                         gr_stop_text(work.stop), p[0] ? p : "the root");
+    }
+    goto out;
+oom:
+    rc = sx_err_set(c->err, SX_ENOMEM, "out of memory");
+out:
+    if (cand)
+        for (int32_t i = 0; i < n; i++)
+            free(cand[i]);
+    free(cand);
+    free(too_long);
+    free(clen);
+    free(stamp);
+    free(par);
+    free(par_at);
+    free(h.k);
     return rc;
 }
 
@@ -1035,10 +1079,11 @@ static int finish_key(const gr_node *n, const gr_frame *f, wbuf *w)
     return best;
 }
 
-long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t *buf, size_t cap)
+long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work *work,
+                 uint8_t *buf, size_t cap)
 {
     const gr_node *N = g->nodes;
-    wbuf w = {0};
+    wbuf w = {.work = work, .limit = cap};
     const gr_frame *f = top;
     gr_frame tmp;
     int first = 1;
@@ -1215,7 +1260,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
             if (ph == O_COMMA || (ph == O_OPEN && f->ws > 0 && g->opts.ws_mode == SX_WS_INDENTED)) {
                 /* a member must follow the comma */
                 size_t before = w.n;
-                object_members(g, n, seen, count, 0, NULL, &w, 0, keys, skip, ord);
+                object_members(g, n, seen, count, 0, &w, 0, keys, skip, ord);
                 if (w.n == before) {
                     /* nothing required: any usable optional key, else an
                      * invented additional one */
@@ -1251,12 +1296,12 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                     }
                 }
             } else {
-                object_members(g, n, seen, count, ph != O_OPEN, NULL, &w, 0, keys, skip, ord);
+                object_members(g, n, seen, count, ph != O_OPEN, &w, 0, keys, skip, ord);
             }
             if ((f->flags & F_UITEM) && variant > 0) {
                 /* an item equal to an earlier one: more members make it new */
                 int has = f->count > 0 || w.n > seg || f->phase == O_KEY;
-                extra_members(g, n, variant, has, f->ext, NULL, &w, 0);
+                extra_members(g, n, variant, has, f->ext, &w, 0);
             }
             puts_(&w, "}");
             break;
@@ -1287,7 +1332,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 if (!first_frame && (last_tag >> i & 1))
                     cnt[i]++;
             }
-            cont_fill(g, n, count, cnt, item_due, f->phase == A_AFTER, NULL, &w, 0);
+            cont_fill(g, n, count, cnt, item_due, f->phase == A_AFTER, &w, 0);
             puts_(&w, "]");
             break;
         }
@@ -1303,7 +1348,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 if ((f->flags & F_UITEM) && variant > 0)
                     more += variant;
                 const gr_vseen *hs = n->u.arr.unique == GR_UNIQ_HASH ? f->ext : NULL;
-                new_items(g, n, count, more, hs, 0, need_comma, NULL, &w, 0);
+                new_items(g, n, count, more, hs, 0, need_comma, &w, 0);
                 puts_(&w, "]");
                 break;
             }
@@ -1313,7 +1358,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, uint8_t 
                 count++;
                 need_comma = 1;
             }
-            for (; count < n->u.arr.min_items; count++) {
+            for (; count < n->u.arr.min_items && !w.oom; count++) {
                 int32_t it = count < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[count] : n->u.arr.items;
                 if (need_comma)
                     puts_(&w, ",");

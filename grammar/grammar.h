@@ -73,8 +73,15 @@ typedef struct sx_gr_opts {
      * compile, and any shortest-completion search it or a matcher made
      * from it runs, gives up with SX_ELIMIT ("deadline" / "cancelled" in
      * the message) once deadline_ms (CLOCK_MONOTONIC, milliseconds; 0 =
-     * none) has passed or *cancel (may be NULL; not owned; must outlive
-     * the compile) is nonzero.  Neither changes the grammar compiled. */
+     * none) has passed or *cancel (may be NULL; not owned) is nonzero.
+     * Neither changes the grammar compiled, but both are kept in it: a
+     * matcher made from it starts with them (sx_matcher_new), so *cancel
+     * must outlive the compile and every such matcher -- or a grammar
+     * shared beyond the request it was compiled for (a cache) gives each
+     * of its matchers the bounds of its own request with
+     * sx_matcher_set_bounds.  The compile also has a work budget of its
+     * own: a schema whose grammar would need more is refused (SX_ELIMIT
+     * naming the keyword's JSON Pointer), never compiled for minutes. */
     double deadline_ms;
     const volatile int *cancel;
 } sx_gr_opts;
@@ -135,5 +142,11 @@ size_t sx_matcher_forced_bytes(const sx_matcher *m, uint8_t *buf, size_t cap);
  * it (at most cap bytes written); returns its length, or (size_t)-1 if none
  * was found within cap. */
 size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t cap);
+/* The search above takes bounded work (polynomial in the schema, the
+ * stack and cap) and gives up, returning (size_t)-1, once deadline_ms
+ * (CLOCK_MONOTONIC ms, 0 = none) has passed or *cancel (may be NULL; not
+ * owned; must outlive the matcher or the next call) is nonzero.  A new
+ * matcher takes the grammar's (sx_gr_opts); this replaces them. */
+void sx_matcher_set_bounds(sx_matcher *m, double deadline_ms, const volatile int *cancel);
 
 #endif

@@ -70,4 +70,16 @@ printf '%s' '{"type":"integer","multipleOf":7,"minimum":0}' >"$T/seven.json"
 printf '%s' '700000000000000000000000000000000000007' >"$T/seven_ok.json"
 check "check: a 39-digit multiple of 7 passes both" \
     "$S" check "${tok[@]}" --schema "$T/seven.json" "$T/seven_ok.json"
+# Bounded work (issue 28): a recursive expression schema whose shortest
+# values were found by unfolding its recursion (check ran past 60 s, and
+# the smaller one below hung the compile); each now takes milliseconds.
+printf '%s' '{"$defs":{"e":{"oneOf":[{"properties":{"and":{"type":"array","minItems":2,"items":{"$ref":"#/$defs/e"}}},"additionalProperties":false},{"properties":{"or":{"type":"array","minItems":2,"items":{"$ref":"#/$defs/e"}}},"additionalProperties":false},{"properties":{"not":{"$ref":"#/$defs/e"}},"additionalProperties":false},{"properties":{"field":{"type":"string"}},"additionalProperties":false}]}},"$ref":"#/$defs/e"}' >"$T/expr.json"
+printf '%s' '{"and": [{"field": "a"}, {"not": {"field": "b"}}]}' >"$T/expr_in.json"
+timeout 60 "$S" check "${tok[@]}" --schema "$T/expr.json" "$T/expr_in.json" >"$T/out" 2>&1
+check "check: recursive and/or/not/field schema accepted by both, promptly" \
+    sh -c "[ $? -eq 0 ] && grep -q 'matcher: *accepts' '$T/out' && grep -q 'validator: *accepts' '$T/out'"
+printf '%s' '{"$defs":{"e":{"oneOf":[{"properties":{"a":{"type":"array","minItems":2,"items":{"$ref":"#/$defs/e"}}},"additionalProperties":false},{"properties":{"f":{"type":"string"}},"additionalProperties":false}]}},"$ref":"#/$defs/e"}' >"$T/rec2.json"
+timeout 60 "$S" compile "${tok[@]}" --schema "$T/rec2.json" >"$T/out" 2>&1
+check "compile: the smallest recursive schema of issue 28 compiles promptly" \
+    sh -c "[ $? -eq 0 ] && grep -q 'compile:' '$T/out'"
 exit $((failed > 0))

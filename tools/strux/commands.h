@@ -15,6 +15,7 @@ int cmd_compile(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_fuzzgen(int argc, char **argv);
+int cmd_fuzzschema(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_chat(int argc, char **argv);

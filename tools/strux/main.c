@@ -20,6 +20,7 @@ static const strux_command commands[] = {
     {"maskbench", "MaskBench: soundness and mask speed over schema files", cmd_maskbench},
     {"demo", "sample a schema-valid document with a random stand-in model", cmd_demo},
     {"fuzzgen", "soundness harness: sample many documents from masks, validate each", cmd_fuzzgen},
+    {"fuzzschema", "schema fuzzer: random schemas, each compiled, masked and sampled", cmd_fuzzschema},
     {"tokenize", "text on stdin -> Qwen3 token ids (or pieces)", cmd_tokenize},
     {"detokenize", "token ids on stdin -> text", cmd_detokenize},
     {"chat", "render a conversation with Qwen3's chat template (text or ids)", cmd_chat},

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The schema fuzzer (`strux fuzzschema`, issue 28): the regression schemas it
+# found (tests/fixtures/schemagen/: compiles that ran for seconds) and a few
+# seconds of random schemas from fixed seeds, each compiled, masked and
+# sampled; every document must validate and no compile or mask may be slow.
+# CI machines are shared and noisy, so the time limits here are generous
+# (3 s compile, 500 ms mask, against the 1 s / 50 ms of `make bench`-length
+# runs); a hang or an exponential blow-up still fails them by far.
+# Env: STRUX_FUZZSCHEMA_SECONDS (default 3) seconds of random schemas per seed.
+set -u
+B=${STRUX_BUILD:?}; S=${STRUX_SHARED:?}
+T=$(mktemp -d /tmp/strux-fuzzschema.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0; fail=0
+check() { n=$((n+1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fail=1; fi; }
+tok=(--tokenizer "$S/qwen3-tokenizer/tokenizer.json")
+secs=${STRUX_FUZZSCHEMA_SECONDS:-3}
+
+# the regression schemas, then random schemas of seed 1, in one process
+# (the tokenizer loads once); then seed 2
+timeout 120 "$B/strux" fuzzschema "${tok[@]}" --fixtures tests/fixtures/schemagen --seed 1 \
+    --time-limit "$secs" --compile-ms 3000 --mask-ms 500 --out-dir "$T" >"$T/s1.out" 2>&1
+rc1=$?
+timeout 120 "$B/strux" fuzzschema "${tok[@]}" --seed 2 --time-limit "$secs" \
+    --compile-ms 3000 --mask-ms 500 --out-dir "$T" >"$T/s2.out" 2>&1
+rc2=$?
+for seed in 1 2; do
+    eval "rc=\$rc$seed"
+    echo "# seed $seed: $(grep '^fuzzschema:' "$T/s$seed.out")"
+    [ "$rc" -eq 0 ] || sed -n '1,20p' "$T/s$seed.out" | sed 's/^/# /'
+    check "seed $seed$([ $seed = 1 ] && echo ' and tests/fixtures/schemagen'): exit 0, no failure, some schemas compiled" \
+        '[ "$rc" -eq 0 ] && grep -q " 0 failures;" "$T/s$seed.out" && ! grep -q "(0 declined, 0 compiled)" "$T/s$seed.out"'
+done
+check "the regression schemas ran" '[ $(ls tests/fixtures/schemagen/*.json | wc -l) -ge 4 ] && grep -q "^fuzzschema: [4-9][0-9]* schemas\|^fuzzschema: [1-9][0-9][0-9]* schemas" "$T/s1.out"'
+exit $fail
