@@ -169,6 +169,15 @@ int  sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc
 int  sx_rpc_build_messages(const sx_rpc_req *r, sx_chat_msg **msgs, size_t *n, char **owned,
                            sx_error *err);
 
+/* The prompt of r in token ids, as the server runs it: sx_rpc_build_messages
+ * through Qwen3's chat template (assistant turn opened, thinking off).
+ * *prefix_len receives the tokens of a leading system turn up to its
+ * <|im_end|> (what requests with the same instructions and constraint
+ * share, sx_gen_params.prefix_len), 0 when there is none.  out is cleared
+ * first; the caller frees it (sx_ids_free) on success and on error. */
+int  sx_rpc_prompt_encode(const sx_tokenizer *tok, const sx_rpc_req *r, sx_ids *out,
+                          int *prefix_len, sx_error *err);
+
 /* The default instruction of document requests, by mode. */
 const char *sx_rpc_default_instruction(int mode);
 
