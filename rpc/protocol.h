@@ -270,4 +270,32 @@ int  sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model, 
 int  sx_rpc_openai_error_dump(int code, const char *message, const char *pointer, char **out,
                               size_t *len);
 
+/* ---- confidence per field (rpc/field_conf.c) --------------------------------
+ * For every leaf value of a JSON output (string, number, true/false/null,
+ * and an empty object or array) its JSON Pointer and what the model chose
+ * for it: `logprob`, the summed log-probability of the sampled tokens that
+ * wrote any of its bytes (a string's quotes included), each under the
+ * grammar's mask (log-softmax over the allowed tokens only); tokens the
+ * grammar forced (one continuation) are left out: the model chose nothing
+ * there.  `alternatives`: 1 - p of the first sampled token of the value,
+ * the mass the model put on other allowed continuations at the value's
+ * first decision; `tokens`: the sampled tokens counted.  A value written by
+ * forced tokens only has logprob 0, alternatives 0, tokens 0.  docs/
+ * PROTOCOL.md says what this does and does not mean. */
+typedef struct sx_rpc_tok_span {
+    size_t start, end;   /* the bytes of the output text this token's piece wrote */
+    float  logprob;      /* under the mask; ignored when forced */
+    int    forced;
+} sx_rpc_tok_span;
+
+/* text: the output (complete JSON); toks in the order generated (pieces
+ * concatenated give text).  *out: a new JSON array of {"pointer",
+ * "logprob", "alternatives", "tokens"} in document order.  SX_EFORMAT when
+ * text is not one JSON value, SX_ELIMIT past 1000 levels of nesting. */
+int  sx_rpc_field_confidence(const char *text, size_t len, const sx_rpc_tok_span *toks,
+                             size_t n_toks, json_t **out, sx_error *err);
+/* The lowest exp(logprob) over the fields of a field_confidence array (1
+ * when it has none): what --review-below compares. */
+double sx_rpc_field_confidence_min(const json_t *fields);
+
 #endif

@@ -55,6 +55,13 @@ static void usage(FILE *f)
         "  --resume             keep the rows already in --out (ok or failed, keyed by\n"
         "                       input and schema) and run only the others; a torn last\n"
         "                       line (an interrupted run) is cut off first\n"
+        "  --field-confidence   add \"field_confidence\": per leaf value of the output, its\n"
+        "                       JSON Pointer, the summed log-probability of the tokens\n"
+        "                       the model chose for it under the schema's mask (forced\n"
+        "                       tokens left out) and the mass of the alternatives to its\n"
+        "                       first token (docs/PROTOCOL.md: what it does not mean)\n"
+        "  --review-below P     with field confidence, \"review\": true on rows where any\n"
+        "                       field's probability exp(logprob) is below P\n"
         "  --quiet              no progress lines\n"
         "generation:\n"
         "  --max-tokens N       completion budget per row (default 512); a document that\n"
@@ -91,6 +98,8 @@ typedef struct ex_job {
     size_t                 row, schema;
     sx_rpc_req             req;
     sx_bytes               text;
+    sx_rpc_tok_span       *spans;   /* --field-confidence: one per token */
+    size_t                 n_spans, cap_spans;
 } ex_job;
 
 struct ex_ctx {
@@ -117,6 +126,9 @@ struct ex_ctx {
     long long     prompt_tokens, cached_tokens, completion_tokens, forced_tokens;
     double        t_start, t_last_progress;
     int           quiet, write_error;
+    int           field_conf;  /* --field-confidence */
+    double        review_below; /* --review-below P (0 = off) */
+    size_t        n_review;
     sx_bytes      failures;    /* the first EX_SHOW_FAILED, one line each */
 };
 
@@ -224,7 +236,7 @@ static void progress(ex_ctx *x, int final)
 /* Writes one row and counts it.  `error` NULL = success (output set). */
 static void emit(ex_ctx *x, size_t row, size_t schema, const json_t *output, const char *finish,
                  const sx_gen_event *ev, const char *code, const char *message,
-                 const char *pointer, const sx_bytes *text)
+                 const char *pointer, const sx_bytes *text, json_t *fields)
 {
     const ex_row *r = &x->rows.v[row];
     json_t *o = json_object();
@@ -235,6 +247,14 @@ static void emit(ex_ctx *x, size_t row, size_t schema, const json_t *output, con
     json_object_set_new(o, "ok", json_boolean(!code));
     if (!code) {
         json_object_set(o, "output", output ? (json_t *)output : json_null());
+        if (fields) {
+            json_object_set(o, "field_confidence", fields);
+            if (x->review_below > 0) {
+                int review = sx_rpc_field_confidence_min(fields) < x->review_below;
+                json_object_set_new(o, "review", json_boolean(review));
+                x->n_review += review;
+            }
+        }
     } else {
         json_t *e = json_pack("{s:s, s:s}", "code", code, "message", message);
         if (pointer && *pointer)
@@ -282,6 +302,7 @@ static void job_free(ex_job *j)
         return;
     sx_rpc_req_free(&j->req);
     sx_bytes_free(&j->text);
+    free(j->spans);
     ex_row_drop_text(&j->x->rows.v[j->row]);
     free(j);
 }
@@ -296,19 +317,38 @@ static const char *finish_name(int f)
     }
 }
 
+static int span_push(ex_job *j, size_t at, const sx_gen_event *ev)
+{
+    if (j->n_spans == j->cap_spans) {
+        size_t cap = j->cap_spans ? j->cap_spans * 2 : 64;
+        sx_rpc_tok_span *v = realloc(j->spans, cap * sizeof *v);
+        if (!v)
+            return -1;
+        j->spans = v;
+        j->cap_spans = cap;
+    }
+    j->spans[j->n_spans++] = (sx_rpc_tok_span){.start = at, .end = j->text.n,
+                                               .logprob = ev->logprob, .forced = ev->forced};
+    return 0;
+}
+
 static void on_event(const sx_gen_event *ev, void *ctx)
 {
     ex_job *j = ev->user;
     ex_ctx *x = j->x;
     (void)ctx;
+    size_t at = j->text.n;
     if (ev->piece_len)
         sx_bytes_append(&j->text, ev->piece, ev->piece_len);
-    if (!ev->done)
+    if (!ev->done) {
+        if (x->field_conf && span_push(j, at, ev))
+            x->write_error = 1;
         return;
+    }
     x->inflight--;
     if (ev->finish == SX_FINISH_ERROR || ev->finish == SX_FINISH_CANCELLED) {
         emit(x, j->row, j->schema, NULL, finish_name(ev->finish), ev, "internal",
-             ev->finish == SX_FINISH_ERROR ? ev->error.msg : "cancelled", NULL, &j->text);
+             ev->finish == SX_FINISH_ERROR ? ev->error.msg : "cancelled", NULL, &j->text, NULL);
         job_free(j);
         return;
     }
@@ -320,18 +360,28 @@ static void on_event(const sx_gen_event *ev, void *ctx)
                                  j->x->schemas[j->schema].validator, &output,
                                  &err);
     if (!rc) {
-        emit(x, j->row, j->schema, output, finish_name(ev->finish), ev, NULL, NULL, NULL, NULL);
+        json_t *fields = NULL;
+        if (x->field_conf &&
+            sx_rpc_field_confidence(j->text.v, j->text.n, j->spans, j->n_spans, &fields, &err)) {
+            /* the text validated, so only memory can fail here */
+            fprintf(stderr, "strux extract: field confidence: %s\n", err.msg);
+            x->write_error = 1;
+        }
+        emit(x, j->row, j->schema, output, finish_name(ev->finish), ev, NULL, NULL, NULL, NULL,
+             fields);
+        json_decref(fields);
     } else if (ev->finish == SX_FINISH_LENGTH) {
         char msg[160];
         snprintf(msg, sizeof msg,
                  "max_tokens (%d) ran out before the output could be closed validly",
                  j->req.max_tokens);
-        emit(x, j->row, j->schema, NULL, "length", ev, "incomplete", msg, "/max_tokens", &j->text);
+        emit(x, j->row, j->schema, NULL, "length", ev, "incomplete", msg, "/max_tokens", &j->text,
+             NULL);
     } else {
         char msg[700];
         snprintf(msg, sizeof msg, "generated output failed the re-check: %s", err.msg);
         emit(x, j->row, j->schema, NULL, finish_name(ev->finish), ev, "internal", msg,
-             err.pointer, &j->text);
+             err.pointer, &j->text, NULL);
     }
     json_decref(output);
     job_free(j);
@@ -350,11 +400,11 @@ static int start(ex_ctx *x, size_t k)
     sx_error err;
     sx_err_clear(&err);
     if (r->error) {
-        emit(x, row, sch, NULL, NULL, NULL, "bad_request", r->error, NULL, NULL);
+        emit(x, row, sch, NULL, NULL, NULL, "bad_request", r->error, NULL, NULL, NULL);
         return 0;
     }
     if (ex_row_text(r, &err)) {
-        emit(x, row, sch, NULL, NULL, NULL, "bad_request", err.msg, NULL, NULL);
+        emit(x, row, sch, NULL, NULL, NULL, "bad_request", err.msg, NULL, NULL, NULL);
         return 0;
     }
     ex_job *j = calloc(1, sizeof *j);
@@ -373,7 +423,7 @@ static int start(ex_ctx *x, size_t k)
     if (!doc) {
         json_decref(body);
         emit(x, row, sch, NULL, NULL, NULL, "bad_request", "the document is not valid UTF-8",
-             NULL, NULL);
+             NULL, NULL, NULL);
         job_free(j);
         return 0;
     }
@@ -434,7 +484,7 @@ static int start(ex_ctx *x, size_t k)
     return 0;
 refused:
     sx_ids_free(&prompt);
-    emit(x, row, sch, NULL, NULL, NULL, code, err.msg, err.pointer, NULL);
+    emit(x, row, sch, NULL, NULL, NULL, code, err.msg, err.pointer, NULL, NULL);
     job_free(j);
     return 0;
 }
@@ -495,7 +545,8 @@ int cmd_extract(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--resume") || !strcmp(a, "--quiet") || !strcmp(a, "--int8") ||
-            !strcmp(a, "--q4") || !strcmp(a, "--kv-bf16")) {
+            !strcmp(a, "--q4") || !strcmp(a, "--kv-bf16") || !strcmp(a, "--field-confidence")) {
+            x.field_conf |= !strcmp(a, "--field-confidence");
             resume |= !strcmp(a, "--resume");
             x.quiet |= !strcmp(a, "--quiet");
             int8 |= !strcmp(a, "--int8");
@@ -543,7 +594,14 @@ int cmd_extract(int argc, char **argv)
             bad = tool_parse_long("extract", a, v, 256, 1L << 30, &kv_tokens);
         else if (!strcmp(a, "--temperature"))
             bad = tool_parse_double("extract", a, v, &d) || (x.temperature = d, 0);
-        else if (!strcmp(a, "--seed"))
+        else if (!strcmp(a, "--review-below")) {
+            bad = tool_parse_double("extract", a, v, &x.review_below);
+            if (!bad && !(x.review_below > 0 && x.review_below <= 1)) {
+                fprintf(stderr, "strux extract: --review-below wants a probability in (0, 1]\n");
+                bad = 1;
+            }
+            x.field_conf = 1;
+        } else if (!strcmp(a, "--seed"))
             bad = tool_parse_u64("extract", a, v, &u) || (x.seed = u, 0);
         else {
             fprintf(stderr, "strux extract: unknown option '%s' (see --help)\n", a);
@@ -650,6 +708,8 @@ int cmd_extract(int argc, char **argv)
             x.n_finished, el, el > 0 ? (double)x.n_finished / el : 0.0, x.n_ok, x.n_failed);
     if (x.n_skipped)
         fprintf(stderr, ", %zu skipped (already in %s)", x.n_skipped, out_path);
+    if (x.review_below > 0)
+        fprintf(stderr, ", %zu to review (a field below %g)", x.n_review, x.review_below);
     fprintf(stderr, "; prompt %lld tokens (%lld from the prefix cache), completion %lld tokens "
                     "(%lld forced by the grammar)\n", x.prompt_tokens, x.cached_tokens,
             x.completion_tokens, x.forced_tokens);
