@@ -219,3 +219,22 @@ double sx_rpc_field_confidence_min(const json_t *fields)
     }
     return m;
 }
+
+int sx_rpc_req_set_field_confidence(sx_rpc_req *r, const json_t *v, const char *at,
+                                    sx_error *err)
+{
+    r->field_confidence = 0;
+    if (!v || json_is_false(v))
+        return SX_OK;
+    if (!json_is_true(v))
+        return sx_err_setp(err, SX_EINVAL, at, -1, "field_confidence must be a boolean");
+    if (r->mode == SX_RPC_TEXT || r->mode == SX_RPC_REGEX)
+        return sx_err_setp(err, SX_EINVAL, at, -1,
+                           "field_confidence needs JSON output: a schema, choices or json_object "
+                           "(not %s)", sx_rpc_mode_name(r->mode));
+    if (r->num_beams)
+        return sx_err_setp(err, SX_EINVAL, at, -1,
+                           "beam search has no per-token log-probs: no field_confidence");
+    r->field_confidence = 1;
+    return SX_OK;
+}

@@ -114,6 +114,7 @@ typedef struct sx_rpc_req {
     float         length_penalty; /* beam search (default 1) */
     int           early_stopping; /* beam search: an sx_beam_early (default false) */
     int           logprobs;      /* 1: report per-token log-probs */
+    int           field_confidence; /* 1: report confidence per field (sx_rpc_field_confidence) */
     int           top_logprobs;  /* 0..SX_SAMPLER_MAX_TOPN alternatives per token */
     int           scores;        /* CHOICES: compute label probabilities (default 1) */
     double        timeout_s;     /* 0 = the server's default */
@@ -144,6 +145,11 @@ int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_lim
  * default mode, false = off) into r->speculate.  Same output either way;
  * only the speed changes (engine/generate.h). */
 int  sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err);
+/* `field_confidence` (a boolean) into r->field_confidence, once the mode,
+ * logprobs and beams are parsed: refused for free text and regex (their
+ * output is not JSON) and with beam search (no per-token log-probs). */
+int  sx_rpc_req_set_field_confidence(sx_rpc_req *r, const json_t *v, const char *at,
+                                     sx_error *err);
 /* Reads the beam-search options num_beams, length_penalty,
  * num_return_sequences (into r->n) and early_stopping from obj (the
  * request, or the OpenAI route's `strux` object; `at` is its JSON Pointer)
@@ -190,6 +196,7 @@ typedef struct sx_rpc_choice {
     int           n_completion, n_forced;
     const json_t *logprobs;      /* borrowed, or NULL */
     const double *score;         /* beam search: the sequence's score, else NULL */
+    const json_t *field_confidence; /* borrowed, or NULL */
 } sx_rpc_choice;
 
 /* The outcome of a finished generation, for sx_rpc_response_dump.  With
@@ -209,6 +216,7 @@ typedef struct sx_rpc_result {
     int           cache_hit;     /* the constraint came from the compiled-schema cache */
     const sx_rpc_choice *choices; /* n > 1 or beam search: n_choices entries; else NULL */
     int           n_choices;
+    const json_t *field_confidence; /* choice 0's (borrowed), or NULL */
 } sx_rpc_result;
 
 /* Turns finished text into the response's `output`: parses it as JSON for

@@ -86,6 +86,8 @@ typedef struct rpc_seq {
     int             finish;        /* sx_finish, once done */
     sx_bytes        text;
     json_t         *logprobs;
+    sx_bytes        spans;         /* field_confidence: an sx_rpc_tok_span per token */
+    json_t         *fields;        /* ... and the fields, once re-checked */
     json_t         *output;        /* re-checked output (NULL = null or not yet) */
     int             bad;           /* 0, or the code its re-check gave (internal, incomplete) */
     char            why[256];      /* ... and why */
