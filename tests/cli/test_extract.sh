@@ -5,7 +5,8 @@
 # the prefix cache serves the schemas' system turns, --resume runs only the
 # rows not yet written (cutting a torn last line), JSONL and CSV inputs with
 # a text column work, a failed row is written, listed and makes the exit
-# status 1, --out - writes stdout, and usage errors exit 2.  Needs
+# status 1, --out - writes stdout, --review-below adds confidence per field
+# and marks rows, and usage errors exit 2.  Needs
 # $STRUX_BUILD, $STRUX_SHARED and the repo venv (.venv) with jsonschema.
 set -u
 S="$STRUX_BUILD/strux"
@@ -124,9 +125,33 @@ check "JSONL: rows keyed PATH:LINE with their id; the failure is written and lis
           grep -q "\"input\":\"$T/in.jsonl:3\",.*\"ok\":false,.*\"message\":\"column .doc. is not a string\"" "$T/jsonl.jsonl" &&
           grep -q "1 failed" "$T/jsonl.err" && grep -q "in.jsonl:3 with .*not a string" "$T/jsonl.err"'
 printf 'id,text\n1,"Bob, 40, is ""fine"".\nHe is happy."\r\n2,Eve is 22.\n' >"$T/in.csv"
-run csv "${M[@]}" --schema "$T/mood.json" --input "$T/in.csv" --out -
+run csv "${M[@]}" --schema "$T/mood.json" --input "$T/in.csv" --out - --review-below 0.999999
 check "CSV to stdout: 2 rows keyed PATH:RECORD, all valid" \
     eval '[ "$(rc csv)" = 0 ] && valid "$T/csv.stdout" 2 && grep -q "in.csv:2" "$T/csv.stdout"'
+# --review-below: field confidence on every row, one entry per leaf value
+fields_ok() {
+    "$PY" - "$1" "$2" <<'EOF' || return 1
+import json, math, sys
+def leaves(v, p=""):
+    if isinstance(v, dict) and v:
+        for k, c in v.items():
+            yield from leaves(c, p + "/" + k.replace("~", "~0").replace("/", "~1"))
+    elif isinstance(v, list) and v:
+        for i, c in enumerate(v):
+            yield from leaves(c, p + "/" + str(i))
+    else:
+        yield p
+below = float(sys.argv[2])
+for r in map(json.loads, open(sys.argv[1])):
+    fc = r["field_confidence"]
+    assert sorted(f["pointer"] for f in fc) == sorted(leaves(r["output"])), (fc, r["output"])
+    for f in fc:
+        assert f["logprob"] <= 0 and 0 <= f["alternatives"] <= 1 and f["tokens"] >= 0, f
+    assert r["review"] == any(math.exp(f["logprob"]) < below for f in fc), r
+EOF
+}
+check "--review-below: field_confidence names every leaf; review marks rows below P" \
+    eval 'fields_ok "$T/csv.stdout" 0.999999 && grep -q "to review (a field below" "$T/csv.err"'
 
 # a budget below the schema's shortest document: every row fails, named
 run tight --model "$T/m" --max-tokens 4 --schema "$T/person.json" "$T/docs/a.txt" --out "$T/tight.jsonl"
@@ -136,7 +161,8 @@ check "max_tokens below the shortest document: row failed as incomplete, exit 1"
 run nomodel --schema "$T/person.json" "$T/docs/a.txt" --out "$T/x.jsonl"
 run both "${M[@]}" --schema "$T/person.json" "$T/docs/a.txt" --input "$T/in.jsonl" --out "$T/x.jsonl"
 run resstdout "${M[@]}" --schema "$T/person.json" "$T/docs/a.txt" --out - --resume
-check "usage errors exit 2" eval '[ "$(rc nomodel)$(rc both)$(rc resstdout)" = 222 ]'
+run badreview "${M[@]}" --schema "$T/person.json" "$T/docs/a.txt" --out - --review-below 2
+check "usage errors exit 2" eval '[ "$(rc nomodel)$(rc both)$(rc resstdout)$(rc badreview)" = 2222 ]'
 echo '{"type":"object","properties":{"a":{"pattern":"("}}}' >"$T/bad.json"
 run badschema "${M[@]}" --schema "$T/bad.json" "$T/docs/a.txt" --out "$T/x.jsonl"
 check "a schema that cannot compile stops the job (exit 1, named)" \
