@@ -217,6 +217,7 @@ typedef struct sx_rpc_result {
     const sx_rpc_choice *choices; /* n > 1 or beam search: n_choices entries; else NULL */
     int           n_choices;
     const json_t *field_confidence; /* choice 0's (borrowed), or NULL */
+    int           n_cached;      /* prompt tokens taken from the prefix cache */
 } sx_rpc_result;
 
 /* Turns finished text into the response's `output`: parses it as JSON for

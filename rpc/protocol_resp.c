@@ -273,7 +273,8 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
         goto fail;
     if (set(usage, "prompt_tokens", json_integer(res->n_prompt)) ||
         set(usage, "completion_tokens", json_integer(res->n_completion)) ||
-        set(usage, "forced_tokens", json_integer(res->n_forced)))
+        set(usage, "forced_tokens", json_integer(res->n_forced)) ||
+        set(usage, "cached_tokens", json_integer(res->n_cached)))
         goto fail;
     rc = set(o, "usage", usage);
     usage = NULL;

@@ -40,6 +40,7 @@ typedef struct rpc_metrics {
     uint64_t recheck_failures;               /* outputs the validator refused: grammar bugs */
     sx_engine_lm_stats lm;                   /* the engine's, after the last step */
     int64_t  spec_drafted, spec_accepted;    /* the generator's, after the last step */
+    sx_gen_prefix_stats prefix;              /* the generator's prefix cache, likewise */
     rpc_hist ttft, tpot, total, queue, batch;
 } rpc_metrics;
 
@@ -62,6 +63,8 @@ void rpc_metrics_recheck_failure(rpc_metrics *m);
 void rpc_metrics_step(rpc_metrics *m, int batch, const sx_engine_lm_stats *lm);
 /* speculation counters after a step */
 void rpc_metrics_spec(rpc_metrics *m, int64_t drafted, int64_t accepted);
+/* prefix-cache counters after a step */
+void rpc_metrics_prefix(rpc_metrics *m, const sx_gen_prefix_stats *st);
 /* Prometheus text exposition format 0.0.4. */
 int  rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out);
 

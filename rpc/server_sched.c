@@ -130,6 +130,7 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
     res->finish_reason = cs[0].finish_reason;
     res->logprobs = cs[0].logprobs;
     res->field_confidence = cs[0].field_confidence;
+    res->n_cached = seq_of(j, 0)->n_cached;
     res->n_prompt = j->n_prompt;
     res->n_completion = j->n_completion;
     res->n_forced = j->n_forced;
@@ -734,6 +735,11 @@ void *rpc_sched_main(void *arg)
                     int64_t sd, sa;
                     s->be->ops->spec_stats(s->be->b, &sd, &sa);
                     rpc_metrics_spec(&s->metrics, sd, sa);
+                }
+                if (s->be->ops->prefix_stats) {
+                    sx_gen_prefix_stats ps;
+                    s->be->ops->prefix_stats(s->be->b, &ps);
+                    rpc_metrics_prefix(&s->metrics, &ps);
                 }
             }
         }
