@@ -171,7 +171,7 @@ import jsonschema
 reqs = [json.loads(l) for l in open(sys.argv[1])]
 resps = [json.loads(l) for l in open(sys.argv[2])]
 assert len(reqs) == len(resps), "one response per request"
-ok = bad = closed_early = internal = python_re = declined = 0
+ok = bad = closed_early = internal = python_re = declined = cached = 0
 codes = {}
 
 import re
@@ -217,8 +217,11 @@ for q, r in zip(reqs, resps):
     mt = q.get("max_tokens", 48)
     if r["usage"]["completion_tokens"] >= mt - 2:
         closed_early += 1
+    if r["usage"]["cached_tokens"] > 0:   # prompt tokens from the prefix cache
+        cached += 1
 print(json.dumps({"ok": ok, "bad": bad, "closed_at_budget": closed_early, "internal": internal,
-                  "python_re_unreadable": python_re, "declined": declined, "errors": codes}))
+                  "python_re_unreadable": python_re, "declined": declined, "errors": codes,
+                  "cached": cached}))
 PY
 J=$("$PY" "$T/judge.py" "$T/in.jsonl" "$T/out.jsonl" 2>"$T/judge.log")
 echo "# $J"
@@ -229,6 +232,8 @@ check "most requests with a compiling schema succeed ($(jget ok) of $NREQ, $(jge
     [ "$(jget ok)" -ge $(( (NREQ - $(jget declined)) * 3 / 4 )) ]
 check "tight budgets force documents to close at the limit ($(jget closed_at_budget))" \
     [ "$(jget closed_at_budget)" -ge 5 ]
+check "answers report prompt tokens from the prefix cache (usage.cached_tokens > 0 on $(jget cached))" \
+    [ "$(jget cached)" -ge 1 ]
 
 # ---- n choices ------------------------------------------------------------------------
 # n=4 at temperature 1: four schema-valid choices, choice i equal to an n=1
@@ -400,6 +405,10 @@ check "GET /metrics counts requests, tokens, latency, cache hits" sh -c "
     grep -q '^strux_ttft_ms_bucket{le=\"+Inf\"} [1-9]' '$T/metrics.txt' &&
     grep -q '^strux_batch_size_count [1-9]' '$T/metrics.txt' &&
     grep -q '^strux_schema_cache_hits_total [1-9]' '$T/metrics.txt'"
+check "GET /metrics: the prefix cache served prompt tokens (hits and cached tokens)" sh -c "
+    grep -q '^strux_prefix_cache_lookups_total{result=\"hit\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_prefix_cache_cached_tokens_total [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_prefix_cache_entries [0-9]' '$T/metrics.txt'"
 check "GET /metrics: zero re-check failures after the sampled batch" \
     grep -q '^strux_recheck_failures_total 0$' "$T/metrics.txt"
 # schema requests ran masked steps: the sparse LM head read fewer panels than

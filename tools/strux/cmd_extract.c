@@ -71,6 +71,9 @@ static void usage(FILE *f)
         "  --batch N            documents decoded together (default 32)\n"
         "  --threads N          CPU threads (default: all)\n"
         "  --kv-tokens N        KV-cache capacity in tokens (default 65536)\n"
+        "  --prefix-cache-gb G  KV of earlier prompts kept for rows that start the same\n"
+        "                       way, least recently used out first (default: as room\n"
+        "                       allows within --kv-tokens; 0 = off)\n"
         "  --int8 | --q4        quantise weights at start-up (see strux generate --help)\n"
         "  --kv-bf16            keep the KV cache in bf16\n\n"
         "Progress (rows done, rate, ETA) goes to stderr every second, and a summary at\n"
@@ -127,6 +130,7 @@ struct ex_ctx {
     double        t_start, t_last_progress;
     int           quiet, write_error;
     int           field_conf;  /* --field-confidence */
+    int           no_prefix_cache; /* --prefix-cache-gb 0 */
     double        review_below; /* --review-below P (0 = off) */
     size_t        n_review;
     sx_bytes      failures;    /* the first EX_SHOW_FAILED, one line each */
@@ -443,7 +447,7 @@ static int start(ex_ctx *x, size_t k)
         code = sx_rpc_code_name(sx_rpc_code_of(SX_RPC_STAGE_PARSE, rc));
         goto refused;
     }
-    if (!x->schemas[sch].warm && prefix_len > 0) {
+    if (!x->schemas[sch].warm && prefix_len > 0 && !x->no_prefix_cache) {
         /* Rows start a batch at a time, and the generator keeps a prefix
          * only once a request has prefilled it: without this the first
          * batch would prefill the schema's system turn once per row. */
@@ -535,6 +539,7 @@ int cmd_extract(int argc, char **argv)
     size_t n_files = 0;
     int resume = 0, int8 = 0, q4 = 0, kvbf16 = 0;
     long batch = 32, threads = 0, kv_tokens = 65536, max_tokens = 512;
+    double prefix_gb = -1;   /* -1: as room allows */
     ex_ctx x;
     memset(&x, 0, sizeof x);
     x.temperature = 0;
@@ -592,6 +597,10 @@ int cmd_extract(int argc, char **argv)
             bad = tool_parse_long("extract", a, v, 0, 1024, &threads);
         else if (!strcmp(a, "--kv-tokens"))
             bad = tool_parse_long("extract", a, v, 256, 1L << 30, &kv_tokens);
+        else if (!strcmp(a, "--prefix-cache-gb"))
+            bad = tool_parse_double("extract", a, v, &prefix_gb) ||
+                  (prefix_gb < 0 && (fprintf(stderr, "strux extract: --prefix-cache-gb wants a "
+                                                     "size in GB >= 0\n"), 1));
         else if (!strcmp(a, "--temperature"))
             bad = tool_parse_double("extract", a, v, &d) || (x.temperature = d, 0);
         else if (!strcmp(a, "--review-below")) {
@@ -674,6 +683,14 @@ int cmd_extract(int argc, char **argv)
                          .weight_mode = q4 ? SX_W_Q4 : int8 ? SX_W_INT8 : SX_W_BF16,
                          .kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32};
     sx_gen_opts go = {.max_batch = (int)batch};
+    if (prefix_gb >= 0) {
+        /* K and V of every layer per token */
+        double per_token = 2.0 * model->cfg.n_layers * model->cfg.n_kv_heads *
+                           model->cfg.head_dim * (kvbf16 ? 2 : 4);
+        double t = prefix_gb * 1e9 / per_token;
+        go.prefix_cache_tokens = t < 1 ? -1 : (int64_t)t;
+        x.no_prefix_cache = t < 1;
+    }
     if (sx_engine_new(model, &eo, &eng, &err) ||
         sx_gen_new(eng, tok, &go, on_event, &x, &x.gen, &err))
         goto fail_err;
