@@ -281,23 +281,27 @@ g = call(dict(base, id="greedy", n=2, temperature=0))
 assert g["ok"] and len(g["choices"]) == 2 and g["choices"][0]["text"] == g["choices"][1]["text"], g
 
 # one prefill: a long prompt with no system turn (nothing from the prefix cache)
+# for n = 4; then the same prompt again takes all but its last token from
+# the prefix cache, which keeps whole prompts
 doc = "".join(open(f"schemas/samples/{f}.txt").read() for f in ("cv", "invoice", "receipt"))
 long = {"messages": [{"role": "user", "content": doc}], "json_object": True,
         "temperature": 1.0, "max_tokens": 32, "seed": 7}
 p0, m0 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
-a = call(dict(long, id="long1"))
-p1, m1 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
 b = call(dict(long, id="long4", n=4))
+p1, m1 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
+a = call(dict(long, id="long1"))
 p2, m2 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
-N = a["usage"]["prompt_tokens"] if a["ok"] else a["usage"]["prompt_tokens"]
+N = b["usage"]["prompt_tokens"]
 c4 = b["usage"]["completion_tokens"]
 assert N > 300, N
-assert p1 - p0 == N, (p1 - p0, N)
-assert p2 - p1 == N + 3, ("n=4 prefilled", p2 - p1, "prompt", N)
+assert b["usage"]["cached_tokens"] == 0, b["usage"]
+assert p1 - p0 == N + 3, ("n=4 prefilled", p1 - p0, "prompt", N)
 # the engine's count: the prompt once, one token per other choice, decode
-assert m2 - m1 <= N + 3 + c4, ("n=4 model tokens", m2 - m1, N, c4)
-print(f"prompt {N} tokens: n=1 prefilled {p1 - p0}, n=4 prefilled {p2 - p1} "
-      f"(model ran {m2 - m1} tokens for {c4} output tokens; 4 separate prompts: {4 * N})")
+assert m1 - m0 <= N + 3 + c4, ("n=4 model tokens", m1 - m0, N, c4)
+assert a["usage"]["prompt_tokens"] == N and a["usage"]["cached_tokens"] == N - 1, a["usage"]
+assert p2 - p1 == 1, ("the repeated prompt prefilled", p2 - p1)
+print(f"prompt {N} tokens: n=4 prefilled {p1 - p0}, the same prompt again {p2 - p1} "
+      f"(model ran {m1 - m0} tokens for {c4} output tokens; 4 separate prompts: {4 * N})")
 
 for bad in (0, 17, "2", 1.5):
     e = call({"document": "x", "json_object": True, "n": bad})
