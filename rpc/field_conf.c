@@ -235,6 +235,9 @@ int sx_rpc_req_set_field_confidence(sx_rpc_req *r, const json_t *v, const char *
     if (r->num_beams)
         return sx_err_setp(err, SX_EINVAL, at, -1,
                            "beam search has no per-token log-probs: no field_confidence");
+    if (r->stream)
+        return sx_err_setp(err, SX_EINVAL, at, -1,
+                           "field_confidence comes with the whole answer: not with stream");
     r->field_confidence = 1;
     return SX_OK;
 }

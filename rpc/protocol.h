@@ -146,8 +146,9 @@ int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_lim
  * only the speed changes (engine/generate.h). */
 int  sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err);
 /* `field_confidence` (a boolean) into r->field_confidence, once the mode,
- * logprobs and beams are parsed: refused for free text and regex (their
- * output is not JSON) and with beam search (no per-token log-probs). */
+ * logprobs, beams and stream are parsed: refused for free text and regex
+ * (their output is not JSON), with beam search (no per-token log-probs)
+ * and with stream (the fields come with the whole answer). */
 int  sx_rpc_req_set_field_confidence(sx_rpc_req *r, const json_t *v, const char *at,
                                      sx_error *err);
 /* Reads the beam-search options num_beams, length_penalty,

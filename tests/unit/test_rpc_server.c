@@ -1171,6 +1171,12 @@ static void field_confidence_routes(void **state)
     check_fields(json_object_get(sx, "field_confidence"), json_object_get(sx, "output"));
     json_decref(v);
     v = http_json(t.port, "POST", "/v1/chat/completions",
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,"
+                  "\"response_format\":{\"type\":\"json_object\"},"
+                  "\"strux\":{\"field_confidence\":true}}", &status);
+    assert_int_equal(status, 400);
+    json_decref(v);
+    v = http_json(t.port, "POST", "/v1/chat/completions",
                   "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
                   "\"strux\":{\"field_confidence\":true}}", &status);
     assert_int_equal(status, 400);
