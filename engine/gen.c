@@ -62,6 +62,9 @@ int sx_gen_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts, s
     g->eos[0] = sx_tok_find(tok, "<|im_end|>", 10);
     g->eos[1] = sx_tok_find(tok, "<|endoftext|>", 13);
     g->kv_capacity = sx_engine_free_tokens(e);
+    g->o.prefix_cache_tokens = !opts || !opts->prefix_cache_tokens ? g->kv_capacity
+                               : opts->prefix_cache_tokens < 0   ? 0
+                                                                 : opts->prefix_cache_tokens;
     g->cbuf = malloc(GEN_CBUF);
     if (!g->cbuf) {
         sx_gen_free(g);

@@ -44,7 +44,7 @@ typedef struct gen_seq {
 typedef struct gen_prefix {
     int32_t  *tokens;
     int       len, kv;
-    uint64_t  hash, used;
+    uint64_t  used;
 } gen_prefix;
 
 #define GEN_PREFIXES 16
@@ -62,6 +62,8 @@ struct sx_gen {
     gen_seq            *head;         /* queued and live requests, oldest first */
     gen_prefix          prefixes[GEN_PREFIXES];
     int                 n_prefixes;
+    int64_t             prefix_tokens;  /* held by the entries */
+    sx_gen_prefix_stats pstats;
     uint64_t            clock;
     /* per-step scratch */
     sx_step_item       *items;
@@ -103,6 +105,8 @@ void   gen_reap(sx_gen *g);
  * least recently used prefix, 0 when none is left. */
 int    gen_prefix_admit(sx_gen *g, gen_seq *s);
 void   gen_prefix_store(sx_gen *g, gen_seq *s);
+/* keeps s's whole prompt once prefilled (before its first decode) */
+void   gen_prefix_store_prompt(sx_gen *g, gen_seq *s);
 int    gen_prefix_evict(sx_gen *g);
 void   gen_prefix_free_all(sx_gen *g);
 /* n choices (gen_fork.c).  forks: every admitted follower whose leader's

@@ -390,6 +390,7 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
                 gen_prefix_store(g, s);
             if (s->n_fed < s->n_prompt)
                 continue;
+            gen_prefix_store_prompt(g, s);
         } else {
             s->n_feed = 0;
         }

@@ -42,6 +42,11 @@ typedef struct sx_gen_opts {
     int prefill_chunk;   /* tokens per sequence per step while prefilling (default 256) */
     int max_batch;       /* sequences stepped together (default 32) */
     int mask_threads;    /* threads that fill grammar masks (default 1) */
+    /* The prefix cache (sx_gen_params.prefix_len): KV of prompt prefixes
+     * and whole prompts kept for later requests that start the same way,
+     * in tokens: 0 = as much as the KV cache has room for (entries give
+     * way to requests), -1 = off. */
+    int64_t prefix_cache_tokens;
 } sx_gen_opts;
 
 typedef struct sx_gen_params {
@@ -50,8 +55,10 @@ typedef struct sx_gen_params {
     int               max_tokens;  /* completion budget, > 0 */
     /* The first prefix_len prompt tokens are shared by many requests (a
      * system turn with its instructions and schema): their KV cache is
-     * kept after the first such request and forked by the next ones, which
-     * then prefill only the rest.  0 = none.  Outputs are the same either
+     * kept after the first such request.  Whole prompts are kept too, and
+     * every request forks the cached prompt sharing the longest prefix with
+     * its own (a document under another schema, a chat's earlier turns),
+     * then prefills only the rest.  0 = none.  Outputs are the same either
      * way. */
     int               prefix_len;
     /* n choices of one request: the handle of an earlier request over the
@@ -135,6 +142,14 @@ void sx_gen_cancel(sx_gen *g, int handle);
  * reuse (prefix_len outside 1..n_prompt-1, or no room to keep it). */
 int  sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int prefix_len, int *seq,
                        sx_error *err);
+/* The prefix cache since g was made: lookups that forked a cached prefix
+ * (hits) or found none worth forking (misses), entries evicted, prompt
+ * tokens taken from it; entries and tokens held now. */
+typedef struct sx_gen_prefix_stats {
+    int64_t hits, misses, evictions, cached_tokens;
+    int64_t entries, tokens;
+} sx_gen_prefix_stats;
+void sx_gen_prefix_stats_get(const sx_gen *g, sx_gen_prefix_stats *out);
 /* The draft model of SX_SPEC_DRAFT requests: an engine over a smaller
  * Qwen3 with the same tokenizer (its own KV cache; sequences of it are made
  * and freed here).  Borrowed: it must outlive g.  NULL = none; requests

@@ -1,5 +1,6 @@
 /* The real sx_rpc_backend: sx_gen over an sx_engine. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "rpc/server.h"
 
@@ -40,6 +41,14 @@ int sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_engine *draft, sx_error *
         return sx_err_set(err, SX_EINVAL, "the draft model is set before the server starts");
     gb->draft = draft;
     return SX_OK;
+}
+
+static void gb_prefix_stats(void *b, sx_gen_prefix_stats *out)
+{
+    gen_backend *gb = b;
+    memset(out, 0, sizeof *out);
+    if (gb->g)
+        sx_gen_prefix_stats_get(gb->g, out);
 }
 
 static int gb_add(void *b, const int32_t *prompt, int n_prompt, const sx_gen_params *p,
@@ -107,6 +116,7 @@ static const sx_rpc_backend_ops gen_ops = {
     .bind = gb_bind, .add = gb_add, .cancel = gb_cancel, .step = gb_step,
     .score = gb_score, .beam = gb_beam, .kv_capacity = gb_kv, .lm_stats = gb_lm_stats, .free = gb_free,
     .spec_stats = gb_spec_stats,
+    .prefix_stats = gb_prefix_stats,
 };
 
 int sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,

@@ -87,6 +87,13 @@ void rpc_metrics_spec(rpc_metrics *m, int64_t drafted, int64_t accepted)
     pthread_mutex_unlock(&m->mu);
 }
 
+void rpc_metrics_prefix(rpc_metrics *m, const sx_gen_prefix_stats *st)
+{
+    pthread_mutex_lock(&m->mu);
+    m->prefix = *st;
+    pthread_mutex_unlock(&m->mu);
+}
+
 static int put(sx_bytes *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int put(sx_bytes *out, const char *fmt, ...)
 {
@@ -178,6 +185,27 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "# TYPE strux_spec_accepted_tokens_total counter\n"
                  "strux_spec_accepted_tokens_total %lld\n",
                  (long long)m->spec_drafted, (long long)m->spec_accepted);
+    if (!rc)
+        rc = put(out,
+                 "# HELP strux_prefix_cache_lookups_total Requests that forked cached prompt KV "
+                 "(hit) or found none worth forking (miss).\n"
+                 "# TYPE strux_prefix_cache_lookups_total counter\n"
+                 "strux_prefix_cache_lookups_total{result=\"hit\"} %lld\n"
+                 "strux_prefix_cache_lookups_total{result=\"miss\"} %lld\n"
+                 "# HELP strux_prefix_cache_evictions_total Cached prompts dropped for room.\n"
+                 "# TYPE strux_prefix_cache_evictions_total counter\n"
+                 "strux_prefix_cache_evictions_total %lld\n"
+                 "# HELP strux_prefix_cache_cached_tokens_total Prompt tokens taken from the "
+                 "prefix cache instead of prefilled.\n"
+                 "# TYPE strux_prefix_cache_cached_tokens_total counter\n"
+                 "strux_prefix_cache_cached_tokens_total %lld\n"
+                 "# HELP strux_prefix_cache_entries Cached prompts held.\n"
+                 "# TYPE strux_prefix_cache_entries gauge\nstrux_prefix_cache_entries %lld\n"
+                 "# HELP strux_prefix_cache_tokens Tokens the cached prompts hold.\n"
+                 "# TYPE strux_prefix_cache_tokens gauge\nstrux_prefix_cache_tokens %lld\n",
+                 (long long)m->prefix.hits, (long long)m->prefix.misses,
+                 (long long)m->prefix.evictions, (long long)m->prefix.cached_tokens,
+                 (long long)m->prefix.entries, (long long)m->prefix.tokens);
     if (!rc)
         rc = hist(out, "strux_ttft_ms", "Time from receipt to the first output token, ms.",
                   &m->ttft);

@@ -114,6 +114,7 @@ typedef struct sx_rpc_req {
     float         length_penalty; /* beam search (default 1) */
     int           early_stopping; /* beam search: an sx_beam_early (default false) */
     int           logprobs;      /* 1: report per-token log-probs */
+    int           field_confidence; /* 1: report confidence per field (sx_rpc_field_confidence) */
     int           top_logprobs;  /* 0..SX_SAMPLER_MAX_TOPN alternatives per token */
     int           scores;        /* CHOICES: compute label probabilities (default 1) */
     double        timeout_s;     /* 0 = the server's default */
@@ -144,6 +145,12 @@ int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_lim
  * default mode, false = off) into r->speculate.  Same output either way;
  * only the speed changes (engine/generate.h). */
 int  sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err);
+/* `field_confidence` (a boolean) into r->field_confidence, once the mode,
+ * logprobs, beams and stream are parsed: refused for free text and regex
+ * (their output is not JSON), with beam search (no per-token log-probs)
+ * and with stream (the fields come with the whole answer). */
+int  sx_rpc_req_set_field_confidence(sx_rpc_req *r, const json_t *v, const char *at,
+                                     sx_error *err);
 /* Reads the beam-search options num_beams, length_penalty,
  * num_return_sequences (into r->n) and early_stopping from obj (the
  * request, or the OpenAI route's `strux` object; `at` is its JSON Pointer)
@@ -169,6 +176,15 @@ int  sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc
 int  sx_rpc_build_messages(const sx_rpc_req *r, sx_chat_msg **msgs, size_t *n, char **owned,
                            sx_error *err);
 
+/* The prompt of r in token ids, as the server runs it: sx_rpc_build_messages
+ * through Qwen3's chat template (assistant turn opened, thinking off).
+ * *prefix_len receives the tokens of a leading system turn up to its
+ * <|im_end|> (what requests with the same instructions and constraint
+ * share, sx_gen_params.prefix_len), 0 when there is none.  out is cleared
+ * first; the caller frees it (sx_ids_free) on success and on error. */
+int  sx_rpc_prompt_encode(const sx_tokenizer *tok, const sx_rpc_req *r, sx_ids *out,
+                          int *prefix_len, sx_error *err);
+
 /* The default instruction of document requests, by mode. */
 const char *sx_rpc_default_instruction(int mode);
 
@@ -181,6 +197,7 @@ typedef struct sx_rpc_choice {
     int           n_completion, n_forced;
     const json_t *logprobs;      /* borrowed, or NULL */
     const double *score;         /* beam search: the sequence's score, else NULL */
+    const json_t *field_confidence; /* borrowed, or NULL */
 } sx_rpc_choice;
 
 /* The outcome of a finished generation, for sx_rpc_response_dump.  With
@@ -200,6 +217,8 @@ typedef struct sx_rpc_result {
     int           cache_hit;     /* the constraint came from the compiled-schema cache */
     const sx_rpc_choice *choices; /* n > 1 or beam search: n_choices entries; else NULL */
     int           n_choices;
+    const json_t *field_confidence; /* choice 0's (borrowed), or NULL */
+    int           n_cached;      /* prompt tokens taken from the prefix cache */
 } sx_rpc_result;
 
 /* Reads a request's JSON text (duplicate keys refused) into *root: numbers
@@ -279,5 +298,33 @@ int  sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model, 
 /* {"error":{"message","type","param","code"}}. */
 int  sx_rpc_openai_error_dump(int code, const char *message, const char *pointer, char **out,
                               size_t *len);
+
+/* ---- confidence per field (rpc/field_conf.c) --------------------------------
+ * For every leaf value of a JSON output (string, number, true/false/null,
+ * and an empty object or array) its JSON Pointer and what the model chose
+ * for it: `logprob`, the summed log-probability of the sampled tokens that
+ * wrote any of its bytes (a string's quotes included), each under the
+ * grammar's mask (log-softmax over the allowed tokens only); tokens the
+ * grammar forced (one continuation) are left out: the model chose nothing
+ * there.  `alternatives`: 1 - p of the first sampled token of the value,
+ * the mass the model put on other allowed continuations at the value's
+ * first decision; `tokens`: the sampled tokens counted.  A value written by
+ * forced tokens only has logprob 0, alternatives 0, tokens 0.  docs/
+ * PROTOCOL.md says what this does and does not mean. */
+typedef struct sx_rpc_tok_span {
+    size_t start, end;   /* the bytes of the output text this token's piece wrote */
+    float  logprob;      /* under the mask; ignored when forced */
+    int    forced;
+} sx_rpc_tok_span;
+
+/* text: the output (complete JSON); toks in the order generated (pieces
+ * concatenated give text).  *out: a new JSON array of {"pointer",
+ * "logprob", "alternatives", "tokens"} in document order.  SX_EFORMAT when
+ * text is not one JSON value, SX_ELIMIT past 1000 levels of nesting. */
+int  sx_rpc_field_confidence(const char *text, size_t len, const sx_rpc_tok_span *toks,
+                             size_t n_toks, json_t **out, sx_error *err);
+/* The lowest exp(logprob) over the fields of a field_confidence array (1
+ * when it has none): what --review-below compares. */
+double sx_rpc_field_confidence_min(const json_t *fields);
 
 #endif

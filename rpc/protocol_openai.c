@@ -199,7 +199,8 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
             return bad(err, "/stream_options/include_usage", "include_usage must be a boolean");
         r->stream_usage = json_is_true(iu);
     }
-    /* the `strux` extension: beam search (temperature defaults to 0 there) */
+    /* the `strux` extension: beam search (temperature defaults to 0 there),
+     * field_confidence */
     const json_t *ext = json_object_get(root, "strux");
     if (ext && !json_is_null(ext)) {
         if (!json_is_object(ext))
@@ -210,6 +211,9 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
             return rc;
         if (r->num_beams && r->stream)
             return bad(err, "/stream", "beam search answers once, at the end: no stream");
+        if ((rc = sx_rpc_req_set_field_confidence(r, json_object_get(ext, "field_confidence"),
+                                                  "/strux/field_confidence", err)))
+            return rc;
     }
     return SX_OK;
 }
@@ -276,10 +280,11 @@ static json_t *ms(double x)
 
 static json_t *usage_json(const sx_rpc_result *res)
 {
-    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", res->n_prompt,
+    return json_pack("{s:i, s:i, s:i, s:{s:i}, s:{s:i}}", "prompt_tokens", res->n_prompt,
                      "completion_tokens", res->n_completion, "total_tokens",
                      res->n_prompt + res->n_completion, "completion_tokens_details",
-                     "forced_tokens", res->n_forced);
+                     "forced_tokens", res->n_forced, "prompt_tokens_details", "cached_tokens",
+                     res->n_cached);
 }
 
 static int finish(json_t *o, char **out, size_t *len)
@@ -325,7 +330,8 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
         return SX_ENOMEM;
     /* n = 1: the result itself is the one choice */
     sx_rpc_choice one = {res->text, res->text_len, res->output, res->finish_reason,
-                         res->n_completion, res->n_forced, res->logprobs, NULL};
+                         res->n_completion, res->n_forced, res->logprobs, NULL,
+                         res->field_confidence};
     const sx_rpc_choice *cs = res->choices ? res->choices : &one;
     int n = res->choices ? res->n_choices : 1;
     if (set(o, "id", json_string(cid)) || set(o, "object", json_string("chat.completion")) ||
@@ -366,6 +372,19 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
                                                          : json_null()))
                 goto fail;
         }
+    }
+    if (cs[0].field_confidence) {
+        /* confidence per field: choice 0's, and with n > 1 every choice's */
+        if (set(strux, "field_confidence", json_deep_copy(cs[0].field_confidence)))
+            goto fail;
+        json_t *fcs = n > 1 ? json_array() : NULL;
+        if (n > 1 && (!fcs || set(strux, "field_confidences", fcs)))
+            goto fail;
+        for (int i = 0; n > 1 && i < n; i++)
+            if (json_array_append_new(fcs, cs[i].field_confidence
+                                               ? json_deep_copy(cs[i].field_confidence)
+                                               : json_null()))
+                goto fail;
     }
     if (cs[0].score) {
         /* beam search: each choice's sequence score */

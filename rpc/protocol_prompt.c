@@ -84,3 +84,29 @@ int sx_rpc_build_messages(const sx_rpc_req *r, sx_chat_msg **msgs, size_t *n, ch
     *n = 2;
     return SX_OK;
 }
+
+int sx_rpc_prompt_encode(const sx_tokenizer *tok, const sx_rpc_req *r, sx_ids *out,
+                         int *prefix_len, sx_error *err)
+{
+    sx_chat_msg *msgs = NULL;
+    size_t n_msgs = 0;
+    char *owned = NULL;
+    *prefix_len = 0;
+    out->n = 0;
+    int rc = sx_rpc_build_messages(r, &msgs, &n_msgs, &owned, err);
+    if (!rc)
+        rc = sx_chat_encode(tok, msgs, n_msgs, 1, out, err);
+    /* a system turn (strux's extraction prompt with the schema, or the
+     * caller's) is what requests share: its KV is cached by the generator */
+    if (!rc && n_msgs > 1 && !strcmp(msgs[0].role, "system")) {
+        int32_t im_end = sx_tok_find(tok, "<|im_end|>", 10);
+        for (size_t k = 0; k < out->n; k++)
+            if (out->v[k] == im_end) {
+                *prefix_len = (int)k + 1;
+                break;
+            }
+    }
+    free(msgs);
+    free(owned);
+    return rc;
+}

@@ -334,7 +334,8 @@ static const char *const known_fields[] = {
     "id", "schema", "choices", "regex", "json_object", "messages", "document", "instruction",
     "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
     "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", "speculate",
-    "num_beams", "length_penalty", "num_return_sequences", "early_stopping", NULL,
+    "num_beams", "length_penalty", "num_return_sequences", "early_stopping", "field_confidence",
+    NULL,
 };
 
 static int check_fields(const json_t *root, sx_error *err)
@@ -641,7 +642,9 @@ int sx_rpc_req_from_json(json_t *root, const sx_rpc_limits *lim, sx_rpc_req *out
     }
     out->id = id;
     if ((rc = check_fields(root, err)) || (rc = parse_constraint(out, root, lim, err)) ||
-        (rc = parse_input(out, root, lim, err)) || (rc = parse_sampling(out, root, lim, err)))
+        (rc = parse_input(out, root, lim, err)) || (rc = parse_sampling(out, root, lim, err)) ||
+        (rc = sx_rpc_req_set_field_confidence(out, json_object_get(root, "field_confidence"),
+                                              "/field_confidence", err)))
         goto fail;
     return SX_OK;
 fail:

@@ -253,7 +253,8 @@ int sx_rpc_dump_with_outputs(json_t *o, char (*marks)[80], const json_t *const *
     return SX_OK;
 }
 
-/* {index, output, text, finish_reason, usage, logprobs?} of choice i */
+/* {index, output, text, finish_reason, usage, logprobs?, score?,
+ * field_confidence?} of choice i */
 static json_t *choice_json(const sx_rpc_choice *c, int i, const char *mark)
 {
     json_t *o = json_pack("{s:i, s:o, s:o, s:s, s:{s:i, s:i}}", "index", i, "output",
@@ -262,7 +263,9 @@ static json_t *choice_json(const sx_rpc_choice *c, int i, const char *mark)
                           "finish_reason", c->finish_reason ? c->finish_reason : "stop", "usage",
                           "completion_tokens", c->n_completion, "forced_tokens", c->n_forced);
     if (o && ((c->logprobs && set(o, "logprobs", json_deep_copy(c->logprobs))) ||
-              (c->score && set(o, "score", json_real(*c->score))))) {
+              (c->score && set(o, "score", json_real(*c->score))) ||
+              (c->field_confidence &&
+               set(o, "field_confidence", json_deep_copy(c->field_confidence))))) {
         json_decref(o);
         return NULL;
     }
@@ -296,7 +299,8 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
         goto fail;
     if (set(usage, "prompt_tokens", json_integer(res->n_prompt)) ||
         set(usage, "completion_tokens", json_integer(res->n_completion)) ||
-        set(usage, "forced_tokens", json_integer(res->n_forced)))
+        set(usage, "forced_tokens", json_integer(res->n_forced)) ||
+        set(usage, "cached_tokens", json_integer(res->n_cached)))
         goto fail;
     rc = set(o, "usage", usage);
     usage = NULL;
@@ -323,6 +327,9 @@ int sx_rpc_response_dump(const sx_rpc_req *r, const sx_rpc_result *res, char **o
                 goto fail;
     }
     if (res->logprobs && set(o, "logprobs", json_deep_copy(res->logprobs)))
+        goto fail;
+    if (res->field_confidence &&
+        set(o, "field_confidence", json_deep_copy(res->field_confidence)))
         goto fail;
     if (res->choices) {
         json_t *a = json_array();

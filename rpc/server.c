@@ -200,6 +200,8 @@ static void job_free(rpc_job *j)
     for (int i = 0; i < j->n_seq; i++) {
         sx_bytes_free(&j->seqs[i].text);
         json_decref(j->seqs[i].logprobs);
+        sx_bytes_free(&j->seqs[i].spans);
+        json_decref(j->seqs[i].fields);
         json_decref(j->seqs[i].output);
     }
     free(j->seqs);

@@ -61,6 +61,8 @@ typedef struct sx_rpc_backend_ops {
     void    (*free)(void *b);
     /* speculation counters (sx_gen_spec_stats); NULL when there are none */
     void    (*spec_stats)(void *b, int64_t *drafted, int64_t *accepted);
+    /* prefix-cache counters (sx_gen_prefix_stats_get); NULL when there are none */
+    void    (*prefix_stats)(void *b, sx_gen_prefix_stats *out);
 } sx_rpc_backend_ops;
 
 typedef struct sx_rpc_backend {

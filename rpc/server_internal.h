@@ -40,6 +40,7 @@ typedef struct rpc_metrics {
     uint64_t recheck_failures;               /* outputs the validator refused: grammar bugs */
     sx_engine_lm_stats lm;                   /* the engine's, after the last step */
     int64_t  spec_drafted, spec_accepted;    /* the generator's, after the last step */
+    sx_gen_prefix_stats prefix;              /* the generator's prefix cache, likewise */
     rpc_hist ttft, tpot, total, queue, batch;
 } rpc_metrics;
 
@@ -62,6 +63,8 @@ void rpc_metrics_recheck_failure(rpc_metrics *m);
 void rpc_metrics_step(rpc_metrics *m, int batch, const sx_engine_lm_stats *lm);
 /* speculation counters after a step */
 void rpc_metrics_spec(rpc_metrics *m, int64_t drafted, int64_t accepted);
+/* prefix-cache counters after a step */
+void rpc_metrics_prefix(rpc_metrics *m, const sx_gen_prefix_stats *st);
 /* Prometheus text exposition format 0.0.4. */
 int  rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out);
 
@@ -86,6 +89,8 @@ typedef struct rpc_seq {
     int             finish;        /* sx_finish, once done */
     sx_bytes        text;
     json_t         *logprobs;
+    sx_bytes        spans;         /* field_confidence: an sx_rpc_tok_span per token */
+    json_t         *fields;        /* ... and the fields, once re-checked */
     json_t         *output;        /* re-checked output (NULL = null or not yet) */
     int             bad;           /* 0, or the code its re-check gave (internal, incomplete) */
     char            why[256];      /* ... and why */

@@ -132,24 +132,7 @@ static int prepare_rest(sx_rpc_server *s, rpc_job *j)
     sx_error err;
     int rc;
     sx_err_clear(&err);
-    sx_chat_msg *msgs = NULL;
-    size_t n_msgs = 0;
-    char *owned = NULL;
-    rc = sx_rpc_build_messages(&j->req, &msgs, &n_msgs, &owned, &err);
-    if (!rc)
-        rc = sx_chat_encode(s->tok, msgs, n_msgs, 1, &j->prompt, &err);
-    /* a system turn (strux's extraction prompt with the schema, or the
-     * caller's) is what requests share: its KV is cached by the generator */
-    if (!rc && n_msgs > 1 && !strcmp(msgs[0].role, "system")) {
-        int32_t im_end = sx_tok_find(s->tok, "<|im_end|>", 10);
-        for (size_t k = 0; k < j->prompt.n; k++)
-            if (j->prompt.v[k] == im_end) {
-                j->prefix_len = (int)k + 1;
-                break;
-            }
-    }
-    free(msgs);
-    free(owned);
+    rc = sx_rpc_prompt_encode(s->tok, &j->req, &j->prompt, &j->prefix_len, &err);
     if (rc) {
         rpc_fail(j, sx_rpc_code_of(SX_RPC_STAGE_PARSE, rc), err.msg,
                  j->req.document ? "/document" : "/messages", NULL);

@@ -121,13 +121,16 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
         rpc_seq *q = seq_of(j, i);
         cs[i] = (sx_rpc_choice){q->text.v ? q->text.v : "", q->text.n, q->output,
                                 finish_name(q->finish), q->n_completion, q->n_forced,
-                                q->logprobs, j->beam_scores ? &j->beam_scores[i] : NULL};
+                                q->logprobs, j->beam_scores ? &j->beam_scores[i] : NULL,
+                                q->fields};
     }
     res->text = cs[0].text;
     res->text_len = cs[0].text_len;
     res->output = cs[0].output;
     res->finish_reason = cs[0].finish_reason;
     res->logprobs = cs[0].logprobs;
+    res->field_confidence = cs[0].field_confidence;
+    res->n_cached = seq_of(j, 0)->n_cached;
     res->n_prompt = j->n_prompt;
     res->n_completion = j->n_completion;
     res->n_forced = j->n_forced;
@@ -236,6 +239,11 @@ static void check_seq(rpc_seq *q)
                                  j->comp ? j->comp->validator : NULL, &output, &err);
     if (!rc) {
         q->output = output;
+        /* a valid document is JSON: only memory can fail here, and then
+         * the answer goes without the fields rather than not at all */
+        if (j->req.field_confidence)
+            sx_rpc_field_confidence(q->text.v, q->text.n, (const sx_rpc_tok_span *)q->spans.v,
+                                    q->spans.n / sizeof(sx_rpc_tok_span), &q->fields, &err);
         return;
     }
     /* OpenAI semantics: finish_reason "length" with whatever was made */
@@ -380,6 +388,7 @@ static void on_event(const sx_gen_event *ev, void *ctx)
 {
     (void)ctx;
     rpc_seq *q = ev->user;
+    size_t at = q->text.n;
     if (ev->piece_len && sx_bytes_append(&q->text, ev->piece, ev->piece_len)) {
         /* out of memory: the text is incomplete; the re-check will say so */
     }
@@ -390,6 +399,10 @@ static void on_event(const sx_gen_event *ev, void *ctx)
         q->t_last = now;
         if (q->job->req.logprobs)
             add_logprob(q, ev);
+        if (q->job->req.field_confidence) {
+            sx_rpc_tok_span sp = {at, q->text.n, ev->logprob, ev->forced};
+            sx_bytes_append(&q->spans, &sp, sizeof sp);   /* memory: fewer fields, no error */
+        }
         stream_seq(q, ev->piece, ev->piece_len);
         return;
     }
@@ -723,6 +736,11 @@ void *rpc_sched_main(void *arg)
                     int64_t sd, sa;
                     s->be->ops->spec_stats(s->be->b, &sd, &sa);
                     rpc_metrics_spec(&s->metrics, sd, sa);
+                }
+                if (s->be->ops->prefix_stats) {
+                    sx_gen_prefix_stats ps;
+                    s->be->ops->prefix_stats(s->be->b, &ps);
+                    rpc_metrics_prefix(&s->metrics, &ps);
                 }
             }
         }

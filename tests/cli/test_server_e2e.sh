@@ -171,7 +171,7 @@ import jsonschema
 reqs = [json.loads(l) for l in open(sys.argv[1])]
 resps = [json.loads(l) for l in open(sys.argv[2])]
 assert len(reqs) == len(resps), "one response per request"
-ok = bad = closed_early = internal = python_re = declined = 0
+ok = bad = closed_early = internal = python_re = declined = cached = 0
 codes = {}
 
 import re
@@ -217,8 +217,11 @@ for q, r in zip(reqs, resps):
     mt = q.get("max_tokens", 48)
     if r["usage"]["completion_tokens"] >= mt - 2:
         closed_early += 1
+    if r["usage"]["cached_tokens"] > 0:   # prompt tokens from the prefix cache
+        cached += 1
 print(json.dumps({"ok": ok, "bad": bad, "closed_at_budget": closed_early, "internal": internal,
-                  "python_re_unreadable": python_re, "declined": declined, "errors": codes}))
+                  "python_re_unreadable": python_re, "declined": declined, "errors": codes,
+                  "cached": cached}))
 PY
 J=$("$PY" "$T/judge.py" "$T/in.jsonl" "$T/out.jsonl" 2>"$T/judge.log")
 echo "# $J"
@@ -229,6 +232,8 @@ check "most requests with a compiling schema succeed ($(jget ok) of $NREQ, $(jge
     [ "$(jget ok)" -ge $(( (NREQ - $(jget declined)) * 3 / 4 )) ]
 check "tight budgets force documents to close at the limit ($(jget closed_at_budget))" \
     [ "$(jget closed_at_budget)" -ge 5 ]
+check "answers report prompt tokens from the prefix cache (usage.cached_tokens > 0 on $(jget cached))" \
+    [ "$(jget cached)" -ge 1 ]
 
 # ---- n choices ------------------------------------------------------------------------
 # n=4 at temperature 1: four schema-valid choices, choice i equal to an n=1
@@ -276,23 +281,27 @@ g = call(dict(base, id="greedy", n=2, temperature=0))
 assert g["ok"] and len(g["choices"]) == 2 and g["choices"][0]["text"] == g["choices"][1]["text"], g
 
 # one prefill: a long prompt with no system turn (nothing from the prefix cache)
+# for n = 4; then the same prompt again takes all but its last token from
+# the prefix cache, which keeps whole prompts
 doc = "".join(open(f"schemas/samples/{f}.txt").read() for f in ("cv", "invoice", "receipt"))
 long = {"messages": [{"role": "user", "content": doc}], "json_object": True,
         "temperature": 1.0, "max_tokens": 32, "seed": 7}
 p0, m0 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
-a = call(dict(long, id="long1"))
-p1, m1 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
 b = call(dict(long, id="long4", n=4))
+p1, m1 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
+a = call(dict(long, id="long1"))
 p2, m2 = metric('strux_tokens_total{kind="prefilled"}'), metric("strux_model_tokens_total")
-N = a["usage"]["prompt_tokens"] if a["ok"] else a["usage"]["prompt_tokens"]
+N = b["usage"]["prompt_tokens"]
 c4 = b["usage"]["completion_tokens"]
 assert N > 300, N
-assert p1 - p0 == N, (p1 - p0, N)
-assert p2 - p1 == N + 3, ("n=4 prefilled", p2 - p1, "prompt", N)
+assert b["usage"]["cached_tokens"] == 0, b["usage"]
+assert p1 - p0 == N + 3, ("n=4 prefilled", p1 - p0, "prompt", N)
 # the engine's count: the prompt once, one token per other choice, decode
-assert m2 - m1 <= N + 3 + c4, ("n=4 model tokens", m2 - m1, N, c4)
-print(f"prompt {N} tokens: n=1 prefilled {p1 - p0}, n=4 prefilled {p2 - p1} "
-      f"(model ran {m2 - m1} tokens for {c4} output tokens; 4 separate prompts: {4 * N})")
+assert m1 - m0 <= N + 3 + c4, ("n=4 model tokens", m1 - m0, N, c4)
+assert a["usage"]["prompt_tokens"] == N and a["usage"]["cached_tokens"] == N - 1, a["usage"]
+assert p2 - p1 == 1, ("the repeated prompt prefilled", p2 - p1)
+print(f"prompt {N} tokens: n=4 prefilled {p1 - p0}, the same prompt again {p2 - p1} "
+      f"(model ran {m1 - m0} tokens for {c4} output tokens; 4 separate prompts: {4 * N})")
 
 for bad in (0, 17, "2", 1.5):
     e = call({"document": "x", "json_object": True, "n": bad})
@@ -400,6 +409,10 @@ check "GET /metrics counts requests, tokens, latency, cache hits" sh -c "
     grep -q '^strux_ttft_ms_bucket{le=\"+Inf\"} [1-9]' '$T/metrics.txt' &&
     grep -q '^strux_batch_size_count [1-9]' '$T/metrics.txt' &&
     grep -q '^strux_schema_cache_hits_total [1-9]' '$T/metrics.txt'"
+check "GET /metrics: the prefix cache served prompt tokens (hits and cached tokens)" sh -c "
+    grep -q '^strux_prefix_cache_lookups_total{result=\"hit\"} [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_prefix_cache_cached_tokens_total [1-9]' '$T/metrics.txt' &&
+    grep -q '^strux_prefix_cache_entries [0-9]' '$T/metrics.txt'"
 check "GET /metrics: zero re-check failures after the sampled batch" \
     grep -q '^strux_recheck_failures_total 0$' "$T/metrics.txt"
 # schema requests ran masked steps: the sparse LM head read fewer panels than

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1057,6 +1058,134 @@ static void drain_finishes_in_flight(void **state)
     srv_stop(&t);
 }
 
+/* The value at an RFC 6901 pointer, or NULL. */
+static const json_t *at_pointer(const json_t *v, const char *p)
+{
+    char tok[256];
+    while (v && *p == '/') {
+        size_t n = 0;
+        for (p++; *p && *p != '/' && n + 1 < sizeof tok; p++) {
+            if (*p == '~') {
+                p++;
+                tok[n++] = *p == '0' ? '~' : '/';
+            } else {
+                tok[n++] = *p;
+            }
+        }
+        tok[n] = 0;
+        v = json_is_array(v) ? json_array_get(v, (size_t)atoi(tok)) : json_object_get(v, tok);
+    }
+    return *p ? NULL : v;
+}
+
+static size_t count_leaves(const json_t *v)
+{
+    size_t n = 0, i;
+    const char *k;
+    const json_t *c;
+    if (json_is_object(v) && json_object_size(v)) {
+        json_object_foreach((json_t *)v, k, c)
+            n += count_leaves(c);
+        return n;
+    }
+    if (json_is_array(v) && json_array_size(v)) {
+        json_array_foreach(v, i, c)
+            n += count_leaves(c);
+        return n;
+    }
+    return 1;
+}
+
+/* fields: every leaf of output once, each written by the stand-in's tokens
+ * (all sampled, log-prob -0.5 each) */
+static void check_fields(const json_t *fields, const json_t *output)
+{
+    assert_true(json_is_array(fields));
+    assert_int_equal(json_array_size(fields), count_leaves(output));
+    size_t i;
+    const json_t *f;
+    json_array_foreach(fields, i, f) {
+        const char *p = json_string_value(json_object_get(f, "pointer"));
+        assert_non_null(p);
+        const json_t *leaf = at_pointer(output, p);
+        assert_non_null(leaf);
+        assert_false((json_is_object(leaf) && json_object_size(leaf)) ||
+                     (json_is_array(leaf) && json_array_size(leaf)));
+        json_int_t n = json_integer_value(json_object_get(f, "tokens"));
+        assert_true(n >= 1);
+        assert_float_equal(json_number_value(json_object_get(f, "logprob")), -0.5 * (double)n,
+                           1e-9);
+        assert_float_equal(json_number_value(json_object_get(f, "alternatives")), 1 - exp(-0.5),
+                           1e-9);
+    }
+}
+
+static void field_confidence_routes(void **state)
+{
+    srv t;
+    srv_start(&t, 64, 8, 0, 0);
+    char req[4096];
+    /* native: opt-in per request */
+    snprintf(req, sizeof req, "{\"schema\":%s,\"document\":\"Invoice 5\",\"field_confidence\":true}",
+             INVOICE);
+    json_t *v = call(t.ipc, req, 10000);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    check_fields(json_object_get(v, "field_confidence"), json_object_get(v, "output"));
+    json_decref(v);
+    snprintf(req, sizeof req, "{\"schema\":%s,\"document\":\"Invoice 5\"}", INVOICE);
+    v = call(t.ipc, req, 10000);
+    assert_null(json_object_get(v, "field_confidence"));
+    json_decref(v);
+    /* n > 1 (sampled): each choice has its own */
+    snprintf(req, sizeof req, "{\"schema\":%s,\"document\":\"Invoice 5\",\"field_confidence\":true,"
+             "\"n\":2,\"temperature\":1}", INVOICE);
+    v = call(t.ipc, req, 10000);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    for (size_t i = 0; i < 2; i++) {
+        json_t *c = json_array_get(json_object_get(v, "choices"), i);
+        check_fields(json_object_get(c, "field_confidence"), json_object_get(c, "output"));
+    }
+    json_decref(v);
+    /* refused where it cannot mean anything */
+    v = call(t.ipc, "{\"regex\":\"[a-z]+\",\"document\":\"x\",\"field_confidence\":true}", 10000);
+    assert_string_equal(err_code(v), "bad_request");
+    assert_string_equal(err_pointer(v), "/field_confidence");
+    json_decref(v);
+    v = call(t.ipc, "{\"json_object\":true,\"document\":\"x\",\"field_confidence\":1}", 10000);
+    assert_string_equal(err_pointer(v), "/field_confidence");
+    json_decref(v);
+    v = call(t.ipc, "{\"json_object\":true,\"document\":\"x\",\"field_confidence\":true,"
+                    "\"num_beams\":2}", 10000);
+    assert_string_equal(err_pointer(v), "/field_confidence");
+    json_decref(v);
+    /* OpenAI route: the strux extension */
+    int status;
+    char body[4096];
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Invoice 7\"}],"
+             "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"inv\","
+             "\"schema\":%s}},\"strux\":{\"field_confidence\":true}}", INVOICE);
+    v = http_json(t.port, "POST", "/v1/chat/completions", body, &status);
+    assert_int_equal(status, 200);
+    json_t *sx = json_object_get(v, "strux");
+    check_fields(json_object_get(sx, "field_confidence"), json_object_get(sx, "output"));
+    json_decref(v);
+    v = http_json(t.port, "POST", "/v1/chat/completions",
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,"
+                  "\"response_format\":{\"type\":\"json_object\"},"
+                  "\"strux\":{\"field_confidence\":true}}", &status);
+    assert_int_equal(status, 400);
+    json_decref(v);
+    v = http_json(t.port, "POST", "/v1/chat/completions",
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                  "\"strux\":{\"field_confidence\":true}}", &status);
+    assert_int_equal(status, 400);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "error"), "param")),
+                        "/strux/field_confidence");
+    json_decref(v);
+    srv_stop(&t);
+}
+
 int main(void)
 {
     /* nng frees closed sockets on its own threads; finishing the library at
@@ -1070,6 +1199,7 @@ int main(void)
         cmocka_unit_test(http_routes),
         cmocka_unit_test(n_choices),
         cmocka_unit_test(drain_finishes_in_flight),
+        cmocka_unit_test(field_confidence_routes),
     };
     /* STRUX_TEST_ONLY=name runs one test (cmocka 1.1.5 has no filter) */
     const char *only = getenv("STRUX_TEST_ONLY");

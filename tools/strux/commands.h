@@ -23,6 +23,7 @@ int cmd_model(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_call(int argc, char **argv);
+int cmd_extract(int argc, char **argv);
 
 
 #endif

@@ -25,6 +25,7 @@ static const strux_command commands[] = {
     {"detokenize", "token ids on stdin -> text", cmd_detokenize},
     {"chat", "render a conversation with Qwen3's chat template (text or ids)", cmd_chat},
     {"generate", "run Qwen3 on a prompt, optionally constrained by a schema", cmd_generate},
+    {"extract", "documents -> JSON under one or more schemas, in process, batched", cmd_extract},
     {"perplexity", "sliding-window perplexity and bits per byte of a text file", cmd_perplexity},
     {"model", "write a random-weight Qwen3 model; parameters and memory of a model", cmd_model},
     {"call", "send requests to a struxd server (one, or a JSONL batch)", cmd_call},

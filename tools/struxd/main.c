@@ -74,6 +74,10 @@ static void usage(FILE *f)
         "  --kv-tokens N            KV-cache capacity in tokens over all requests\n"
         "                           (default 65536)\n"
         "  --prefill-chunk N        prompt tokens per request per step (default 256)\n"
+        "  --prefix-cache-gb G      KV of earlier prompts kept for requests that start the\n"
+        "                           same way (system turn, document, earlier chat turns),\n"
+        "                           least recently used out first; within --kv-tokens and\n"
+        "                           giving way to requests (default: as room allows; 0 = off)\n"
         "  --mask-threads N         threads filling grammar masks during the forward\n"
         "                           pass (default 1)\n"
         "requests and limits\n"
@@ -141,6 +145,7 @@ int main(int argc, char **argv)
     const char *listen[MAX_LISTEN];
     int n_listen = 0, quiet = 0, int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0, bvariant = 0;
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
+    double prefix_gb = -1;   /* -1: as room allows */
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
     long compile_threads = 2, compile_ms = 20000, max_abandoned = 4;
@@ -183,6 +188,13 @@ int main(int argc, char **argv)
             bad = parse_long(a, v, 1, 1024, &max_batch);
         } else if (!strcmp(a, "--kv-tokens")) {
             bad = parse_long(a, v, 256, 1L << 30, &kv_tokens);
+        } else if (!strcmp(a, "--prefix-cache-gb")) {
+            char *end;
+            prefix_gb = strtod(v, &end);
+            if (end == v || *end || !(prefix_gb >= 0) || prefix_gb > 1e6) {
+                fprintf(stderr, "struxd: --prefix-cache-gb wants a size in GB >= 0 (got '%s')\n", v);
+                bad = 1;
+            }
         } else if (!strcmp(a, "--prefill-chunk")) {
             bad = parse_long(a, v, 1, 1 << 20, &prefill);
         } else if (!strcmp(a, "--mask-threads")) {
@@ -315,6 +327,13 @@ int main(int argc, char **argv)
     }
     sx_gen_opts go = {.prefill_chunk = (int)prefill, .max_batch = (int)max_batch,
                       .mask_threads = (int)mask_threads};
+    if (prefix_gb >= 0) {
+        /* K and V of every layer per token */
+        double per_token = 2.0 * model->cfg.n_layers * model->cfg.n_kv_heads *
+                           model->cfg.head_dim * (kvbf16 ? 2 : 4);
+        double t = prefix_gb * 1e9 / per_token;
+        go.prefix_cache_tokens = t < 1 ? -1 : (int64_t)t;
+    }
     if (sx_rpc_gen_backend_new(engine, tok, &go, &be, &err)) {
         fprintf(stderr, "struxd: %s\n", err.msg);
         goto done;
