@@ -120,6 +120,8 @@ typedef struct sx_rpc_req {
     int           stream;        /* OpenAI route: answer with server-sent events */
     int           stream_usage;  /* OpenAI route: stream_options.include_usage */
     const char   *model;         /* OpenAI route: the `model` asked for (echoed) */
+    const char   *constraint_at; /* OpenAI route: JSON Pointer of the constraint's source
+                                  * (static text; compile errors are rooted there), or NULL */
     json_t       *keep;          /* strings made while parsing (joined content parts) */
 } sx_rpc_req;
 
@@ -139,6 +141,13 @@ void sx_rpc_req_free(sx_rpc_req *r);
  * the OpenAI route.  `at` is the JSON Pointer for errors. */
 int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_limits *lim,
                            const char *at, sx_error *err);
+
+/* The same for labels (`choices`: distinct strings) and a regular
+ * expression (a string), at the JSON Pointer `at`. */
+int  sx_rpc_req_set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                            const char *at, sx_error *err);
+int  sx_rpc_req_set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                          const char *at, sx_error *err);
 
 /* `speculate`: "off", "ngram", "draft", or a boolean (true = the server's
  * default mode, false = off) into r->speculate.  Same output either way;
@@ -232,13 +241,22 @@ int  sx_rpc_error_dump(const json_t *id, int code, const char *message, const ch
 
 /* ---- the OpenAI dialect (POST /v1/chat/completions) ------------------------
  * Request: model, messages (content strings or text parts), response_format
- * {"type":"text"|"json_object"} or {"type":"json_schema","json_schema":
- * {"name","schema","strict","description"}}, max_tokens or
- * max_completion_tokens, temperature (default 1), top_p, seed, stream,
- * stream_options.include_usage, logprobs, top_logprobs, n (1..16), stop
- * (null only); extensions top_k, min_p, repetition_penalty, timeout.  Other
- * members are ignored, as OpenAI-compatible servers do.  Errors as in
- * sx_rpc_req_parse; schema errors point into response_format. */
+ * {"type":"text"|"json_object"}, {"type":"json_schema","json_schema":
+ * {"name","schema","strict","description"}}, {"type":"regex","regex":P} or
+ * {"type":"choice","choice":[labels]}; vLLM's guided_json, guided_regex,
+ * guided_choice and structured_outputs {json|regex|choice} (at most one
+ * constraint in all); max_tokens or max_completion_tokens, temperature
+ * (default 1), top_p, seed, stream, stream_options.include_usage, logprobs,
+ * top_logprobs, n (1..16), stop (with a constraint: never cuts the
+ * document, see docs/PROTOCOL.md); extensions top_k, min_p,
+ * repetition_penalty, timeout, speculate and `strux` {num_beams, ...}.
+ * Nothing is ignored: an unknown member anywhere (strux's included) is
+ * bad_request naming it; members strux knows but does not act on
+ * (logit_bias, tools, functions, best_of, reasoning_effort, guided_grammar,
+ * non-zero penalties, ...) are refused naming them; a short allow-list of
+ * members with no effect on the answer (user, metadata, store, service_tier,
+ * ...; docs/PROTOCOL.md) is accepted.  Errors as in sx_rpc_req_parse;
+ * schema errors point into the constraint's source (r->constraint_at). */
 int  sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
                          sx_error *err);
 /* Where a compile error's pointer is rooted in an OpenAI request. */

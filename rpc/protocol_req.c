@@ -144,23 +144,25 @@ int sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_limi
     return set_key(r, schema, lim->max_schema_bytes, at, err);
 }
 
-static int set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, sx_error *err)
+int sx_rpc_req_set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                           const char *at, sx_error *err)
 {
-    char ptr[64];
+    char ptr[256];
     if (!json_is_array(v))
-        return bad_type(err, "/choices", "choices", "an array of strings", v);
+        return bad_type(err, at, "choices", "an array of strings", v);
     size_t n = json_array_size(v);
     if (n == 0)
-        return sx_err_setp(err, SX_EINVAL, "/choices", -1, "choices must hold at least one label");
+        return sx_err_setp(err, SX_EINVAL, at, -1, "choices must hold at least one label");
     if (n > (size_t)lim->max_choices)
-        return sx_err_setp(err, SX_ELIMIT, "/choices", -1,
+        return sx_err_setp(err, SX_ELIMIT, at, -1,
                            "choices holds %zu labels; the limit is %d", n, lim->max_choices);
+    free(r->choices);
     r->choices = calloc(n, sizeof *r->choices);
     if (!r->choices)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_array_get(v, i);
-        ptr_index(ptr, sizeof ptr, "/choices", i);
+        ptr_index(ptr, sizeof ptr, at, i);
         if (!json_is_string(s))
             return bad_type(err, ptr, "a label", "a string", s);
         const char *t = json_string_value(s);
@@ -177,18 +179,23 @@ static int set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
     }
     r->n_choices = n;
     r->mode = SX_RPC_CHOICES;
-    return set_key(r, v, 0, "/choices", err);
+    return set_key(r, v, 0, at, err);
 }
 
-static int set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, sx_error *err)
+int sx_rpc_req_set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                         const char *at, sx_error *err)
 {
-    int rc = get_string(v, "regex", &r->regex, &r->regex_len, err);
-    if (rc)
-        return rc;
+    if (!json_is_string(v))
+        return bad_type(err, at, "regex", "a string", v);
+    r->regex = json_string_value(v);
+    r->regex_len = json_string_length(v);
+    if (strlen(r->regex) != r->regex_len)
+        return sx_err_setp(err, SX_EINVAL, at, -1, "regex must not contain NUL characters");
     if (r->regex_len > lim->max_schema_bytes)
-        return sx_err_setp(err, SX_ELIMIT, "/regex", -1, "regex is %zu bytes; the limit is %zu",
+        return sx_err_setp(err, SX_ELIMIT, at, -1, "regex is %zu bytes; the limit is %zu",
                            r->regex_len, lim->max_schema_bytes);
     r->mode = SX_RPC_REGEX;
+    free(r->key);
     r->key = strdup(r->regex);
     if (!r->key)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
@@ -247,6 +254,40 @@ static int join_parts(sx_rpc_req *r, const json_t *parts, const char *at, const 
     return SX_OK;
 }
 
+/* A member of an OpenAI message other than role and content.  `name` is
+ * accepted and has no effect (Qwen3's chat template does not render it,
+ * as vLLM does not); the members an assistant turn echoed back from an
+ * earlier answer carries are accepted when empty; everything else -- a
+ * tool call, a tool_call_id, a typo -- would change what the model is
+ * shown, so it is an error naming the member. */
+static int lenient_member(const char *k, const json_t *v, const char *at, sx_error *err)
+{
+    static const char *const empty_ok[] = {"refusal", "tool_calls", "function_call", "audio",
+                                           "reasoning_content", "annotations", NULL};
+    if (!strcmp(k, "name")) {
+        if (!json_is_string(v))
+            return bad_type(err, at, "name", "a string", v);
+        return SX_OK;
+    }
+    for (int i = 0; empty_ok[i]; i++) {
+        if (strcmp(k, empty_ok[i]))
+            continue;
+        if (json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0))
+            return SX_OK;
+        if (!strcmp(k, "tool_calls") || !strcmp(k, "function_call"))
+            return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                               "tool calls in messages are not supported yet");
+        return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                           "a message's \"%s\" must be null here: strux does not show it to "
+                           "the model", k);
+    }
+    if (!strcmp(k, "tool_call_id"))
+        return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                           "tool messages are not supported yet");
+    return sx_err_setp(err, SX_EINVAL, at, -1,
+                       "unknown message field \"%.100s\" (expected role, content, name)", k);
+}
+
 int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_limits *lim,
                             int strict, const char *at, sx_error *err)
 {
@@ -278,8 +319,9 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
             if (strict)
                 return sx_err_setp(err, SX_EINVAL, sub, -1,
                                    "unknown message field \"%s\" (expected role, content)", k);
-            if (!strcmp(k, "tool_calls") && !json_is_null(v))
-                return sx_err_setp(err, SX_EUNSUPPORTED, sub, -1, "tool calls are not supported");
+            int rc = lenient_member(k, v, sub, err);
+            if (rc)
+                return rc;
         }
         const json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
         ptr_join(sub, sizeof sub, ptr, "role");
@@ -287,12 +329,14 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
             return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"role\"");
         if (!json_is_string(role))
             return bad_type(err, sub, "role", "a string", role);
-        if (!valid_role(json_string_value(role)) ||
-            strlen(json_string_value(role)) != json_string_length(role))
+        /* OpenAI's newer name for the system turn; Qwen3 has only `system` */
+        int developer = !strict && !strcmp(json_string_value(role), "developer");
+        if (!developer && (!valid_role(json_string_value(role)) ||
+                           strlen(json_string_value(role)) != json_string_length(role)))
             return sx_err_setp(err, SX_EINVAL, sub, -1,
-                               "role must be \"system\", \"user\" or \"assistant\", not \"%s\"",
-                               json_string_value(role));
-        r->msgs[i].role = json_string_value(role);
+                               "role must be \"system\", \"user\" or \"assistant\"%s, not \"%s\"",
+                               strict ? "" : " (or \"developer\")", json_string_value(role));
+        r->msgs[i].role = developer ? "system" : json_string_value(role);
         ptr_join(sub, sizeof sub, ptr, "content");
         if (!content)
             return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"content\"");
@@ -380,8 +424,8 @@ static int parse_constraint(sx_rpc_req *r, const json_t *root, const sx_rpc_limi
         seen = names[i];
         switch (i) {
         case 0: rc = sx_rpc_req_set_schema(r, v, lim, "/schema", err); break;
-        case 1: rc = set_choices(r, v, lim, err); break;
-        case 2: rc = set_regex(r, v, lim, err); break;
+        case 1: rc = sx_rpc_req_set_choices(r, v, lim, "/choices", err); break;
+        case 2: rc = sx_rpc_req_set_regex(r, v, lim, "/regex", err); break;
         default:
             r->mode = SX_RPC_JSON_OBJECT;
             break;

@@ -23,7 +23,7 @@ static void salvage_id(rpc_job *j)
 static const char *constraint_at(const rpc_job *j)
 {
     if (j->api == API_OPENAI)
-        return j->req.mode == SX_RPC_SCHEMA ? SX_RPC_OPENAI_SCHEMA_AT : "/response_format";
+        return j->req.constraint_at ? j->req.constraint_at : "/response_format";
     switch (j->req.mode) {
     case SX_RPC_SCHEMA: return "/schema";
     case SX_RPC_CHOICES: return "/choices";

@@ -73,6 +73,12 @@ static void add_logprob(rpc_seq *q, const sx_gen_event *ev)
     json_array_append_new(q->logprobs, e);
 }
 
+/* The model name an OpenAI answer carries: the request's, echoed. */
+static const char *model_of(const rpc_job *j)
+{
+    return j->req.model && *j->req.model ? j->req.model : j->s->o.model_name;
+}
+
 static void stream_piece(rpc_job *j, int index, const char *piece, size_t len)
 {
     uint32_t bit = 1u << index;
@@ -80,7 +86,7 @@ static void stream_piece(rpc_job *j, int index, const char *piece, size_t len)
         return;
     char *chunk;
     size_t n;
-    if (sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, index, piece, len,
+    if (sx_rpc_openai_chunk_dump(j->cid, j->created, model_of(j), index, piece, len,
                                  !(j->sent_role & bit), NULL, NULL, &chunk, &n))
         return;
     j->sent_role |= bit;
@@ -160,7 +166,7 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, const sx_rpc_choic
     size_t n = 0;
     int rc = SX_OK;
     for (int i = 0; i < j->req.n && !rc; i++) {
-        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, i, NULL, 0,
+        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, model_of(j), i, NULL, 0,
                                       !(j->sent_role & (1u << i)), cs[i].finish_reason, NULL, &c,
                                       &n);
         if (!rc)
@@ -168,7 +174,7 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, const sx_rpc_choic
         free(c);
     }
     if (!rc && j->req.stream_usage) {
-        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, 0, NULL, 0, 0, NULL,
+        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, model_of(j), 0, NULL, 0, 0, NULL,
                                       res, &c, &n);
         if (!rc)
             rc = sx_bytes_append(&b, c, n);

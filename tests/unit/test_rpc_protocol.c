@@ -549,6 +549,191 @@ static void speculate_field(void **state)
     refused("{\"document\":\"x\",\"speculate\":1}", SX_RPC_BAD_REQUEST, "/speculate");
 }
 
+
+static int oparse(const char *text, sx_rpc_req *r, sx_error *e)
+{
+    sx_err_clear(e);
+    return sx_rpc_openai_parse(text, strlen(text), NULL, r, e);
+}
+
+/* An OpenAI request must be refused as bad_request naming `pointer`. */
+static void orefused(const char *text, const char *pointer)
+{
+    sx_rpc_req r;
+    sx_error e;
+    int rc = oparse(text, &r, &e);
+    if (rc == SX_OK || sx_rpc_code_of(SX_RPC_STAGE_PARSE, rc) != SX_RPC_BAD_REQUEST ||
+        strcmp(e.pointer, pointer)) {
+        fprintf(stderr, "request %s\n  rc %d pointer \"%s\" (want \"%s\") msg %s\n", text, rc,
+                e.pointer, pointer, e.msg);
+        fail();
+    }
+    assert_null(r.root);
+    assert_true(strlen(e.msg) > 0);
+}
+
+#define MSGS "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+
+/* Nothing that changes the answer is ignored on the OpenAI route: unknown
+ * members (the strux object's and the messages' too) and members strux
+ * knows but does not act on are errors naming them; the documented
+ * harmless ones, and the no-op values of the refused ones, pass. */
+static void openai_nothing_ignored(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    orefused("{" MSGS ",\"temprature\":0}", "/temprature");
+    orefused("{" MSGS ",\"strux\":{\"num_beam\":3}}", "/strux/num_beam");
+    orefused("{" MSGS ",\"num_beams\":3}", "/num_beams");
+    orefused("{" MSGS ",\"a/b\":1}", "/a~1b");
+    orefused("{" MSGS ",\"logit_bias\":{\"15\":-100}}", "/logit_bias");
+    orefused("{" MSGS ",\"functions\":[{\"name\":\"f\"}]}", "/functions");
+    orefused("{" MSGS ",\"function_call\":\"auto\"}", "/function_call");
+    orefused("{" MSGS ",\"best_of\":2}", "/best_of");
+    orefused("{" MSGS ",\"reasoning_effort\":\"low\"}", "/reasoning_effort");
+    orefused("{" MSGS ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}",
+             "/tools");
+    orefused("{" MSGS ",\"tool_choice\":\"required\"}", "/tool_choice");
+    orefused("{" MSGS ",\"presence_penalty\":0.5}", "/presence_penalty");
+    orefused("{" MSGS ",\"frequency_penalty\":-1}", "/frequency_penalty");
+    orefused("{" MSGS ",\"stream_options\":{\"include_usage\":true,\"x\":1}}",
+             "/stream_options/x");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}",
+             "/response_format/schema");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{"
+             "\"schema\":{},\"strcit\":true}}}", "/response_format/json_schema/strcit");
+    orefused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_call_id\":\"a\"}]}",
+             "/messages/0/tool_call_id");
+    orefused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"contnet\":\"y\"}]}",
+             "/messages/0/contnet");
+    orefused("{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\",\"tool_calls\":[{}]}]}",
+             "/messages/0/tool_calls");
+    orefused("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "/messages/0/role");
+    /* stop on free text would have to cut it: refused; with a constraint it
+     * never cuts the document and is accepted */
+    orefused("{" MSGS ",\"stop\":[\"\\n\"]}", "/stop");
+    orefused("{" MSGS ",\"stop\":[1],\"response_format\":{\"type\":\"json_object\"}}",
+             "/stop/0");
+
+    /* harmless members, and the no-op values of the refused ones */
+    const char *ok =
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"developer\",\"content\":\"d\"},{\"role\":"
+        "\"user\",\"content\":\"x\",\"name\":\"bob\"},{\"role\":\"assistant\",\"content\":\"y\","
+        "\"tool_calls\":[],\"refusal\":null}],\"user\":\"u\",\"metadata\":{\"k\":\"v\"},"
+        "\"store\":false,\"service_tier\":\"auto\",\"parallel_tool_calls\":true,\"tools\":[],"
+        "\"tool_choice\":\"none\",\"logit_bias\":{},\"best_of\":1,\"functions\":null,"
+        "\"presence_penalty\":0,\"frequency_penalty\":0,\"stop\":null,\"strux\":null}";
+    assert_int_equal(oparse(ok, &r, &e), SX_OK);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_string_equal(r.model, "m");
+    assert_int_equal(r.mode, SX_RPC_TEXT);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"stop\":[\"}\"],\"response_format\":{\"type\":"
+                            "\"json_object\"}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_JSON_OBJECT);
+    sx_rpc_req_free(&r);
+}
+
+/* vLLM's fields and the regex / choice response formats set the one
+ * constraint; their compile errors are rooted where they came from. */
+static void openai_vllm_fields(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(oparse("{" MSGS ",\"guided_json\":{\"type\":\"integer\"}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    assert_string_equal(r.key, "{\"type\":\"integer\"}");
+    assert_string_equal(r.constraint_at, "/guided_json");
+    sx_rpc_req_free(&r);
+    /* a schema in a string, as vLLM also takes it */
+    assert_int_equal(oparse("{" MSGS ",\"guided_json\":\"{\\\"type\\\":\\\"integer\\\"}\"}", &r,
+                            &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    assert_string_equal(r.key, "{\"type\":\"integer\"}");
+    sx_rpc_req_free(&r);
+    orefused("{" MSGS ",\"guided_json\":\"{nope\"}", "/guided_json");
+    assert_int_equal(oparse("{" MSGS ",\"guided_regex\":\"[a-z]+\"}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    assert_string_equal(r.regex, "[a-z]+");
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"guided_choice\":[\"yes\",\"no\"]}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_CHOICES);
+    assert_int_equal(r.n_choices, 2);
+    assert_int_equal(r.scores, 1);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"structured_outputs\":{\"choice\":[\"a\",\"b\",\"c\"]}}",
+                            &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_CHOICES);
+    assert_string_equal(r.choices[2], "c");
+    assert_string_equal(r.constraint_at, "/structured_outputs/choice");
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"structured_outputs\":{\"json\":{\"type\":\"object\"}}}",
+                            &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"structured_outputs\":{\"regex\":\"\\\\d+\"}}", &r, &e),
+                     SX_OK);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"response_format\":{\"type\":\"regex\",\"regex\":"
+                            "\"[0-9]{3}\"}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    assert_string_equal(r.constraint_at, "/response_format/regex");
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"response_format\":{\"type\":\"choice\",\"choice\":"
+                            "[\"x\",\"y\"]}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_CHOICES);
+    sx_rpc_req_free(&r);
+    orefused("{" MSGS ",\"guided_grammar\":\"root ::= \\\"a\\\"\"}", "/guided_grammar");
+    orefused("{" MSGS ",\"structured_outputs\":{\"grammar\":\"x\"}}", "/structured_outputs/grammar");
+    orefused("{" MSGS ",\"structured_outputs\":{\"jsn\":{}}}", "/structured_outputs/jsn");
+    orefused("{" MSGS ",\"structured_outputs\":{\"json\":{},\"regex\":\"a\"}}",
+             "/structured_outputs/regex");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\"},\"guided_regex\":\"a\"}",
+             "/guided_regex");
+    orefused("{" MSGS ",\"guided_choice\":[\"a\",\"a\"]}", "/guided_choice/1");
+    orefused("{" MSGS ",\"guided_choice\":[\"a\",\"b\"],\"n\":2}", "/n");
+    orefused("{" MSGS ",\"guided_choice\":[\"a\",\"b\"],\"stream\":true}", "/stream");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"regex\"}}", "/response_format");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"grammar\"}}", "/response_format/type");
+}
+
+/* A label is the answer's content itself (as vLLM answers guided_choice),
+ * and the request's model name is echoed. */
+static void openai_label_content_and_model(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(oparse("{\"model\":\"my-model\"," MSGS ",\"guided_choice\":[\"yes\",\"no\"]}",
+                            &r, &e), SX_OK);
+    json_t *label = json_string("no");
+    double scores[2] = {0.25, 0.75};
+    sx_rpc_result res = {0};
+    res.text = "\"no\"";
+    res.text_len = 4;
+    res.output = label;
+    res.finish_reason = "stop";
+    res.scores = scores;
+    char *out;
+    size_t len;
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "chatcmpl-1", 1, "strux", &res, &out, &len),
+                     SX_OK);
+    json_t *v = json_loads(out, 0, NULL);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "model")), "my-model");
+    json_t *msg = json_object_get(json_array_get(json_object_get(v, "choices"), 0), "message");
+    assert_string_equal(json_string_value(json_object_get(msg, "content")), "no");
+    json_t *sc = json_object_get(json_object_get(v, "strux"), "scores");
+    assert_true(json_real_value(json_object_get(sc, "no")) == 0.75);
+    json_decref(v);
+    free(out);
+    json_decref(label);
+    sx_rpc_req_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +750,9 @@ int main(void)
         cmocka_unit_test(responses_round_trip),
         cmocka_unit_test(choices_keep_full_precision),
         cmocka_unit_test(speculate_field),
+        cmocka_unit_test(openai_nothing_ignored),
+        cmocka_unit_test(openai_vllm_fields),
+        cmocka_unit_test(openai_label_content_and_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
