@@ -207,6 +207,7 @@ typedef struct sx_rpc_result {
     const double *scores;        /* CHOICES with scores: per label, NULL otherwise */
     const json_t *logprobs;      /* array built by the server (borrowed) or NULL */
     int           cache_hit;     /* the constraint came from the compiled-schema cache */
+    int           n_cached;      /* prompt tokens the prefix cache gave (not run) */
     const sx_rpc_choice *choices; /* n > 1 or beam search: n_choices entries; else NULL */
     int           n_choices;
 } sx_rpc_result;

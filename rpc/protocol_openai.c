@@ -662,9 +662,10 @@ static json_t *ms(double x)
 
 static json_t *usage_json(const sx_rpc_result *res)
 {
-    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", res->n_prompt,
+    return json_pack("{s:i, s:i, s:i, s:{s:i}, s:{s:i}}", "prompt_tokens", res->n_prompt,
                      "completion_tokens", res->n_completion, "total_tokens",
-                     res->n_prompt + res->n_completion, "completion_tokens_details",
+                     res->n_prompt + res->n_completion, "prompt_tokens_details",
+                     "cached_tokens", res->n_cached, "completion_tokens_details",
                      "forced_tokens", res->n_forced);
 }
 

@@ -130,18 +130,67 @@ static void h_metrics(nng_aio *aio)
     sx_bytes_free(&out);
 }
 
+static void h_other(nng_aio *aio);
+
+static const struct route {
+    const char *path, *method;
+    void (*cb)(nng_aio *);
+} routes[] = {
+    {"/v1/chat/completions", "POST", h_chat},
+    {"/v1/strux", "POST", h_native},
+    {"/v1/models", "GET", h_models},
+    {"/health", "GET", h_health},
+    {"/metrics", "GET", h_metrics},
+};
+
+/* Every other path and method (a tree handler on "/", which nng tries
+ * after the exact routes): a JSON error in OpenAI's shape, never nng's
+ * HTML page, so a client pointed at the wrong route learns why.  Any body
+ * is left unread, so the connection closes after the answer. */
+static void h_other(nng_aio *aio)
+{
+    nng_http_req *req = nng_aio_get_input(aio, 0);
+    const char *method = nng_http_req_get_method(req), *uri = nng_http_req_get_uri(req);
+    size_t plen = strcspn(uri, "?");
+    const char *allow = NULL;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (strlen(routes[i].path) == plen && !strncmp(uri, routes[i].path, plen))
+            allow = routes[i].method;
+    char msg[400];
+    if (allow)
+        snprintf(msg, sizeof msg, "%.*s takes %s, not %.20s", (int)(plen > 200 ? 200 : plen), uri,
+                 allow, method);
+    else
+        snprintf(msg, sizeof msg,
+                 "no route %.20s %.*s (strux serves POST /v1/chat/completions, POST /v1/strux, "
+                 "GET /v1/models, GET /health, GET /metrics)",
+                 method, (int)(plen > 200 ? 200 : plen), uri);
+    json_t *m = json_string(msg);
+    json_t *o = json_pack("{s:{s:o, s:s, s:n, s:s}}", "error", "message",
+                          m ? m : json_string("no such route"), "type", "invalid_request_error",
+                          "param", "code", allow ? "method_not_allowed" : "not_found");
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    nng_http_res *res = NULL;
+    if (!t || nng_http_res_alloc(&res) ||
+        nng_http_res_set_status(res, allow ? 405 : 404) ||
+        nng_http_res_set_header(res, "Content-Type", "application/json") ||
+        nng_http_res_set_header(res, "Connection", "close") ||
+        (allow && nng_http_res_set_header(res, "Allow", allow)) ||
+        nng_http_res_copy_data(res, t, strlen(t))) {
+        free(t);
+        if (res)
+            nng_http_res_free(res);
+        nng_aio_finish(aio, NNG_ENOMEM);
+        return;
+    }
+    free(t);
+    nng_aio_set_output(aio, 0, res);
+    nng_aio_finish(aio, 0);
+}
+
 int rpc_http_start(sx_rpc_server *s, sx_error *err)
 {
-    static const struct {
-        const char *path, *method;
-        void (*cb)(nng_aio *);
-    } routes[] = {
-        {"/v1/chat/completions", "POST", h_chat},
-        {"/v1/strux", "POST", h_native},
-        {"/v1/models", "GET", h_models},
-        {"/health", "GET", h_health},
-        {"/metrics", "GET", h_metrics},
-    };
     nng_url *url = NULL;
     int rv;
     snprintf(s->http_url, sizeof s->http_url, "http://%s", s->o.http);
@@ -168,6 +217,17 @@ int rpc_http_start(sx_rpc_server *s, sx_error *err)
             return sx_err_set(err, SX_EINTERNAL, "cannot add route %s: %s", routes[i].path,
                               nng_strerror(rv));
         }
+    }
+    nng_http_handler *other;
+    if ((rv = nng_http_handler_alloc(&other, "/", h_other)) != 0)
+        return sx_err_set(err, SX_ENOMEM, "cannot make an HTTP handler: %s", nng_strerror(rv));
+    if ((rv = nng_http_handler_set_method(other, NULL)) ||
+        (rv = nng_http_handler_set_tree(other)) ||
+        (rv = nng_http_handler_collect_body(other, false, 0)) ||
+        (rv = nng_http_server_add_handler(s->http, other))) {
+        nng_http_handler_free(other);
+        return sx_err_set(err, SX_EINTERNAL, "cannot add the fallback route: %s",
+                          nng_strerror(rv));
     }
     if ((rv = nng_http_server_start(s->http)) != 0)
         return sx_err_set(err, SX_EIO, "cannot listen for HTTP on %s: %s", s->o.http,

@@ -144,6 +144,9 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
     res->total_ms = j->total_ms;
     res->scores = j->scores;
     res->cache_hit = j->cache_hit;
+    /* the prompt as run once: the first sequence's prefix-cache hit (the
+     * other choices' forks are not a cache) */
+    res->n_cached = j->n_seq > 0 ? j->seqs[0].n_cached : 0;
     if (j->req.n > 1 || j->req.num_beams) {
         res->choices = cs;
         res->n_choices = j->req.n;

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# struxd's /v1/chat/completions as OpenAI and vLLM clients use it, on the
+# tiny random-weight model, with the official `openai` Python client (its
+# documented usage, only base_url changed):
+#   - nothing that changes the answer is ignored: typos, unknown members of
+#     the `strux` object, logit_bias, tools, functions, best_of,
+#     reasoning_effort, guided_grammar are 400 naming the member;
+#   - vLLM's guided_json / guided_regex / guided_choice and
+#     structured_outputs (sent through extra_body, as vLLM documents), and
+#     response_format regex / choice: constrained, every answer re-checked
+#     here (jsonschema, re.fullmatch, label membership, label scores);
+#   - chat.completions.parse with a Pydantic model; stop with a constraint;
+#     the request's model echoed; usage.prompt_tokens_details.cached_tokens;
+#   - unknown routes and methods answer JSON (404 / 405), not HTML.
+# Needs $STRUX_BUILD and the repo venv (.venv) with jsonschema, openai, pydantic.
+set -u
+B=${STRUX_BUILD:?}
+PY=${STRUX_PYTHON:-$PWD/.venv/bin/python}
+T=$(mktemp -d /tmp/strux-oai.XXXXXX)
+SPID=
+cleanup() {
+    [ -n "$SPID" ] && kill -9 "$SPID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+n=0 failed=0
+check() { # check WHAT COMMAND...
+    local what=$1
+    shift
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $what"
+    else
+        echo "not ok $n - $what"
+        failed=$((failed + 1))
+    fi
+}
+bail() {
+    echo "not ok $((n + 1)) - $1"
+    [ -f "$T/d.log" ] && tail -20 "$T/d.log" | sed 's/^/# /'
+    exit 1
+}
+
+[ -x "$B/struxd" ] && [ -x "$B/strux" ] || bail "$B/struxd and $B/strux must be built"
+"$PY" -c "import jsonschema, openai, pydantic" 2>/dev/null ||
+    bail "$PY lacks jsonschema/openai/pydantic"
+"$B/strux" model random --shape tiny --seed 1 --out "$T/model" >"$T/model.log" 2>&1 ||
+    bail "strux model random --shape tiny"
+"$B/struxd" --model "$T/model" --threads 2 --http 127.0.0.1:0 --default-max-tokens 48 \
+    --max-tokens 512 --timeout 300 2>"$T/d.log" &
+SPID=$!
+for _ in $(seq 1 600); do
+    grep -q '^struxd: ready' "$T/d.log" && break
+    kill -0 "$SPID" 2>/dev/null || bail "struxd exited at start-up"
+    sleep 0.1
+done
+HPORT=$(sed -n 's|^struxd: listening on.* http://[^:]*:\([0-9]*\).*|\1|p' "$T/d.log")
+[ -n "$HPORT" ] || bail "struxd reported no HTTP port"
+URL="http://127.0.0.1:$HPORT"
+
+check "nothing ignored: unknown and unused members are 400 naming them" "$PY" - "$URL/v1" <<'PY'
+import sys
+from openai import OpenAI, BadRequestError
+c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+msgs = [{"role": "user", "content": "hi"}]
+cases = [
+    (dict(extra_body={"temprature": 0}), "/temprature"),
+    (dict(extra_body={"strux": {"num_beam": 3}}), "/strux/num_beam"),
+    (dict(logit_bias={"15": -100}), "/logit_bias"),
+    (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "/tools"),
+    (dict(functions=[{"name": "f", "parameters": {}}]), "/functions"),
+    (dict(extra_body={"best_of": 3}), "/best_of"),
+    (dict(reasoning_effort="low"), "/reasoning_effort"),
+    (dict(presence_penalty=0.5), "/presence_penalty"),
+    (dict(extra_body={"guided_grammar": 'root ::= "a"'}), "/guided_grammar"),
+    (dict(extra_body={"structured_outputs": {"choise": ["a"]}}), "/structured_outputs/choise"),
+    (dict(stop=["\n"]), "/stop"),
+    (dict(response_format={"type": "json_schema",
+                           "json_schema": {"name": "x", "schema": {}, "strcit": True}}),
+     "/response_format/json_schema/strcit"),
+]
+for kw, ptr in cases:
+    try:
+        c.chat.completions.create(model="m", messages=msgs, max_tokens=4, **kw)
+    except BadRequestError as e:
+        err = e.body if isinstance(e.body, dict) and "param" in e.body else e.body.get("error", {})
+        assert e.status_code == 400 and err["param"] == ptr and err["code"] == "bad_request", (kw, e.body)
+        continue
+    raise AssertionError(f"{kw} was accepted")
+# the documented harmless members pass
+r = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, user="u", store=False,
+                              metadata={"k": "v"}, extra_body={"guided_decoding_backend": "xgrammar"})
+assert r.choices[0].message.content is not None
+PY
+
+check "vLLM fields and response_format regex/choice: constrained and re-checked" "$PY" - "$URL/v1" <<'PY'
+import json, math, re, sys
+import jsonschema
+from openai import OpenAI
+c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+msgs = [{"role": "user", "content": "Ada Lovelace, 36, London"}]
+schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
+          "age": {"type": "integer", "minimum": 0, "maximum": 150}},
+          "required": ["name", "age"], "additionalProperties": False}
+for i, body in enumerate([{"guided_json": schema}, {"guided_json": json.dumps(schema)},
+                          {"structured_outputs": {"json": schema}}]):
+    r = c.chat.completions.create(model="qwen-test", messages=msgs, max_tokens=80, seed=i,
+                                  temperature=0.7, extra_body=body)
+    assert r.model == "qwen-test", r.model
+    assert r.choices[0].finish_reason == "stop", r.choices[0]
+    jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+    assert r.usage.prompt_tokens_details.cached_tokens >= 0
+labels = ["positive", "negative", "neutral"]
+for body in [{"guided_choice": labels}, {"structured_outputs": {"choice": labels}}]:
+    r = c.chat.completions.create(model="m", messages=msgs, max_tokens=8, extra_body=body)
+    assert r.choices[0].message.content in labels, r.choices[0].message.content
+    scores = r.model_extra["strux"]["scores"]
+    assert set(scores) == set(labels) and math.isclose(sum(scores.values()), 1, abs_tol=1e-6), scores
+r = c.chat.completions.create(model="m", messages=msgs, max_tokens=8,
+                              response_format={"type": "choice", "choice": labels})
+assert r.choices[0].message.content in labels
+for i, body in enumerate([{"guided_regex": r"[A-Z][a-z]{1,6} [0-9]{2}"},
+                          {"structured_outputs": {"regex": r"[A-Z][a-z]{1,6} [0-9]{2}"}},
+                          {"response_format": {"type": "regex", "regex": r"[A-Z][a-z]{1,6} [0-9]{2}"}}]):
+    r = c.chat.completions.create(model="m", messages=msgs, max_tokens=16, seed=i, temperature=1,
+                                  extra_body=body)
+    assert re.fullmatch(r"[A-Z][a-z]{1,6} [0-9]{2}", r.choices[0].message.content), r.choices[0]
+# stop never cuts a document
+r = c.chat.completions.create(model="m", messages=msgs, max_tokens=80, stop=["\n", "}"],
+                              extra_body={"guided_json": schema})
+jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+PY
+
+check "chat.completions.parse with a Pydantic model" "$PY" - "$URL/v1" <<'PY'
+import sys
+from openai import OpenAI
+from pydantic import BaseModel, Field
+class Person(BaseModel):
+    name: str = Field(max_length=10)
+    age: int = Field(ge=0, le=150)
+c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+r = c.chat.completions.parse(model="m", messages=[{"role": "user", "content": "Ada, 36"}],
+                             response_format=Person, max_tokens=80, temperature=0)
+p = r.choices[0].message.parsed
+assert isinstance(p, Person) and 0 <= p.age <= 150 and len(p.name) <= 10, r
+PY
+
+check "unknown routes and methods: JSON 404 / 405" "$PY" - "$URL" <<'PY'
+import json, sys, urllib.error, urllib.request
+for path, method, code in [("/v1/nope", "GET", 404), ("/v1/completions/x", "POST", 404),
+                           ("/v1/chat/completions", "GET", 405)]:
+    req = urllib.request.Request(sys.argv[1] + path, method=method,
+                                 data=b"{}" if method == "POST" else None)
+    try:
+        urllib.request.urlopen(req)
+        raise AssertionError(path)
+    except urllib.error.HTTPError as e:
+        assert e.code == code, (path, e.code)
+        assert e.headers["Content-Type"] == "application/json", e.headers
+        assert json.loads(e.read())["error"]["message"], path
+PY
+
+check "struxd still up" kill -0 "$SPID"
+echo "1..$n"
+[ "$failed" -eq 0 ]
