@@ -120,6 +120,8 @@ typedef struct sx_rpc_req {
     int           stream;        /* OpenAI route: answer with server-sent events */
     int           stream_usage;  /* OpenAI route: stream_options.include_usage */
     const char   *model;         /* OpenAI route: the `model` asked for (echoed) */
+    int           tool_call;     /* OpenAI route: the answer is a forced tool call (the
+                                  * constraint is {"name", "arguments"} of the tools) */
     const char   *constraint_at; /* OpenAI route: JSON Pointer of the constraint's source
                                   * (static text; compile errors are rooted there), or NULL */
     json_t       *keep;          /* strings made while parsing (joined content parts) */
@@ -252,13 +254,24 @@ int  sx_rpc_error_dump(const json_t *id, int code, const char *message, const ch
  * document, see docs/PROTOCOL.md); extensions top_k, min_p,
  * repetition_penalty, timeout, speculate and `strux` {num_beams, ...}.
  * Nothing is ignored: an unknown member anywhere (strux's included) is
- * bad_request naming it; members strux knows but does not act on
- * (logit_bias, tools, functions, best_of, reasoning_effort, guided_grammar,
+ * bad_request naming it; tools + tool_choice as in sx_rpc_openai_tools;
+ * members strux knows but does not act on
+ * (logit_bias, functions, best_of, reasoning_effort, guided_grammar,
  * non-zero penalties, ...) are refused naming them; a short allow-list of
  * members with no effect on the answer (user, metadata, store, service_tier,
  * ...; docs/PROTOCOL.md) is accepted.  Errors as in sx_rpc_req_parse;
  * schema errors point into the constraint's source (r->constraint_at). */
 int  sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                         sx_error *err);
+/* `tools` and `tool_choice` of an OpenAI request (protocol_tools.c), once
+ * its messages and constraint are parsed: renders the tools into the system
+ * turn as Qwen3's chat template does (r->msgs[0]; a system message is added
+ * when there is none) and, for tool_choice "required" or a named function,
+ * sets the constraint to a call of one of them ({"name": NAME, "arguments":
+ * <that tool's parameters>}, anyOf over the tools) with r->tool_call = 1.
+ * The server then opens the answer with "<tool_call>\n".  tool_choice
+ * "auto" (the default with tools) is refused: not supported yet. */
+int  sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
                          sx_error *err);
 /* Where a compile error's pointer is rooted in an OpenAI request. */
 #define SX_RPC_OPENAI_SCHEMA_AT "/response_format/json_schema/schema"

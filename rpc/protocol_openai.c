@@ -113,16 +113,14 @@ static const struct member {
     {"safety_identifier", M_HARMLESS, NULL},
     /* vLLM picks among grammar engines; strux has one */
     {"guided_decoding_backend", M_HARMLESS, NULL},
-    /* only means something with tools, which are refused */
+    /* a forced call is one call, which either value allows */
     {"parallel_tool_calls", M_HARMLESS, NULL},
-    {"tools", M_REFUSE, "tool calling is not supported yet; ask for the arguments' JSON with "
-                        "response_format json_schema"},
-    {"tool_choice", M_REFUSE, "tool calling is not supported yet; ask for the arguments' JSON "
-                              "with response_format json_schema"},
-    {"functions", M_REFUSE, "function calling is not supported; ask for the arguments' JSON with "
-                            "response_format json_schema"},
-    {"function_call", M_REFUSE, "function calling is not supported; ask for the arguments' JSON "
-                                "with response_format json_schema"},
+    {"tools", M_ACT, NULL},
+    {"tool_choice", M_ACT, NULL},
+    {"functions", M_REFUSE, "the legacy functions are not supported; give tools and "
+                            "tool_choice"},
+    {"function_call", M_REFUSE, "the legacy function_call is not supported; give tools and "
+                                "tool_choice"},
     {"logit_bias", M_REFUSE, "logit_bias is not supported"},
     {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search"},
     {"reasoning_effort", M_REFUSE, "reasoning (thinking) is not supported: strux answers "
@@ -585,6 +583,8 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
             return bad(err, "/stream_options/include_usage", "include_usage must be a boolean");
         r->stream_usage = json_is_true(iu);
     }
+    if (r->tool_call && r->stream)
+        return bad(err, "/stream", "a forced tool call answers at once: no stream (not yet)");
     if (r->mode == SX_RPC_CHOICES) {
         /* one label, chosen with every label's probability (strux.scores) */
         r->scores = 1;
@@ -636,7 +636,8 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
         goto fail;
     }
     if ((rc = sx_rpc_req_set_messages(out, msgs, lim, 0, "/messages", err)) ||
-        (rc = constraint(out, root, lim, err)) || (rc = sampling(out, root, lim, err)))
+        (rc = constraint(out, root, lim, err)) ||
+        (rc = sx_rpc_openai_tools(out, root, lim, err)) || (rc = sampling(out, root, lim, err)))
         goto fail;
     if (!out->key && !(out->key = strdup(""))) {
         rc = sx_err_set(err, SX_ENOMEM, "out of memory");
@@ -683,8 +684,39 @@ static int finish(json_t *o, char **out, size_t *len)
 /* choices[i] of a chat.completion.  A label (choices) is the content
  * itself, as vLLM's guided_choice answers, not the JSON string the grammar
  * wrote. */
-static json_t *choice_json(const sx_rpc_req *r, const sx_rpc_choice *c, int i)
+/* A forced tool call's message: OpenAI's tool_calls, the arguments as
+ * JSON text. */
+static json_t *tool_message(const char *cid, const sx_rpc_choice *c, int i)
 {
+    const json_t *name = json_object_get(c->output, "name");
+    const json_t *args = json_object_get(c->output, "arguments");
+    char *atext = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char id[96];
+    const char *tail = strrchr(cid, '-');
+    snprintf(id, sizeof id, "call_%s_%d", tail ? tail + 1 : cid, i);
+    json_t *m = atext && json_is_string(name)
+                    ? json_pack("{s:s, s:n, s:n, s:[{s:s, s:s, s:{s:O, s:s}}]}", "role",
+                                "assistant", "content", "refusal", "tool_calls", "id", id,
+                                "type", "function", "function", "name", name, "arguments", atext)
+                    : NULL;
+    free(atext);
+    return m;
+}
+
+static json_t *choice_json(const sx_rpc_req *r, const char *cid, const sx_rpc_choice *c, int i)
+{
+    if (r->tool_call && c->output) {
+        const char *fr = c->finish_reason && strcmp(c->finish_reason, "stop") ? c->finish_reason
+                                                                               : "tool_calls";
+        json_t *choice = json_pack("{s:i, s:o, s:s, s:n}", "index", i, "message",
+                                   tool_message(cid, c, i), "finish_reason", fr, "logprobs");
+        if (choice && c->logprobs &&
+            set(choice, "logprobs", json_pack("{s:O}", "content", c->logprobs))) {
+            json_decref(choice);
+            return NULL;
+        }
+        return choice;
+    }
     json_t *content = r->mode == SX_RPC_CHOICES && json_is_string(c->output)
                           ? json_string(json_string_value(c->output))
                           : json_stringn(c->text ? c->text : "", c->text_len);
@@ -724,7 +756,7 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
     if (!choices || set(o, "choices", choices))
         goto fail;
     for (int i = 0; i < n; i++)
-        if (json_array_append_new(choices, choice_json(r, &cs[i], i)))
+        if (json_array_append_new(choices, choice_json(r, cid, &cs[i], i)))
             goto fail;
     if (set(o, "usage", usage_json(res)))
         goto fail;

@@ -105,6 +105,17 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
                 break;
             }
     }
+    /* a forced tool call: the answer opens with Qwen3's tag, as the model
+     * writes it, and the grammar takes the call's JSON from there */
+    if (!rc && j->req.tool_call) {
+        int32_t tag = sx_tok_find(s->tok, "<tool_call>", 11);
+        if (tag < 0)
+            rc = sx_err_set(&err, SX_EUNSUPPORTED, "this model's tokenizer has no <tool_call>");
+        else if ((rc = sx_ids_push(&j->prompt, tag)))
+            sx_err_set(&err, rc, "out of memory");
+        else
+            rc = sx_tok_encode(s->tok, "\n", 1, 0, &j->prompt, &err);
+    }
     free(msgs);
     free(owned);
     if (rc) {

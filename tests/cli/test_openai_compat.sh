@@ -9,6 +9,9 @@
 #     structured_outputs (sent through extra_body, as vLLM documents), and
 #     response_format regex / choice: constrained, every answer re-checked
 #     here (jsonschema, re.fullmatch, label membership, label scores);
+#   - tools with tool_choice "required" / a named function: the answer is
+#     OpenAI's tool_calls whose arguments validate against the tool's
+#     parameters (jsonschema; the SDK's pydantic_function_tool parsing);
 #   - chat.completions.parse with a Pydantic model; stop with a constraint;
 #     the request's model echoed; usage.prompt_tokens_details.cached_tokens;
 #   - unknown routes and methods answer JSON (404 / 405), not HTML.
@@ -67,7 +70,8 @@ cases = [
     (dict(extra_body={"temprature": 0}), "/temprature"),
     (dict(extra_body={"strux": {"num_beam": 3}}), "/strux/num_beam"),
     (dict(logit_bias={"15": -100}), "/logit_bias"),
-    (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "/tools"),
+    (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
+          tool_choice="auto"), "/tool_choice"),
     (dict(functions=[{"name": "f", "parameters": {}}]), "/functions"),
     (dict(extra_body={"best_of": 3}), "/best_of"),
     (dict(reasoning_effort="low"), "/reasoning_effort"),
@@ -143,6 +147,49 @@ r = c.chat.completions.parse(model="m", messages=[{"role": "user", "content": "A
                              response_format=Person, max_tokens=80, temperature=0)
 p = r.choices[0].message.parsed
 assert isinstance(p, Person) and 0 <= p.age <= 150 and len(p.name) <= 10, r
+PY
+
+check "tool calls: required and named, arguments valid, OpenAI's shape" "$PY" - "$URL/v1" <<'PY'
+import json, sys
+import jsonschema
+import openai
+from openai import OpenAI
+from pydantic import BaseModel, Field
+c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+weather = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+           "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+           "required": ["city", "days"], "additionalProperties": False}
+class Lookup(BaseModel):
+    """Look a word up."""
+    word: str = Field(max_length=10)
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "Forecast",
+                                            "parameters": weather, "strict": True}},
+         openai.pydantic_function_tool(Lookup)]
+params = {"get_weather": weather, "Lookup": tools[1]["function"]["parameters"]}
+msgs = [{"role": "system", "content": "Use the tools."},
+        {"role": "user", "content": "Weather in Paris for 3 days?"}]
+seen = set()
+for i in range(4):
+    r = c.chat.completions.create(model="m", messages=msgs, tools=tools, tool_choice="required",
+                                  max_tokens=120, seed=i, temperature=1)
+    ch = r.choices[0]
+    assert ch.finish_reason == "tool_calls" and ch.message.content is None, ch
+    (call,) = ch.message.tool_calls
+    assert call.type == "function" and call.id, call
+    jsonschema.validate(json.loads(call.function.arguments), params[call.function.name])
+    seen.add(call.function.name)
+for name in params:
+    r = c.chat.completions.create(model="m", messages=msgs, tools=tools, max_tokens=120,
+                                  tool_choice={"type": "function", "function": {"name": name}})
+    (call,) = r.choices[0].message.tool_calls
+    assert call.function.name == name, call
+    jsonschema.validate(json.loads(call.function.arguments), params[name])
+# the SDK's own parsing of strict pydantic tools
+r = c.chat.completions.parse(model="m", messages=msgs, tools=[openai.pydantic_function_tool(Lookup)],
+                             tool_choice={"type": "function", "function": {"name": "Lookup"}},
+                             max_tokens=80)
+parsed = r.choices[0].message.tool_calls[0].function.parsed_arguments
+assert isinstance(parsed, Lookup) and len(parsed.word) <= 10, r
 PY
 
 check "unknown routes and methods: JSON 404 / 405" "$PY" - "$URL" <<'PY'

@@ -592,9 +592,6 @@ static void openai_nothing_ignored(void **state)
     orefused("{" MSGS ",\"function_call\":\"auto\"}", "/function_call");
     orefused("{" MSGS ",\"best_of\":2}", "/best_of");
     orefused("{" MSGS ",\"reasoning_effort\":\"low\"}", "/reasoning_effort");
-    orefused("{" MSGS ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}",
-             "/tools");
-    orefused("{" MSGS ",\"tool_choice\":\"required\"}", "/tool_choice");
     orefused("{" MSGS ",\"presence_penalty\":0.5}", "/presence_penalty");
     orefused("{" MSGS ",\"frequency_penalty\":-1}", "/frequency_penalty");
     orefused("{" MSGS ",\"stream_options\":{\"include_usage\":true,\"x\":1}}",
@@ -734,6 +731,129 @@ static void openai_label_content_and_model(void **state)
     sx_rpc_req_free(&r);
 }
 
+
+#define WEATHER                                                                                  \
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\","  \
+    "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},"        \
+    "\"required\":[\"city\"]}}}"
+#define CLOCK "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}"
+
+/* Tools render into the system turn exactly as Qwen3's chat template
+ * renders them (the expected text below is the template's, written out);
+ * required / named make the answer a call whose arguments the tool's
+ * parameters constrain; the answer comes back as OpenAI's tool_calls. */
+static void openai_tools(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    const char *req = "{\"messages\":[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\","
+                      "\"content\":\"U\"}],\"tools\":[" WEATHER "],\"tool_choice\":\"required\"}";
+    assert_int_equal(oparse(req, &r, &e), SX_OK);
+    assert_int_equal(r.tool_call, 1);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    assert_string_equal(r.constraint_at, "/tools");
+    sx_bytes text = {0};
+    assert_int_equal(sx_chat_render(r.msgs, r.n_msgs, 1, &text, &e), SX_OK);
+    assert_int_equal(sx_bytes_append(&text, "", 1), 0);
+    const char *want =
+        "<|im_start|>system\nS\n\n# Tools\n\nYou may call one or more functions to assist with "
+        "the user query.\n\nYou are provided with function signatures within <tools></tools> XML "
+        "tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+        "\"description\": \"Weather\", \"parameters\": {\"type\": \"object\", \"properties\": "
+        "{\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n</tools>\n\nFor each "
+        "function call, return a json object with function name and arguments within "
+        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+        "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nU"
+        "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    assert_string_equal(text.v, want);
+    sx_bytes_free(&text);
+    /* the call's schema: the name and that tool's parameters */
+    json_t *schema = json_loads(r.key, 0, NULL);
+    assert_non_null(schema);
+    sx_validator *v;
+    assert_int_equal(sx_val_compile(schema, NULL, &v, &e), SX_OK);
+    json_t *ok = json_loads("{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}", 0, NULL);
+    json_t *out;
+    const char *good = "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}";
+    const char *bad_args = "{\"name\":\"get_weather\",\"arguments\":{}}";
+    assert_int_equal(sx_rpc_check_output(&r, good, strlen(good), v, &out, &e), SX_OK);
+    assert_true(json_equal(out, ok));
+    json_decref(out);
+    assert_int_equal(sx_rpc_check_output(&r, bad_args, strlen(bad_args), v, &out, &e), SX_EFORMAT);
+    sx_val_free(v);
+    json_decref(schema);
+
+    /* OpenAI's answer shape */
+    sx_rpc_result res = {0};
+    res.text = "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}";
+    res.text_len = strlen(res.text);
+    res.output = ok;
+    res.finish_reason = "stop";
+    char *body;
+    size_t len;
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "chatcmpl-strux-7", 1, "strux", &res, &body,
+                                                 &len), SX_OK);
+    json_t *a = json_loads(body, 0, NULL);
+    json_t *c0 = json_array_get(json_object_get(a, "choices"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "finish_reason")), "tool_calls");
+    json_t *msg = json_object_get(c0, "message");
+    assert_true(json_is_null(json_object_get(msg, "content")));
+    json_t *call = json_array_get(json_object_get(msg, "tool_calls"), 0);
+    assert_string_equal(json_string_value(json_object_get(call, "type")), "function");
+    assert_string_equal(json_string_value(json_object_get(call, "id")), "call_7_0");
+    json_t *fn = json_object_get(call, "function");
+    assert_string_equal(json_string_value(json_object_get(fn, "name")), "get_weather");
+    assert_string_equal(json_string_value(json_object_get(fn, "arguments")), "{\"city\":\"Paris\"}");
+    json_decref(a);
+    free(body);
+    json_decref(ok);
+    sx_rpc_req_free(&r);
+
+    /* no system message: the template's system turn holds the block alone;
+     * a named function constrains to that one */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" WEATHER "," CLOCK "],\"tool_choice\":{\"type\":"
+                            "\"function\",\"function\":{\"name\":\"now\"}}}", &r, &e), SX_OK);
+    assert_int_equal(r.n_msgs, 2);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_true(!strncmp(r.msgs[0].content, "# Tools\n\n", 9));
+    assert_non_null(strstr(r.msgs[0].content, "\n{\"type\": \"function\", \"function\": {\"name\": "
+                                              "\"now\"}}\n</tools>"));
+    assert_non_null(strstr(r.key, "\"const\":\"now\""));
+    assert_null(strstr(r.key, "get_weather"));
+    sx_rpc_req_free(&r);
+    /* required over two tools: either call */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" WEATHER "," CLOCK "],\"tool_choice\":"
+                            "\"required\",\"parallel_tool_calls\":false}", &r, &e), SX_OK);
+    assert_non_null(strstr(r.key, "anyOf"));
+    sx_rpc_req_free(&r);
+    /* "none": shown, not forced */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"none\"}", &r, &e),
+                     SX_OK);
+    assert_int_equal(r.tool_call, 0);
+    assert_int_equal(r.mode, SX_RPC_TEXT);
+    assert_int_equal(r.n_msgs, 2);
+    sx_rpc_req_free(&r);
+
+    orefused("{" MSGS ",\"tools\":[" CLOCK "]}", "/tools");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"auto\"}", "/tool_choice");
+    orefused("{" MSGS ",\"tool_choice\":\"required\"}", "/tool_choice");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":{\"type\":\"function\",\"function\":"
+             "{\"name\":\"later\"}}}", "/tool_choice/function/name");
+    orefused("{" MSGS ",\"tools\":[{\"type\":\"web_search\"}],\"tool_choice\":\"required\"}",
+             "/tools/0/type");
+    orefused("{" MSGS ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}],"
+             "\"tool_choice\":\"required\"}", "/tools/0/function/name");
+    orefused("{" MSGS ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parms\":{}}}],"
+             "\"tool_choice\":\"required\"}", "/tools/0/function/parms");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "," CLOCK "],\"tool_choice\":\"required\"}",
+             "/tools/1/function/name");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\",\"response_format\":"
+             "{\"type\":\"json_object\"}}", "/response_format");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\",\"stream\":true}",
+             "/stream");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -753,6 +873,7 @@ int main(void)
         cmocka_unit_test(openai_nothing_ignored),
         cmocka_unit_test(openai_vllm_fields),
         cmocka_unit_test(openai_label_content_and_model),
+        cmocka_unit_test(openai_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
