@@ -163,10 +163,13 @@ int  sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx
 int  sx_rpc_req_set_beams(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err);
 
 /* Checks a `messages` array (role system/user/assistant, content a
- * string) into r->msgs.  strict: other members of a message are errors,
- * else ignored (OpenAI clients send `name` and friends); with !strict a
- * content may also be an array of {"type":"text","text":...} parts, which
- * are joined.  Joined text is kept alive in r. */
+ * string) into r->msgs.  strict: other members of a message are errors.
+ * !strict (the OpenAI route): `name` is accepted (not shown to the model,
+ * as in Qwen3's template), `developer` is read as `system`, `tool` messages
+ * (with tool_call_id) and an assistant's tool_calls render as Qwen3's
+ * template renders them, a content may also be an array of
+ * {"type":"text","text":...} parts, which are joined; other members are
+ * errors unless null or empty.  Made text is kept alive in r. */
 int  sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_limits *lim,
                              int strict, const char *at, sx_error *err);
 
@@ -273,6 +276,13 @@ int  sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, 
  * "auto" (the default with tools) is refused: not supported yet. */
 int  sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
                          sx_error *err);
+/* An assistant turn's tool_calls (OpenAI's [{"id","type":"function",
+ * "function":{"name","arguments"}}]) appended to its content as Qwen3's
+ * chat template writes them ("<tool_call>\n{\"name\": ..., \"arguments\":
+ * ...}\n</tool_call>", arguments as sent when a string); *out is kept
+ * alive in r.  `at` is the JSON Pointer of the array. */
+int  sx_rpc_render_tool_calls(sx_rpc_req *r, const char *content, const json_t *calls,
+                              const char *at, const char **out, sx_error *err);
 /* Where a compile error's pointer is rooted in an OpenAI request. */
 #define SX_RPC_OPENAI_SCHEMA_AT "/response_format/json_schema/schema"
 

@@ -269,21 +269,21 @@ static int lenient_member(const char *k, const json_t *v, const char *at, sx_err
             return bad_type(err, at, "name", "a string", v);
         return SX_OK;
     }
+    /* checked with the role (sx_rpc_req_set_messages) */
+    if ((!strcmp(k, "tool_calls") && json_is_array(v)) || !strcmp(k, "tool_call_id"))
+        return SX_OK;
     for (int i = 0; empty_ok[i]; i++) {
         if (strcmp(k, empty_ok[i]))
             continue;
         if (json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0))
             return SX_OK;
-        if (!strcmp(k, "tool_calls") || !strcmp(k, "function_call"))
+        if (!strcmp(k, "function_call"))
             return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
-                               "tool calls in messages are not supported yet");
+                               "the legacy function_call is not supported; use tool_calls");
         return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
                            "a message's \"%s\" must be null here: strux does not show it to "
                            "the model", k);
     }
-    if (!strcmp(k, "tool_call_id"))
-        return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
-                           "tool messages are not supported yet");
     return sx_err_setp(err, SX_EINVAL, at, -1,
                        "unknown message field \"%.100s\" (expected role, content, name)", k);
 }
@@ -331,16 +331,34 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
             return bad_type(err, sub, "role", "a string", role);
         /* OpenAI's newer name for the system turn; Qwen3 has only `system` */
         int developer = !strict && !strcmp(json_string_value(role), "developer");
-        if (!developer && (!valid_role(json_string_value(role)) ||
-                           strlen(json_string_value(role)) != json_string_length(role)))
+        int tool = !strict && !strcmp(json_string_value(role), "tool");
+        if (!developer && !tool && (!valid_role(json_string_value(role)) ||
+                                    strlen(json_string_value(role)) != json_string_length(role)))
             return sx_err_setp(err, SX_EINVAL, sub, -1,
                                "role must be \"system\", \"user\" or \"assistant\"%s, not \"%s\"",
-                               strict ? "" : " (or \"developer\")", json_string_value(role));
+                               strict ? "" : " (or \"developer\", \"tool\")",
+                               json_string_value(role));
         r->msgs[i].role = developer ? "system" : json_string_value(role);
+        const json_t *calls = strict ? NULL : json_object_get(m, "tool_calls");
+        const json_t *call_id = strict ? NULL : json_object_get(m, "tool_call_id");
+        int has_calls = json_is_array(calls) && json_array_size(calls) > 0;
+        if (has_calls && strcmp(r->msgs[i].role, "assistant")) {
+            ptr_join(sub, sizeof sub, ptr, "tool_calls");
+            return sx_err_setp(err, SX_EINVAL, sub, -1, "only assistant messages hold tool_calls");
+        }
+        if (call_id && (!tool || !json_is_string(call_id))) {
+            ptr_join(sub, sizeof sub, ptr, "tool_call_id");
+            return sx_err_setp(err, SX_EINVAL, sub, -1,
+                               tool ? "tool_call_id must be a string"
+                                    : "only tool messages hold a tool_call_id");
+        }
         ptr_join(sub, sizeof sub, ptr, "content");
         if (!content)
             return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"content\"");
-        if (json_is_string(content)) {
+        if (has_calls && json_is_null(content)) {
+            /* an assistant turn that only calls tools */
+            r->msgs[i].content = "";
+        } else if (json_is_string(content)) {
             if (strlen(json_string_value(content)) != json_string_length(content))
                 return sx_err_setp(err, SX_EINVAL, sub, -1,
                                    "content must not contain NUL characters");
@@ -351,6 +369,13 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
                 return rc;
         } else {
             return bad_type(err, sub, "content", "a string", content);
+        }
+        if (has_calls) {
+            ptr_join(sub, sizeof sub, ptr, "tool_calls");
+            int rc = sx_rpc_render_tool_calls(r, r->msgs[i].content, calls, sub,
+                                              &r->msgs[i].content, err);
+            if (rc)
+                return rc;
         }
     }
     r->n_msgs = n;

@@ -297,3 +297,84 @@ out:
     free(fns);
     return rc;
 }
+
+int sx_rpc_render_tool_calls(sx_rpc_req *r, const char *content, const json_t *calls,
+                             const char *at, const char **out, sx_error *err)
+{
+    static const char *const call_m[] = {"id", "type", "function", NULL};
+    static const char *const fn_m[] = {"name", "arguments", NULL};
+    char ptr[300];
+    sx_bytes b = {0};
+    int rc = SX_OK;
+    size_t i;
+    const json_t *c;
+    if (sx_bytes_append(&b, content, strlen(content)))
+        goto oom;
+    json_array_foreach(calls, i, c) {
+        snprintf(ptr, sizeof ptr, "%s/%zu", at, i);
+        if (!json_is_object(c)) {
+            rc = bad(err, ptr, "a tool call must be an object");
+            goto out;
+        }
+        if ((rc = only(c, ptr, call_m, err)))
+            goto out;
+        const json_t *type = json_object_get(c, "type"), *fn = json_object_get(c, "function");
+        if (type && !(json_is_string(type) && !strcmp(json_string_value(type), "function"))) {
+            snprintf(ptr, sizeof ptr, "%s/%zu/type", at, i);
+            rc = bad(err, ptr, "a tool call's type must be \"function\"");
+            goto out;
+        }
+        snprintf(ptr, sizeof ptr, "%s/%zu/function", at, i);
+        if (!json_is_object(fn)) {
+            rc = bad(err, ptr, "a tool call needs a \"function\" object");
+            goto out;
+        }
+        if ((rc = only(fn, ptr, fn_m, err)))
+            goto out;
+        const json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
+        if (!json_is_string(name) || strlen(json_string_value(name)) != json_string_length(name)) {
+            snprintf(ptr, sizeof ptr, "%s/%zu/function/name", at, i);
+            rc = bad(err, ptr, "a tool call's name must be a string");
+            goto out;
+        }
+        if (!args) {
+            snprintf(ptr, sizeof ptr, "%s/%zu/function/arguments", at, i);
+            rc = bad(err, ptr, "a tool call needs \"arguments\"");
+            goto out;
+        }
+        /* the template: a newline before every call but a first one that
+         * follows no content */
+        if ((i > 0 || *content) && sx_bytes_append(&b, "\n", 1))
+            goto oom;
+        static const char open[] = "<tool_call>\n{\"name\": \"", mid[] = "\", \"arguments\": ",
+                          close[] = "}\n</tool_call>";
+        if (sx_bytes_append(&b, open, sizeof open - 1) ||
+            sx_bytes_append(&b, json_string_value(name), json_string_length(name)) ||
+            sx_bytes_append(&b, mid, sizeof mid - 1))
+            goto oom;
+        if (json_is_string(args)) {
+            if (sx_bytes_append(&b, json_string_value(args), json_string_length(args)))
+                goto oom;
+        } else {
+            size_t n;
+            char *js = sx_pyjson_dumps(args, &n);
+            int fail = !js || sx_bytes_append(&b, js, n);
+            free(js);
+            if (fail)
+                goto oom;
+        }
+        if (sx_bytes_append(&b, close, sizeof close - 1))
+            goto oom;
+    }
+    if (memchr(b.v, 0, b.n)) {
+        rc = bad(err, at, "tool calls must not contain NUL characters");
+        goto out;
+    }
+    rc = keep_text(r, b.v, b.n, out, err);
+    goto out;
+oom:
+    rc = sx_err_set(err, SX_ENOMEM, "out of memory");
+out:
+    sx_bytes_free(&b);
+    return rc;
+}

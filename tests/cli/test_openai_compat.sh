@@ -22,7 +22,7 @@ PY=${STRUX_PYTHON:-$PWD/.venv/bin/python}
 T=$(mktemp -d /tmp/strux-oai.XXXXXX)
 SPID=
 cleanup() {
-    [ -n "$SPID" ] && kill -9 "$SPID" 2>/dev/null
+    [ -n "$SPID" ] && { kill -9 "$SPID" && wait "$SPID"; } 2>/dev/null
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -184,6 +184,12 @@ for name in params:
     (call,) = r.choices[0].message.tool_calls
     assert call.function.name == name, call
     jsonschema.validate(json.loads(call.function.arguments), params[name])
+# the round trip: the answer's message and the tool's result go back in
+hist = msgs + [ch.message.model_dump(), {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+r = c.chat.completions.create(model="m", messages=hist, tools=tools, tool_choice="none",
+                              max_tokens=60, response_format={"type": "json_schema", "json_schema": {
+                                  "name": "w", "schema": weather}})
+jsonschema.validate(json.loads(r.choices[0].message.content), weather)
 # the SDK's own parsing of strict pydantic tools
 r = c.chat.completions.parse(model="m", messages=msgs, tools=[openai.pydantic_function_tool(Lookup)],
                              tool_choice={"type": "function", "function": {"name": "Lookup"}},

@@ -605,8 +605,14 @@ static void openai_nothing_ignored(void **state)
     orefused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"contnet\":\"y\"}]}",
              "/messages/0/contnet");
     orefused("{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\",\"tool_calls\":[{}]}]}",
+             "/messages/0/tool_calls/0/function");
+    orefused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[{}]}]}",
              "/messages/0/tool_calls");
-    orefused("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "/messages/0/role");
+    orefused("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\",\"tool_call_id\":1}]}",
+             "/messages/0/tool_call_id");
+    orefused("{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"type\":"
+             "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\",\"x\":1}}]}]}",
+             "/messages/0/tool_calls/0/function");
     /* stop on free text would have to cut it: refused; with a constraint it
      * never cuts the document and is accepted */
     orefused("{" MSGS ",\"stop\":[\"\\n\"]}", "/stop");
@@ -833,6 +839,30 @@ static void openai_tools(void **state)
     assert_int_equal(r.tool_call, 0);
     assert_int_equal(r.mode, SX_RPC_TEXT);
     assert_int_equal(r.n_msgs, 2);
+    sx_rpc_req_free(&r);
+
+    /* a tool round trip in the history renders as the template does */
+    assert_int_equal(oparse("{\"messages\":[{\"role\":\"user\",\"content\":\"U\"},{\"role\":"
+                            "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+                            "\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":"
+                            "\"{\\\"city\\\": \\\"Paris\\\"}\"}},{\"id\":\"c2\",\"type\":\"function\","
+                            "\"function\":{\"name\":\"now\",\"arguments\":{\"tz\":\"UTC\"}}}]},"
+                            "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny\"},"
+                            "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"noon\"}],"
+                            "\"tools\":[" CLOCK "],\"tool_choice\":\"none\"}", &r, &e), SX_OK);
+    sx_bytes hist = {0};
+    assert_int_equal(sx_chat_render(r.msgs, r.n_msgs, 1, &hist, &e), SX_OK);
+    assert_int_equal(sx_bytes_append(&hist, "", 1), 0);
+    const char *turns =
+        "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": "
+        "\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n"
+        "{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call><|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nnoon\n"
+        "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    const char *at = strstr(hist.v, "</tool_call><|im_end|>\n<|im_start|>user\nU");
+    assert_non_null(at);
+    assert_string_equal(at + strlen("</tool_call><|im_end|>\n"), turns);
+    sx_bytes_free(&hist);
     sx_rpc_req_free(&r);
 
     orefused("{" MSGS ",\"tools\":[" CLOCK "]}", "/tools");
