@@ -14,7 +14,10 @@
 #     parameters (jsonschema; the SDK's pydantic_function_tool parsing);
 #   - chat.completions.parse with a Pydantic model; stop with a constraint;
 #     the request's model echoed; usage.prompt_tokens_details.cached_tokens;
-#   - unknown routes and methods answer JSON (404 / 405), not HTML.
+#   - unknown routes and methods answer JSON (404 / 405), not HTML;
+#   - HTTP: --api-key-file (Bearer, 401 otherwise, /health open), bodies
+#     that are not JSON refused (415), chunked bodies read, Expect:
+#     100-continue answered at once, a body over the limit a JSON 413.
 # Needs $STRUX_BUILD and the repo venv (.venv) with jsonschema, openai, pydantic.
 set -u
 B=${STRUX_BUILD:?}
@@ -49,8 +52,11 @@ bail() {
     bail "$PY lacks jsonschema/openai/pydantic"
 "$B/strux" model random --shape tiny --seed 1 --out "$T/model" >"$T/model.log" 2>&1 ||
     bail "strux model random --shape tiny"
+KEY=k-$RANDOM$RANDOM
+printf '%s\n' "$KEY" >"$T/key"
 "$B/struxd" --model "$T/model" --threads 2 --http 127.0.0.1:0 --default-max-tokens 48 \
-    --max-tokens 512 --timeout 300 2>"$T/d.log" &
+    --max-tokens 512 --timeout 300 --max-request-bytes 65536 --api-key-file "$T/key" \
+    2>"$T/d.log" &
 SPID=$!
 for _ in $(seq 1 600); do
     grep -q '^struxd: ready' "$T/d.log" && break
@@ -61,10 +67,10 @@ HPORT=$(sed -n 's|^struxd: listening on.* http://[^:]*:\([0-9]*\).*|\1|p' "$T/d.
 [ -n "$HPORT" ] || bail "struxd reported no HTTP port"
 URL="http://127.0.0.1:$HPORT"
 
-check "nothing ignored: unknown and unused members are 400 naming them" "$PY" - "$URL/v1" <<'PY'
+check "nothing ignored: unknown and unused members are 400 naming them" "$PY" - "$URL/v1" "$KEY" <<'PY'
 import sys
 from openai import OpenAI, BadRequestError
-c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
 msgs = [{"role": "user", "content": "hi"}]
 cases = [
     (dict(extra_body={"temprature": 0}), "/temprature"),
@@ -97,11 +103,11 @@ r = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, user="u", 
 assert r.choices[0].message.content is not None
 PY
 
-check "vLLM fields and response_format regex/choice: constrained and re-checked" "$PY" - "$URL/v1" <<'PY'
+check "vLLM fields and response_format regex/choice: constrained and re-checked" "$PY" - "$URL/v1" "$KEY" <<'PY'
 import json, math, re, sys
 import jsonschema
 from openai import OpenAI
-c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
 msgs = [{"role": "user", "content": "Ada Lovelace, 36, London"}]
 schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
           "age": {"type": "integer", "minimum": 0, "maximum": 150}},
@@ -135,27 +141,27 @@ r = c.chat.completions.create(model="m", messages=msgs, max_tokens=80, stop=["\n
 jsonschema.validate(json.loads(r.choices[0].message.content), schema)
 PY
 
-check "chat.completions.parse with a Pydantic model" "$PY" - "$URL/v1" <<'PY'
+check "chat.completions.parse with a Pydantic model" "$PY" - "$URL/v1" "$KEY" <<'PY'
 import sys
 from openai import OpenAI
 from pydantic import BaseModel, Field
 class Person(BaseModel):
     name: str = Field(max_length=10)
     age: int = Field(ge=0, le=150)
-c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
 r = c.chat.completions.parse(model="m", messages=[{"role": "user", "content": "Ada, 36"}],
                              response_format=Person, max_tokens=80, temperature=0)
 p = r.choices[0].message.parsed
 assert isinstance(p, Person) and 0 <= p.age <= 150 and len(p.name) <= 10, r
 PY
 
-check "tool calls: required and named, arguments valid, OpenAI's shape" "$PY" - "$URL/v1" <<'PY'
+check "tool calls: required and named, arguments valid, OpenAI's shape" "$PY" - "$URL/v1" "$KEY" <<'PY'
 import json, sys
 import jsonschema
 import openai
 from openai import OpenAI
 from pydantic import BaseModel, Field
-c = OpenAI(base_url=sys.argv[1], api_key="none", max_retries=0)
+c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
 weather = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
            "days": {"type": "integer", "minimum": 1, "maximum": 7}},
            "required": ["city", "days"], "additionalProperties": False}
@@ -212,6 +218,37 @@ for path, method, code in [("/v1/nope", "GET", 404), ("/v1/completions/x", "POST
         assert e.headers["Content-Type"] == "application/json", e.headers
         assert json.loads(e.read())["error"]["message"], path
 PY
+
+# ---- HTTP hygiene ------------------------------------------------------------------
+BODY='{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}'
+J='Content-Type: application/json'
+A="Authorization: Bearer $KEY"
+check "no key: 401 JSON on the API routes, /health open" sh -c "
+    [ \"\$(curl -sS -o '$T/o1' -w '%{http_code}' -H '$J' '$URL/v1/chat/completions' -d '$BODY')\" = 401 ] &&
+    grep -q '\"code\":\"unauthorized\"' '$T/o1' &&
+    [ \"\$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' '$URL/v1/models')\" = 401 ] &&
+    [ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$URL/health')\" = 200 ] &&
+    [ \"\$(curl -sS -o /dev/null -w '%{http_code}' -H '$A' '$URL/v1/models')\" = 200 ]"
+check "a body that is not JSON (curl -d's form type): 415 JSON" sh -c "
+    [ \"\$(curl -sS -o '$T/o2' -w '%{http_code}' -H '$A' '$URL/v1/chat/completions' -d '$BODY')\" = 415 ] &&
+    grep -q unsupported_media_type '$T/o2'"
+check "a chunked body is read" sh -c "
+    printf '%s' '$BODY' | curl -sS -o '$T/o3' -w '%{http_code}' -H '$A' -H '$J' \
+        -H 'Transfer-Encoding: chunked' --data-binary @- '$URL/v1/chat/completions' | grep -qx 200 &&
+    grep -q chat.completion '$T/o3'"
+check "Expect: 100-continue is answered at once" sh -c "
+    t=\$(curl -sS -o '$T/o4' -w '%{http_code} %{time_pretransfer} %{time_starttransfer}' -H '$A' \
+        -H '$J' -H 'Expect: 100-continue' -d '{\"document\":\"x\",\"max_tokens\":2}' '$URL/v1/strux') &&
+    echo \"\$t\" | awk '{ exit !(\$1 == 200) }' && grep -q '\"ok\":true' '$T/o4' &&
+    curl -sS -o /dev/null -w '%{time_total}' -H '$A' -H '$J' -H 'Expect: 100-continue' \
+        -d '{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1}' \
+        '$URL/v1/chat/completions' | awk '{ exit !(\$1 < 0.9) }'"
+head -c 200000 /dev/zero | tr '\0' a | sed 's/^/{"messages":"/; s/$/"}/' >"$T/big.json"
+check "a body over --max-request-bytes: JSON 413 (plain and chunked)" sh -c "
+    [ \"\$(curl -sS -o '$T/o5' -w '%{http_code}' -H '$A' -H '$J' --data-binary @'$T/big.json' '$URL/v1/chat/completions')\" = 413 ] &&
+    grep -q '\"code\":\"too_large\"' '$T/o5' &&
+    [ \"\$(curl -sS -o '$T/o6' -w '%{http_code}' -H '$A' -H '$J' -H 'Transfer-Encoding: chunked' --data-binary @'$T/big.json' '$URL/v1/strux')\" = 413 ] &&
+    grep -q '\"ok\":false' '$T/o6'"
 
 check "struxd still up" kill -0 "$SPID"
 echo "1..$n"
