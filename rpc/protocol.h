@@ -125,6 +125,8 @@ typedef struct sx_rpc_req {
     const char   *constraint_at; /* OpenAI route: JSON Pointer of the constraint's source
                                   * (static text; compile errors are rooted there), or NULL */
     json_t       *keep;          /* strings made while parsing (joined content parts) */
+    int32_t      *bias_ids;      /* logit_bias (owned; sampling.bias_* point here) */
+    float        *bias_vals;
 } sx_rpc_req;
 
 /* Parses and checks a request.  On error returns SX_EFORMAT / SX_EINVAL
@@ -150,6 +152,15 @@ int  sx_rpc_req_set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits 
                             const char *at, sx_error *err);
 int  sx_rpc_req_set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
                           const char *at, sx_error *err);
+
+/* `logit_bias` ({"TOKEN_ID": value in [-100, 100]}, OpenAI's form, at
+ * most 1024 entries) and the OpenAI penalties presence_penalty /
+ * frequency_penalty ([-2, 2]) from obj into r->sampling (see
+ * engine/sampler/sampler.h for what they do); `at` is obj's JSON Pointer.
+ * Call once mode, n and num_beams are known: they do not apply to labels
+ * (whose scores are the model's own) nor to beam search.  Token ids are
+ * checked against the vocabulary by the server. */
+int  sx_rpc_req_set_penalties(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err);
 
 /* `speculate`: "off", "ngram", "draft", or a boolean (true = the server's
  * default mode, false = off) into r->speculate.  Same output either way;

@@ -93,6 +93,7 @@ static const struct member {
     {"min_p", M_ACT, NULL},
     {"repetition_penalty", M_ACT, NULL},
     {"presence_penalty", M_ACT, NULL},
+    {"logit_bias", M_ACT, NULL},
     {"frequency_penalty", M_ACT, NULL},
     {"seed", M_ACT, NULL},
     {"n", M_ACT, NULL},
@@ -121,7 +122,6 @@ static const struct member {
                             "tool_choice"},
     {"function_call", M_REFUSE, "the legacy function_call is not supported; give tools and "
                                 "tool_choice"},
-    {"logit_bias", M_REFUSE, "logit_bias is not supported"},
     {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search"},
     {"reasoning_effort", M_REFUSE, "reasoning (thinking) is not supported: strux answers "
                                    "without a thinking phase"},
@@ -147,7 +147,7 @@ static int noop(const char *k, const json_t *v)
         return json_is_array(v) && json_array_size(v) == 0;
     if (!strcmp(k, "tool_choice") || !strcmp(k, "function_call"))
         return json_is_string(v) && !strcmp(json_string_value(v), "none");
-    if (!strcmp(k, "logit_bias") || !strcmp(k, "chat_template_kwargs"))
+    if (!strcmp(k, "chat_template_kwargs"))
         return json_is_object(v) && json_object_size(v) == 0;
     if (!strcmp(k, "best_of"))
         return json_is_integer(v) && json_integer_value(v) == 1;
@@ -558,17 +558,6 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
         r->timeout_s = d;
     if ((rc = stop_field(r, json_object_get(root, "stop"), err)))
         return rc;
-    const char *const zero[] = {"presence_penalty", "frequency_penalty"};
-    for (int k = 0; k < 2; k++) {
-        if ((rc = num(root, zero[k], -2, 0, 2, &set, &d, err)))
-            return rc;
-        if (set && d != 0) {
-            char ptr[64];
-            snprintf(ptr, sizeof ptr, "/%s", zero[k]);
-            return sx_err_setp(err, SX_EUNSUPPORTED, ptr, -1,
-                               "%s is not supported; use repetition_penalty", zero[k]);
-        }
-    }
     if ((rc = flag(root, "stream", &r->stream, err)))
         return rc;
     const json_t *so = json_object_get(root, "stream_options");
@@ -595,7 +584,9 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
             return bad(err, "/stream", "choices answer with one label and its scores at once: "
                                        "no stream");
     }
-    return strux_ext(r, root, err);
+    if ((rc = strux_ext(r, root, err)))
+        return rc;
+    return sx_rpc_req_set_penalties(r, root, "", err);
 }
 
 int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,

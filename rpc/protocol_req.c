@@ -382,6 +382,81 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
     return SX_OK;
 }
 
+int sx_rpc_req_set_penalties(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err)
+{
+    char ptr[300];
+    const char *const pen[] = {"presence_penalty", "frequency_penalty"};
+    int any = 0;
+    for (int k = 0; k < 2; k++) {
+        const json_t *v = json_object_get(obj, pen[k]);
+        if (!v || json_is_null(v))
+            continue;
+        ptr_join(ptr, sizeof ptr, at, pen[k]);
+        if (!json_is_number(v))
+            return bad_type(err, ptr, pen[k], "a number", v);
+        double x = json_number_value(v);
+        if (!(x >= -2 && x <= 2))
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "%s must be in [-2, 2], got %g", pen[k],
+                               x);
+        if (k == 0)
+            r->sampling.presence_penalty = (float)x;
+        else
+            r->sampling.frequency_penalty = (float)x;
+        any |= x != 0;
+    }
+    const json_t *lb = json_object_get(obj, "logit_bias");
+    ptr_join(ptr, sizeof ptr, at, "logit_bias");
+    if (lb && !json_is_null(lb)) {
+        if (!json_is_object(lb))
+            return bad_type(err, ptr, "logit_bias", "an object of token ids", lb);
+        size_t n = json_object_size(lb);
+        if (n > 1024)
+            return sx_err_setp(err, SX_ELIMIT, ptr, -1, "logit_bias holds %zu tokens; the limit is "
+                               "1024", n);
+        free(r->bias_ids);
+        free(r->bias_vals);
+        r->bias_ids = n ? malloc(n * sizeof *r->bias_ids) : NULL;
+        r->bias_vals = n ? malloc(n * sizeof *r->bias_vals) : NULL;
+        if (n && (!r->bias_ids || !r->bias_vals))
+            return sx_err_set(err, SX_ENOMEM, "out of memory");
+        const char *k;
+        const json_t *v;
+        size_t i = 0;
+        json_object_foreach((json_t *)lb, k, v) {
+            char sub[400];
+            ptr_join(sub, sizeof sub, ptr, k);
+            char *e;
+            long long id = strtoll(k, &e, 10);
+            if (!*k || *e || id < 0 || id > INT32_MAX || k[0] == '+' || k[0] == '-' ||
+                (k[0] == '0' && k[1]))
+                return sx_err_setp(err, SX_EINVAL, sub, -1,
+                                   "logit_bias keys are token ids (decimal integers), not "
+                                   "\"%.60s\"", k);
+            if (!json_is_number(v) || !(json_number_value(v) >= -100) ||
+                !(json_number_value(v) <= 100))
+                return sx_err_setp(err, SX_EINVAL, sub, -1,
+                                   "a logit_bias value must be a number in [-100, 100]");
+            r->bias_ids[i] = (int32_t)id;
+            r->bias_vals[i] = (float)json_number_value(v);
+            any |= r->bias_vals[i] != 0;
+            i++;
+        }
+        r->sampling.bias_ids = r->bias_ids;
+        r->sampling.bias_vals = r->bias_vals;
+        r->sampling.n_bias = (int)n;
+    }
+    if (!any)
+        return SX_OK;
+    if (r->mode == SX_RPC_CHOICES)
+        return sx_err_setp(err, SX_EINVAL, *at ? at : "/logit_bias", -1,
+                           "logit_bias and the penalties do not apply to choices: the label "
+                           "scores are the model's own probabilities");
+    if (r->num_beams)
+        return sx_err_setp(err, SX_EINVAL, *at ? at : "/logit_bias", -1,
+                           "beam search does not take logit_bias or penalties");
+    return SX_OK;
+}
+
 int sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err)
 {
     if (json_is_boolean(v)) {
@@ -402,7 +477,8 @@ static const char *const known_fields[] = {
     "id", "schema", "choices", "regex", "json_object", "messages", "document", "instruction",
     "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
     "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", "speculate",
-    "num_beams", "length_penalty", "num_return_sequences", "early_stopping", NULL,
+    "num_beams", "length_penalty", "num_return_sequences", "early_stopping", "logit_bias",
+    "presence_penalty", "frequency_penalty", NULL,
 };
 
 static int check_fields(const json_t *root, sx_error *err)
@@ -602,7 +678,9 @@ static int parse_sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits
             return rc;
         r->timeout_s = d;
     }
-    return sx_rpc_req_set_beams(r, root, "", err);
+    if ((rc = sx_rpc_req_set_beams(r, root, "", err)))
+        return rc;
+    return sx_rpc_req_set_penalties(r, root, "", err);
 }
 
 /* One beam option: at is the JSON Pointer of the object holding it. */
@@ -748,6 +826,8 @@ void sx_rpc_req_free(sx_rpc_req *r)
     free(r->choices);
     free(r->msgs);
     free(r->key);
+    free(r->bias_ids);
+    free(r->bias_vals);
     json_decref(r->keep);
     json_decref(r->root);
     memset(r, 0, sizeof *r);

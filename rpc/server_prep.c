@@ -123,6 +123,16 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
                  j->req.document ? "/document" : "/messages", NULL);
         return 1;
     }
+    /* logit_bias names tokens of this model's vocabulary */
+    for (int k = 0; k < j->req.sampling.n_bias; k++)
+        if (j->req.sampling.bias_ids[k] >= sx_tok_vocab_size(s->tok)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "logit_bias: token %d is not in the vocabulary (%d tokens)",
+                     (int)j->req.sampling.bias_ids[k], sx_tok_vocab_size(s->tok));
+            snprintf(ptr, sizeof ptr, "/logit_bias/%d", (int)j->req.sampling.bias_ids[k]);
+            rpc_fail(j, SX_RPC_BAD_REQUEST, msg, ptr, NULL);
+            return 1;
+        }
     /* the generator reserves prompt + max_tokens (+ slack) of KV cache */
     int64_t need = (int64_t)j->prompt.n + j->req.max_tokens + 32;
     if (need > s->kv_capacity) {

@@ -12,6 +12,8 @@
 #   - tools with tool_choice "required" / a named function: the answer is
 #     OpenAI's tool_calls whose arguments validate against the tool's
 #     parameters (jsonschema; the SDK's pydantic_function_tool parsing);
+#   - logit_bias (-100 on the greedy token changes the answer) and the
+#     penalties, on both routes;
 #   - chat.completions.parse with a Pydantic model; stop with a constraint;
 #     the request's model echoed; usage.prompt_tokens_details.cached_tokens;
 #   - unknown routes and methods answer JSON (404 / 405), not HTML;
@@ -75,13 +77,13 @@ msgs = [{"role": "user", "content": "hi"}]
 cases = [
     (dict(extra_body={"temprature": 0}), "/temprature"),
     (dict(extra_body={"strux": {"num_beam": 3}}), "/strux/num_beam"),
-    (dict(logit_bias={"15": -100}), "/logit_bias"),
+    (dict(logit_bias={"999999999": -100}), "/logit_bias/999999999"),
     (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
           tool_choice="auto"), "/tool_choice"),
     (dict(functions=[{"name": "f", "parameters": {}}]), "/functions"),
     (dict(extra_body={"best_of": 3}), "/best_of"),
     (dict(reasoning_effort="low"), "/reasoning_effort"),
-    (dict(presence_penalty=0.5), "/presence_penalty"),
+    (dict(presence_penalty=2.5), "/presence_penalty"),
     (dict(extra_body={"guided_grammar": 'root ::= "a"'}), "/guided_grammar"),
     (dict(extra_body={"structured_outputs": {"choise": ["a"]}}), "/structured_outputs/choise"),
     (dict(stop=["\n"]), "/stop"),
@@ -139,6 +141,35 @@ for i, body in enumerate([{"guided_regex": r"[A-Z][a-z]{1,6} [0-9]{2}"},
 r = c.chat.completions.create(model="m", messages=msgs, max_tokens=80, stop=["\n", "}"],
                               extra_body={"guided_json": schema})
 jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+PY
+
+check "logit_bias -100 on the greedy token changes the answer (both routes)" "$PY" - "$URL" "$KEY" <<'PY'
+import json, sys, urllib.request
+from openai import OpenAI
+url, key = sys.argv[1], sys.argv[2]
+def native(body):
+    req = urllib.request.Request(url + "/v1/strux", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    return json.loads(urllib.request.urlopen(req).read())
+msgs = [{"role": "user", "content": "Say something."}]
+base = {"messages": msgs, "max_tokens": 4, "temperature": 0, "logprobs": True}
+a = native(base)
+assert a["ok"], a
+t = a["logprobs"][0]["id"]
+b = native(dict(base, logit_bias={str(t): -100}))
+assert b["ok"] and b["logprobs"][0]["id"] != t, (a, b)
+c = OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+plain = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, temperature=0)
+assert plain.choices[0].message.content == a["text"], (plain, a)
+biased = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, temperature=0,
+                                   logit_bias={str(t): -100})
+assert biased.choices[0].message.content == b["text"] != a["text"], (biased, b, a)
+# a penalty on the repeated token changes a greedy run that repeats
+pen = native(dict(base, max_tokens=24, frequency_penalty=2.0, presence_penalty=2.0))
+rep = native(dict(base, max_tokens=24))
+ids = [x["id"] for x in rep["logprobs"]]
+if len(set(ids)) < len(ids):
+    assert [x["id"] for x in pen["logprobs"]] != ids, (pen, rep)
 PY
 
 check "chat.completions.parse with a Pydantic model" "$PY" - "$URL/v1" "$KEY" <<'PY'

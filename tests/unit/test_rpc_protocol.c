@@ -587,13 +587,17 @@ static void openai_nothing_ignored(void **state)
     orefused("{" MSGS ",\"strux\":{\"num_beam\":3}}", "/strux/num_beam");
     orefused("{" MSGS ",\"num_beams\":3}", "/num_beams");
     orefused("{" MSGS ",\"a/b\":1}", "/a~1b");
-    orefused("{" MSGS ",\"logit_bias\":{\"15\":-100}}", "/logit_bias");
+    orefused("{" MSGS ",\"logit_bias\":{\"x15\":-100}}", "/logit_bias/x15");
+    orefused("{" MSGS ",\"logit_bias\":{\"015\":-100}}", "/logit_bias/015");
+    orefused("{" MSGS ",\"logit_bias\":{\"15\":-101}}", "/logit_bias/15");
+    orefused("{" MSGS ",\"logit_bias\":[15]}", "/logit_bias");
+    orefused("{" MSGS ",\"logit_bias\":{\"15\":5},\"guided_choice\":[\"a\",\"b\"]}",
+             "/logit_bias");
+    orefused("{" MSGS ",\"presence_penalty\":2.5}", "/presence_penalty");
     orefused("{" MSGS ",\"functions\":[{\"name\":\"f\"}]}", "/functions");
     orefused("{" MSGS ",\"function_call\":\"auto\"}", "/function_call");
     orefused("{" MSGS ",\"best_of\":2}", "/best_of");
     orefused("{" MSGS ",\"reasoning_effort\":\"low\"}", "/reasoning_effort");
-    orefused("{" MSGS ",\"presence_penalty\":0.5}", "/presence_penalty");
-    orefused("{" MSGS ",\"frequency_penalty\":-1}", "/frequency_penalty");
     orefused("{" MSGS ",\"stream_options\":{\"include_usage\":true,\"x\":1}}",
              "/stream_options/x");
     orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}",
@@ -632,6 +636,22 @@ static void openai_nothing_ignored(void **state)
     assert_string_equal(r.model, "m");
     assert_int_equal(r.mode, SX_RPC_TEXT);
     sx_rpc_req_free(&r);
+    /* logit_bias and the penalties reach the sampler, on both routes */
+    assert_int_equal(oparse("{" MSGS ",\"logit_bias\":{\"15\":-100,\"7\":2.5},\"presence_penalty\":"
+                            "0.5,\"frequency_penalty\":-1}", &r, &e), SX_OK);
+    assert_int_equal(r.sampling.n_bias, 2);
+    assert_int_equal(r.sampling.bias_ids[0], 15);
+    assert_true(r.sampling.bias_vals[0] == -100.0f);
+    assert_int_equal(r.sampling.bias_ids[1], 7);
+    assert_true(r.sampling.presence_penalty == 0.5f && r.sampling.frequency_penalty == -1.0f);
+    sx_rpc_req_free(&r);
+    assert_int_equal(parse("{\"document\":\"d\",\"logit_bias\":{\"3\":1},\"frequency_penalty\":"
+                           "0.5}", &r, &e), SX_OK);
+    assert_int_equal(r.sampling.n_bias, 1);
+    assert_true(r.sampling.frequency_penalty == 0.5f);
+    sx_rpc_req_free(&r);
+    refused("{\"document\":\"d\",\"logit_bias\":{\"3\":1},\"num_beams\":2}", SX_RPC_BAD_REQUEST,
+            "/logit_bias");
     assert_int_equal(oparse("{" MSGS ",\"stop\":[\"}\"],\"response_format\":{\"type\":"
                             "\"json_object\"}}", &r, &e), SX_OK);
     assert_int_equal(r.mode, SX_RPC_JSON_OBJECT);
