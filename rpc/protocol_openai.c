@@ -125,8 +125,9 @@ static const struct member {
     {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search"},
     {"reasoning_effort", M_REFUSE, "reasoning (thinking) is not supported: strux answers "
                                    "without a thinking phase"},
-    {"chat_template_kwargs", M_REFUSE, "chat_template_kwargs are not supported (strux renders "
-                                       "Qwen3's template with thinking off)"},
+    {"chat_template_kwargs", M_REFUSE, "chat_template_kwargs: strux renders Qwen3's template "
+                                       "with thinking off, so only {\"enable_thinking\": false} "
+                                       "is accepted"},
     {"modalities", M_REFUSE, "only text output is supported"},
     {"audio", M_REFUSE, "audio output is not supported"},
     {"prediction", M_REFUSE, "predicted outputs are not supported (see speculate)"},
@@ -147,8 +148,10 @@ static int noop(const char *k, const json_t *v)
         return json_is_array(v) && json_array_size(v) == 0;
     if (!strcmp(k, "tool_choice") || !strcmp(k, "function_call"))
         return json_is_string(v) && !strcmp(json_string_value(v), "none");
-    if (!strcmp(k, "chat_template_kwargs"))
-        return json_is_object(v) && json_object_size(v) == 0;
+    if (!strcmp(k, "chat_template_kwargs")) /* what strux renders anyway */
+        return json_is_object(v) &&
+               (json_object_size(v) == 0 ||
+                (json_object_size(v) == 1 && json_is_false(json_object_get(v, "enable_thinking"))));
     if (!strcmp(k, "best_of"))
         return json_is_integer(v) && json_integer_value(v) == 1;
     if (!strcmp(k, "modalities"))

@@ -598,6 +598,10 @@ static void openai_nothing_ignored(void **state)
     orefused("{" MSGS ",\"function_call\":\"auto\"}", "/function_call");
     orefused("{" MSGS ",\"best_of\":2}", "/best_of");
     orefused("{" MSGS ",\"reasoning_effort\":\"low\"}", "/reasoning_effort");
+    orefused("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":true}}",
+             "/chat_template_kwargs");
+    orefused("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":false,\"x\":1}}",
+             "/chat_template_kwargs");
     orefused("{" MSGS ",\"stream_options\":{\"include_usage\":true,\"x\":1}}",
              "/stream_options/x");
     orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}",
@@ -630,7 +634,8 @@ static void openai_nothing_ignored(void **state)
         "\"tool_calls\":[],\"refusal\":null}],\"user\":\"u\",\"metadata\":{\"k\":\"v\"},"
         "\"store\":false,\"service_tier\":\"auto\",\"parallel_tool_calls\":true,\"tools\":[],"
         "\"tool_choice\":\"none\",\"logit_bias\":{},\"best_of\":1,\"functions\":null,"
-        "\"presence_penalty\":0,\"frequency_penalty\":0,\"stop\":null,\"strux\":null}";
+        "\"presence_penalty\":0,\"frequency_penalty\":0,\"stop\":null,\"strux\":null,"
+        "\"chat_template_kwargs\":{\"enable_thinking\":false}}";
     assert_int_equal(oparse(ok, &r, &e), SX_OK);
     assert_string_equal(r.msgs[0].role, "system");
     assert_string_equal(r.model, "m");
