@@ -120,6 +120,9 @@ typedef struct sx_rpc_req {
     int           stream;        /* OpenAI route: answer with server-sent events */
     int           stream_usage;  /* OpenAI route: stream_options.include_usage */
     const char   *model;         /* OpenAI route: the `model` asked for (echoed) */
+    const char   *prompt;        /* /v1/completions: the raw prompt (no chat template) */
+    size_t        prompt_len;
+    int           completion;    /* /v1/completions: answer as a text_completion */
     int           tool_call;     /* OpenAI route: the answer is a forced tool call (the
                                   * constraint is {"name", "arguments"} of the tools) */
     const char   *constraint_at; /* OpenAI route: JSON Pointer of the constraint's source
@@ -294,11 +297,19 @@ int  sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits 
  * alive in r.  `at` is the JSON Pointer of the array. */
 int  sx_rpc_render_tool_calls(sx_rpc_req *r, const char *content, const json_t *calls,
                               const char *at, const char **out, sx_error *err);
+/* POST /v1/completions: the same members as chat completions, but a raw
+ * `prompt` (a string, or an array holding one string; tokenized as text,
+ * added tokens such as <|im_start|> recognised, no chat template) instead
+ * of messages and tools; `echo`, `suffix`, `logprobs` and `stream` are
+ * refused (not yet).  r->completion = 1. */
+int  sx_rpc_openai_completion_parse(const char *buf, size_t len, const sx_rpc_limits *lim,
+                                    sx_rpc_req *out, sx_error *err);
 /* Where a compile error's pointer is rooted in an OpenAI request. */
 #define SX_RPC_OPENAI_SCHEMA_AT "/response_format/json_schema/schema"
 
 /* chat.completion object.  cid: "chatcmpl-..."; model: echoed name.  One
- * entry in `choices` per choice (res->choices when n_choices > 1). */
+ * entry in `choices` per choice (res->choices when n_choices > 1).  For
+ * r->completion, a text_completion ("cmpl-..." id, choices[].text). */
 int  sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long created,
                                  const char *model, const sx_rpc_result *res, char **out,
                                  size_t *len);

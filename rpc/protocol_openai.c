@@ -72,71 +72,78 @@ static int flag(const json_t *root, const char *k, int *out, sx_error *err)
  * value that asks for nothing (null, [], {}, "none", ...; see noop). */
 enum { M_ACT, M_HARMLESS, M_REFUSE };
 
+/* Which routes a member belongs to: chat completions, completions. */
+enum { R_CHAT = 1, R_COMPL = 2, R_BOTH = 3 };
+
 static const struct member {
     const char *name;
     int         kind;
     const char *why; /* M_REFUSE: the message */
+    int         routes;
 } members[] = {
-    {"model", M_ACT, NULL},
-    {"messages", M_ACT, NULL},
-    {"response_format", M_ACT, NULL},
-    {"guided_json", M_ACT, NULL},
-    {"guided_regex", M_ACT, NULL},
-    {"guided_choice", M_ACT, NULL},
-    {"guided_grammar", M_ACT, NULL},
-    {"structured_outputs", M_ACT, NULL},
-    {"max_tokens", M_ACT, NULL},
-    {"max_completion_tokens", M_ACT, NULL},
-    {"temperature", M_ACT, NULL},
-    {"top_p", M_ACT, NULL},
-    {"top_k", M_ACT, NULL},
-    {"min_p", M_ACT, NULL},
-    {"repetition_penalty", M_ACT, NULL},
-    {"presence_penalty", M_ACT, NULL},
-    {"logit_bias", M_ACT, NULL},
-    {"frequency_penalty", M_ACT, NULL},
-    {"seed", M_ACT, NULL},
-    {"n", M_ACT, NULL},
-    {"stop", M_ACT, NULL},
-    {"logprobs", M_ACT, NULL},
-    {"top_logprobs", M_ACT, NULL},
-    {"stream", M_ACT, NULL},
-    {"stream_options", M_ACT, NULL},
-    {"timeout", M_ACT, NULL},
-    {"speculate", M_ACT, NULL},
-    {"strux", M_ACT, NULL},
+    {"model", M_ACT, NULL, R_BOTH},
+    {"messages", M_ACT, NULL, R_CHAT},
+    {"prompt", M_ACT, NULL, R_COMPL},
+    {"echo", M_REFUSE, "echo is not supported", R_COMPL},
+    {"suffix", M_REFUSE, "suffix (insertion) is not supported", R_COMPL},
+    {"response_format", M_ACT, NULL, R_BOTH},
+    {"guided_json", M_ACT, NULL, R_BOTH},
+    {"guided_regex", M_ACT, NULL, R_BOTH},
+    {"guided_choice", M_ACT, NULL, R_BOTH},
+    {"guided_grammar", M_ACT, NULL, R_BOTH},
+    {"structured_outputs", M_ACT, NULL, R_BOTH},
+    {"max_tokens", M_ACT, NULL, R_BOTH},
+    {"max_completion_tokens", M_ACT, NULL, R_BOTH},
+    {"temperature", M_ACT, NULL, R_BOTH},
+    {"top_p", M_ACT, NULL, R_BOTH},
+    {"top_k", M_ACT, NULL, R_BOTH},
+    {"min_p", M_ACT, NULL, R_BOTH},
+    {"repetition_penalty", M_ACT, NULL, R_BOTH},
+    {"presence_penalty", M_ACT, NULL, R_BOTH},
+    {"logit_bias", M_ACT, NULL, R_BOTH},
+    {"frequency_penalty", M_ACT, NULL, R_BOTH},
+    {"seed", M_ACT, NULL, R_BOTH},
+    {"n", M_ACT, NULL, R_BOTH},
+    {"stop", M_ACT, NULL, R_BOTH},
+    {"logprobs", M_ACT, NULL, R_BOTH},
+    {"top_logprobs", M_ACT, NULL, R_BOTH},
+    {"stream", M_ACT, NULL, R_BOTH},
+    {"stream_options", M_ACT, NULL, R_BOTH},
+    {"timeout", M_ACT, NULL, R_BOTH},
+    {"speculate", M_ACT, NULL, R_BOTH},
+    {"strux", M_ACT, NULL, R_BOTH},
     /* bookkeeping for the caller, not for the model */
-    {"user", M_HARMLESS, NULL},
-    {"metadata", M_HARMLESS, NULL},
-    {"store", M_HARMLESS, NULL},
-    {"service_tier", M_HARMLESS, NULL},
-    {"prompt_cache_key", M_HARMLESS, NULL},
-    {"safety_identifier", M_HARMLESS, NULL},
+    {"user", M_HARMLESS, NULL, R_BOTH},
+    {"metadata", M_HARMLESS, NULL, R_BOTH},
+    {"store", M_HARMLESS, NULL, R_BOTH},
+    {"service_tier", M_HARMLESS, NULL, R_BOTH},
+    {"prompt_cache_key", M_HARMLESS, NULL, R_BOTH},
+    {"safety_identifier", M_HARMLESS, NULL, R_BOTH},
     /* vLLM picks among grammar engines; strux has one */
-    {"guided_decoding_backend", M_HARMLESS, NULL},
+    {"guided_decoding_backend", M_HARMLESS, NULL, R_BOTH},
     /* a forced call is one call, which either value allows */
-    {"parallel_tool_calls", M_HARMLESS, NULL},
-    {"tools", M_ACT, NULL},
-    {"tool_choice", M_ACT, NULL},
+    {"parallel_tool_calls", M_HARMLESS, NULL, R_CHAT},
+    {"tools", M_ACT, NULL, R_CHAT},
+    {"tool_choice", M_ACT, NULL, R_CHAT},
     {"functions", M_REFUSE, "the legacy functions are not supported; give tools and "
-                            "tool_choice"},
+                            "tool_choice", R_BOTH},
     {"function_call", M_REFUSE, "the legacy function_call is not supported; give tools and "
-                                "tool_choice"},
-    {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search"},
+                                "tool_choice", R_BOTH},
+    {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search", R_BOTH},
     {"reasoning_effort", M_REFUSE, "reasoning (thinking) is not supported: strux answers "
-                                   "without a thinking phase"},
+                                   "without a thinking phase", R_BOTH},
     {"chat_template_kwargs", M_REFUSE, "chat_template_kwargs: strux renders Qwen3's template "
                                        "with thinking off, so only {\"enable_thinking\": false} "
-                                       "is accepted"},
-    {"modalities", M_REFUSE, "only text output is supported"},
-    {"audio", M_REFUSE, "audio output is not supported"},
-    {"prediction", M_REFUSE, "predicted outputs are not supported (see speculate)"},
-    {"web_search_options", M_REFUSE, "web search is not supported"},
-    {"verbosity", M_REFUSE, "verbosity is not supported"},
-    {"ignore_eos", M_REFUSE, "ignore_eos is not supported: the grammar decides where output ends"},
-    {"min_tokens", M_REFUSE, "min_tokens is not supported: the grammar decides where output ends"},
+                                       "is accepted", R_BOTH},
+    {"modalities", M_REFUSE, "only text output is supported", R_BOTH},
+    {"audio", M_REFUSE, "audio output is not supported", R_BOTH},
+    {"prediction", M_REFUSE, "predicted outputs are not supported (see speculate)", R_BOTH},
+    {"web_search_options", M_REFUSE, "web search is not supported", R_BOTH},
+    {"verbosity", M_REFUSE, "verbosity is not supported", R_BOTH},
+    {"ignore_eos", M_REFUSE, "ignore_eos is not supported: the grammar decides where output ends", R_BOTH},
+    {"min_tokens", M_REFUSE, "min_tokens is not supported: the grammar decides where output ends", R_BOTH},
     {"guided_whitespace_pattern", M_REFUSE, "guided_whitespace_pattern is not supported: strux "
-                                            "allows a fixed whitespace layout"},
+                                            "allows a fixed whitespace layout", R_BOTH},
 };
 
 /* The value that asks for nothing: the member may be sent as its default. */
@@ -158,8 +165,10 @@ static int noop(const char *k, const json_t *v)
         return json_is_array(v) && json_array_size(v) == 1 &&
                json_is_string(json_array_get(v, 0)) &&
                !strcmp(json_string_value(json_array_get(v, 0)), "text");
-    if (!strcmp(k, "ignore_eos"))
+    if (!strcmp(k, "ignore_eos") || !strcmp(k, "echo"))
         return json_is_false(v);
+    if (!strcmp(k, "suffix"))
+        return json_is_string(v) && json_string_length(v) == 0;
     if (!strcmp(k, "min_tokens"))
         return json_is_integer(v) && json_integer_value(v) == 0;
     return 0;
@@ -191,7 +200,7 @@ static int is_strux_member(const char *k)
     return 0;
 }
 
-static int check_members(const json_t *root, sx_error *err)
+static int check_members(const json_t *root, int route, sx_error *err)
 {
     const char *k;
     const json_t *v;
@@ -199,7 +208,7 @@ static int check_members(const json_t *root, sx_error *err)
     json_object_foreach((json_t *)root, k, v) {
         const struct member *m = NULL;
         for (size_t i = 0; i < sizeof members / sizeof members[0] && !m; i++)
-            if (!strcmp(k, members[i].name))
+            if (!strcmp(k, members[i].name) && (members[i].routes & route))
                 m = &members[i];
         ptr_join(ptr, sizeof ptr, "", k);
         if (!m)
@@ -537,7 +546,13 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
         }
         r->max_tokens = (int)i;
     }
-    if ((rc = flag(root, "logprobs", &r->logprobs, err)))
+    const json_t *lp = json_object_get(root, "logprobs");
+    if (r->completion && lp && !json_is_null(lp) && !json_is_false(lp) &&
+        !(json_is_integer(lp) && json_integer_value(lp) == 0))
+        return sx_err_setp(err, SX_EUNSUPPORTED, "/logprobs", -1,
+                           "logprobs on /v1/completions are not supported yet (they are on "
+                           "/v1/chat/completions)");
+    if (!r->completion && (rc = flag(root, "logprobs", &r->logprobs, err)))
         return rc;
     if ((rc = integer(root, "top_logprobs", 0, SX_SAMPLER_MAX_TOPN, &set, &i, err)))
         return rc;
@@ -563,6 +578,10 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
         return rc;
     if ((rc = flag(root, "stream", &r->stream, err)))
         return rc;
+    if (r->completion && r->stream)
+        return sx_err_setp(err, SX_EUNSUPPORTED, "/stream", -1,
+                           "stream on /v1/completions is not supported yet (it is on "
+                           "/v1/chat/completions)");
     const json_t *so = json_object_get(root, "stream_options");
     if (so && !json_is_null(so)) {
         static const char *const so_m[] = {"include_usage", NULL};
@@ -592,8 +611,48 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
     return sx_rpc_req_set_penalties(r, root, "", err);
 }
 
+/* /v1/completions' prompt: a string, or an array holding one string. */
+static int prompt_field(sx_rpc_req *r, const json_t *root, sx_error *err)
+{
+    const json_t *p = json_object_get(root, "prompt");
+    if (!p)
+        return bad(err, "", "a completions request needs a prompt");
+    const char *at = "/prompt";
+    if (json_is_array(p)) {
+        if (json_array_size(p) != 1)
+            return sx_err_setp(err, SX_EUNSUPPORTED, "/prompt", -1,
+                               "prompt: give one string (a batch of prompts is not supported)");
+        p = json_array_get(p, 0);
+        at = "/prompt/0";
+    }
+    if (!json_is_string(p))
+        return bad(err, at, "prompt must be a string (token-id prompts are not supported)");
+    if (strlen(json_string_value(p)) != json_string_length(p))
+        return bad(err, at, "prompt must not contain NUL characters");
+    if (json_string_length(p) == 0)
+        return bad(err, at, "prompt must not be empty");
+    r->prompt = json_string_value(p);
+    r->prompt_len = json_string_length(p);
+    return SX_OK;
+}
+
+static int parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                 int completion, sx_error *err);
+
 int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
                         sx_error *err)
+{
+    return parse(buf, len, lim, out, 0, err);
+}
+
+int sx_rpc_openai_completion_parse(const char *buf, size_t len, const sx_rpc_limits *lim,
+                                   sx_rpc_req *out, sx_error *err)
+{
+    return parse(buf, len, lim, out, 1, err);
+}
+
+static int parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                 int completion, sx_error *err)
 {
     sx_rpc_limits dl;
     json_error_t je;
@@ -616,7 +675,8 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
         rc = bad(err, "", "a request must be a JSON object");
         goto fail;
     }
-    if ((rc = check_members(root, err)))
+    out->completion = completion;
+    if ((rc = check_members(root, completion ? R_COMPL : R_CHAT, err)))
         goto fail;
     const json_t *model = json_object_get(root, "model");
     if (model && !json_is_string(model)) {
@@ -625,12 +685,16 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
     }
     out->model = model ? json_string_value(model) : NULL;
     const json_t *msgs = json_object_get(root, "messages");
-    if (!msgs) {
+    if (completion) {
+        if ((rc = prompt_field(out, root, err)))
+            goto fail;
+    } else if (!msgs) {
         rc = bad(err, "", "a request needs messages");
         goto fail;
+    } else if ((rc = sx_rpc_req_set_messages(out, msgs, lim, 0, "/messages", err))) {
+        goto fail;
     }
-    if ((rc = sx_rpc_req_set_messages(out, msgs, lim, 0, "/messages", err)) ||
-        (rc = constraint(out, root, lim, err)) ||
+    if ((rc = constraint(out, root, lim, err)) ||
         (rc = sx_rpc_openai_tools(out, root, lim, err)) || (rc = sampling(out, root, lim, err)))
         goto fail;
     if (!out->key && !(out->key = strdup(""))) {
@@ -699,6 +763,13 @@ static json_t *tool_message(const char *cid, const sx_rpc_choice *c, int i)
 
 static json_t *choice_json(const sx_rpc_req *r, const char *cid, const sx_rpc_choice *c, int i)
 {
+    if (r->completion) {
+        json_t *text = json_stringn(c->text ? c->text : "", c->text_len);
+        if (!text) /* cut mid-character by max_tokens */
+            text = json_stringn_nocheck(c->text ? c->text : "", c->text_len);
+        return json_pack("{s:i, s:o, s:s, s:n}", "index", i, "text", text, "finish_reason",
+                         c->finish_reason ? c->finish_reason : "stop", "logprobs");
+    }
     if (r->tool_call && c->output) {
         const char *fr = c->finish_reason && strcmp(c->finish_reason, "stop") ? c->finish_reason
                                                                                : "tool_calls";
@@ -743,7 +814,14 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
     /* the name the caller asked for, as OpenAI-compatible servers answer */
     if (r->model && *r->model)
         model = r->model;
-    if (set(o, "id", json_string(cid)) || set(o, "object", json_string("chat.completion")) ||
+    char ccid[96];
+    if (r->completion) { /* text_completion ids are "cmpl-..." */
+        const char *tail = strncmp(cid, "chatcmpl-", 9) ? cid : cid + 9;
+        snprintf(ccid, sizeof ccid, "cmpl-%s", tail);
+        cid = ccid;
+    }
+    if (set(o, "id", json_string(cid)) ||
+        set(o, "object", json_string(r->completion ? "text_completion" : "chat.completion")) ||
         set(o, "created", json_integer(created)) || set(o, "model", json_string(model)))
         goto fail;
     json_t *choices = json_array();

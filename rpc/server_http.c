@@ -1,5 +1,6 @@
 /* sx_rpc_server: HTTP routes on nng's HTTP server.
  *   POST /v1/chat/completions  OpenAI-compatible (JSON or server-sent events)
+ *   POST /v1/completions       OpenAI-compatible, a raw prompt (JSON)
  *   POST /v1/strux             the native protocol (docs/PROTOCOL.md) over HTTP
  *   GET  /v1/models, /health, /metrics
  * POST handlers hand their aio to a job.  Once the request is parsed the
@@ -122,7 +123,7 @@ typedef struct body_rd {
     nng_aio       *haio;    /* the handler's: answered or handed to the job */
     nng_http_conn *conn;
     nng_aio       *aio;
-    int            api, state, chunked;
+    int            api, state, chunked, completions;
     char          *buf;
     size_t         len, cap, limit, want;
     char           line[96];
@@ -184,6 +185,7 @@ static void rd_done(body_rd *rd)
     rd->buf = NULL; /* the job's now */
     j->http_aio = rd->haio;
     j->conn = rd->conn;
+    j->completions = rd->completions;
     rpc_submit(rd->s, j);
 }
 
@@ -281,7 +283,7 @@ static void rd_cb(void *arg)
         rd_free(rd);
 }
 
-static void handle_post(nng_aio *aio, int api)
+static void handle_post(nng_aio *aio, int api, int completions)
 {
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
     sx_rpc_server *s = server_of(aio);
@@ -326,6 +328,7 @@ static void handle_post(nng_aio *aio, int api)
     rd->haio = aio;
     rd->conn = nng_aio_get_input(aio, 2);
     rd->api = api;
+    rd->completions = completions;
     rd->chunked = chunked;
     rd->limit = s->o.limits.max_request_bytes;
     if (!chunked && n > rd->limit) {
@@ -359,12 +362,17 @@ static void handle_post(nng_aio *aio, int api)
 
 static void h_chat(nng_aio *aio)
 {
-    handle_post(aio, API_OPENAI);
+    handle_post(aio, API_OPENAI, 0);
+}
+
+static void h_completions(nng_aio *aio)
+{
+    handle_post(aio, API_OPENAI, 1);
 }
 
 static void h_native(nng_aio *aio)
 {
-    handle_post(aio, API_NATIVE);
+    handle_post(aio, API_NATIVE, 0);
 }
 
 /* The GET routes behind the key (all but /health); 1 when answered here. */
@@ -451,6 +459,7 @@ static const struct route {
     void (*cb)(nng_aio *);
 } routes[] = {
     {"/v1/chat/completions", "POST", h_chat},
+    {"/v1/completions", "POST", h_completions},
     {"/v1/strux", "POST", h_native},
     {"/v1/models", "GET", h_models},
     {"/health", "GET", h_health},
@@ -476,8 +485,8 @@ static void h_other(nng_aio *aio)
                  allow, method);
     else
         snprintf(msg, sizeof msg,
-                 "no route %.20s %.*s (strux serves POST /v1/chat/completions, POST /v1/strux, "
-                 "GET /v1/models, GET /health, GET /metrics)",
+                 "no route %.20s %.*s (strux serves POST /v1/chat/completions, POST "
+                 "/v1/completions, POST /v1/strux, GET /v1/models, GET /health, GET /metrics)",
                  method, (int)(plen > 200 ? 200 : plen), uri);
     json_t *m = json_string(msg);
     json_t *o = json_pack("{s:{s:o, s:s, s:n, s:s}}", "error", "message",

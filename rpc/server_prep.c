@@ -65,7 +65,9 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
     sx_err_clear(&err);
     j->t_prep0 = rpc_now_ms();
     if (j->api == API_OPENAI)
-        rc = sx_rpc_openai_parse(j->body, j->body_len, &s->o.limits, &j->req, &err);
+        rc = j->completions
+                 ? sx_rpc_openai_completion_parse(j->body, j->body_len, &s->o.limits, &j->req, &err)
+                 : sx_rpc_openai_parse(j->body, j->body_len, &s->o.limits, &j->req, &err);
     else
         rc = sx_rpc_req_parse(j->body, j->body_len, &s->o.limits, &j->req, &err);
     if (rc) {
@@ -92,8 +94,12 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
     sx_chat_msg *msgs = NULL;
     size_t n_msgs = 0;
     char *owned = NULL;
-    rc = sx_rpc_build_messages(&j->req, &msgs, &n_msgs, &owned, &err);
-    if (!rc)
+    if (j->req.prompt) /* /v1/completions: the text as given, no chat template */
+        rc = sx_tok_encode(s->tok, j->req.prompt, j->req.prompt_len, SX_TOK_SPECIAL, &j->prompt,
+                           &err);
+    else
+        rc = sx_rpc_build_messages(&j->req, &msgs, &n_msgs, &owned, &err);
+    if (!rc && !j->req.prompt)
         rc = sx_chat_encode(s->tok, msgs, n_msgs, 1, &j->prompt, &err);
     /* a system turn (strux's extraction prompt with the schema, or the
      * caller's) is what requests share: its KV is cached by the generator */
@@ -120,7 +126,7 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
     free(owned);
     if (rc) {
         rpc_fail(j, sx_rpc_code_of(SX_RPC_STAGE_PARSE, rc), err.msg,
-                 j->req.document ? "/document" : "/messages", NULL);
+                 j->req.document ? "/document" : j->req.prompt ? "/prompt" : "/messages", NULL);
         return 1;
     }
     /* logit_bias names tokens of this model's vocabulary */

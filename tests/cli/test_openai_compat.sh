@@ -16,6 +16,7 @@
 #     penalties, on both routes;
 #   - chat.completions.parse with a Pydantic model; stop with a constraint;
 #     the request's model echoed; usage.prompt_tokens_details.cached_tokens;
+#   - /v1/completions with a raw prompt (regex and schema constrained);
 #   - unknown routes and methods answer JSON (404 / 405), not HTML;
 #   - HTTP: --api-key-file (Bearer, 401 otherwise, /health open), bodies
 #     that are not JSON refused (415), chunked bodies read, Expect:
@@ -233,6 +234,29 @@ r = c.chat.completions.parse(model="m", messages=msgs, tools=[openai.pydantic_fu
                              max_tokens=80)
 parsed = r.choices[0].message.tool_calls[0].function.parsed_arguments
 assert isinstance(parsed, Lookup) and len(parsed.word) <= 10, r
+PY
+
+check "/v1/completions: a raw prompt, constrained, text_completion" "$PY" - "$URL/v1" "$KEY" <<'PY'
+import json, re, sys
+import jsonschema
+from openai import OpenAI, BadRequestError
+c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
+r = c.completions.create(model="m", prompt="<|im_start|>user\nName a day.<|im_end|>\n<|im_start|>assistant\n",
+                         max_tokens=12, extra_body={"guided_regex": "(Mon|Tues|Fri)day"})
+assert r.object == "text_completion" and r.model == "m", r
+assert re.fullmatch("(Mon|Tues|Fri)day", r.choices[0].text), r
+schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+          "additionalProperties": False}
+r = c.completions.create(model="m", prompt="A number as JSON: ", max_tokens=30, seed=2,
+                         extra_body={"guided_json": schema})
+jsonschema.validate(json.loads(r.choices[0].text), schema)
+r = c.completions.create(model="m", prompt="Once upon a time", max_tokens=5)
+assert r.choices[0].finish_reason in ("stop", "length") and r.usage.completion_tokens <= 5, r
+try:
+    c.completions.create(model="m", prompt="x", max_tokens=5, echo=True)
+    raise AssertionError("echo accepted")
+except BadRequestError as e:
+    assert e.body["param"] == "/echo", e.body
 PY
 
 check "unknown routes and methods: JSON 404 / 405" "$PY" - "$URL" <<'PY'

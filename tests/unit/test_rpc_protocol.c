@@ -909,6 +909,66 @@ static void openai_tools(void **state)
              "/stream");
 }
 
+
+/* /v1/completions: a raw prompt with the same constraint and sampling
+ * members, chat-only members unknown there, a text_completion answer. */
+static void openai_completions(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    const char *req = "{\"model\":\"m\",\"prompt\":[\"<|im_start|>user\\nhi\"],\"max_tokens\":5,"
+                      "\"guided_regex\":\"[a-z]+\",\"echo\":false,\"logprobs\":null,"
+                      "\"best_of\":1,\"user\":\"u\"}";
+    assert_int_equal(sx_rpc_openai_completion_parse(req, strlen(req), NULL, &r, &e), SX_OK);
+    assert_int_equal(r.completion, 1);
+    assert_string_equal(r.prompt, "<|im_start|>user\nhi");
+    assert_null(r.msgs);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    sx_rpc_result res = {0};
+    res.text = "abc";
+    res.text_len = 3;
+    res.finish_reason = "stop";
+    json_t *out = json_string("abc");
+    res.output = out;
+    char *body;
+    size_t len;
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "chatcmpl-strux-9", 1, "strux", &res, &body,
+                                                 &len), SX_OK);
+    json_t *a = json_loads(body, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(a, "object")), "text_completion");
+    assert_string_equal(json_string_value(json_object_get(a, "id")), "cmpl-strux-9");
+    json_t *c0 = json_array_get(json_object_get(a, "choices"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "text")), "abc");
+    assert_null(json_object_get(c0, "message"));
+    json_decref(a);
+    free(body);
+    json_decref(out);
+    sx_rpc_req_free(&r);
+    static const char *const bad[][2] = {
+        {"{\"prompt\":\"x\",\"messages\":[]}", "/messages"},
+        {"{\"prompt\":\"x\",\"tools\":[]}", "/tools"},
+        {"{\"prompt\":\"x\",\"echo\":true}", "/echo"},
+        {"{\"prompt\":\"x\",\"suffix\":\"y\"}", "/suffix"},
+        {"{\"prompt\":\"x\",\"logprobs\":2}", "/logprobs"},
+        {"{\"prompt\":\"x\",\"stream\":true}", "/stream"},
+        {"{\"prompt\":[\"x\",\"y\"]}", "/prompt"},
+        {"{\"prompt\":[1,2]}", "/prompt"},
+        {"{\"prompt\":\"\"}", "/prompt"},
+        {"{\"max_tokens\":3}", ""},
+        {"{\"prompt\":\"x\",\"temprature\":1}", "/temprature"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = sx_rpc_openai_completion_parse(bad[i][0], strlen(bad[i][0]), NULL, &r, &e);
+        if (rc == SX_OK || strcmp(e.pointer, bad[i][1])) {
+            fprintf(stderr, "%s: rc %d pointer %s\n", bad[i][0], rc, e.pointer);
+            fail();
+        }
+    }
+    /* and prompt is not a chat member */
+    orefused("{" MSGS ",\"prompt\":\"x\"}", "/prompt");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -929,6 +989,7 @@ int main(void)
         cmocka_unit_test(openai_vllm_fields),
         cmocka_unit_test(openai_label_content_and_model),
         cmocka_unit_test(openai_tools),
+        cmocka_unit_test(openai_completions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
