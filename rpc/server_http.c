@@ -93,6 +93,38 @@ static int authorized(const sx_rpc_server *s, nng_http_req *req)
     return diff == 0;
 }
 
+static int loopback_name(const char *h, size_t n)
+{
+    return (n == 9 && !strncasecmp(h, "localhost", 9)) || (n >= 4 && !strncmp(h, "127.", 4)) ||
+           (n == 5 && !strncmp(h, "[::1]", 5)) || (n == 3 && !strncmp(h, "::1", 3));
+}
+
+/* The hostname of "host:port", "[v6]:port", "host". */
+static size_t host_part(const char *h)
+{
+    if (*h == '[') {
+        const char *e = strchr(h, ']');
+        return e ? (size_t)(e - h) + 1 : strlen(h);
+    }
+    return strcspn(h, ":");
+}
+
+/* A server bound to a loopback address answers only requests addressed to
+ * a loopback name: a web page's script cannot reach it through a DNS name
+ * rebound to 127.0.0.1 (its Host header names the page's domain). */
+static int host_allowed(const sx_rpc_server *s, nng_http_req *req)
+{
+    const char *bind = s->o.http;
+    if (!bind || !loopback_name(bind, host_part(bind)))
+        return 1;
+    const char *h = nng_http_req_get_header(req, "Host");
+    if (!h) /* HTTP/1.0 (nng refuses a 1.1 request without Host) */
+        return 1;
+    while (*h == ' ')
+        h++;
+    return loopback_name(h, host_part(h));
+}
+
 /* A JSON body: application/json, or a +json type, any parameters.  No
  * Content-Type at all passes (not what a browser's form or fetch sends). */
 static int is_json_type(const char *ct)
@@ -296,6 +328,12 @@ static void handle_post(nng_aio *aio, int api, int completions)
     char *e = NULL;
     /* with no body to read, the connection can go on after an answer */
     int unread = chunked || (cl && strcmp(cl, "0"));
+    if (!host_allowed(s, req)) {
+        reply_error(aio, -1, 403, SX_RPC_BAD_REQUEST, "forbidden_host",
+                    "this server listens on a loopback address and answers requests to "
+                    "localhost, 127.0.0.1 or [::1] only", unread);
+        return;
+    }
     if (!authorized(s, req)) {
         reply_error(aio, -1, 401, SX_RPC_BAD_REQUEST, "unauthorized",
                     "this server needs \"Authorization: Bearer KEY\" (struxd --api-key)", unread);
@@ -378,6 +416,12 @@ static void h_native(nng_aio *aio)
 /* The GET routes behind the key (all but /health); 1 when answered here. */
 static int refused(nng_aio *aio)
 {
+    if (!host_allowed(server_of(aio), nng_aio_get_input(aio, 0))) {
+        reply_error(aio, -1, 403, SX_RPC_BAD_REQUEST, "forbidden_host",
+                    "this server listens on a loopback address and answers requests to "
+                    "localhost, 127.0.0.1 or [::1] only", 0);
+        return 1;
+    }
     if (authorized(server_of(aio), nng_aio_get_input(aio, 0)))
         return 0;
     reply_error(aio, -1, 401, SX_RPC_BAD_REQUEST, "unauthorized",

@@ -284,6 +284,11 @@ check "no key: 401 JSON on the API routes, /health open" sh -c "
     [ \"\$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' '$URL/v1/models')\" = 401 ] &&
     [ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$URL/health')\" = 200 ] &&
     [ \"\$(curl -sS -o /dev/null -w '%{http_code}' -H '$A' '$URL/v1/models')\" = 200 ]"
+check "a loopback server refuses other Host names (DNS rebinding): 403 JSON" sh -c "
+    [ \"\$(curl -sS -o '$T/o7' -w '%{http_code}' -H 'Host: evil.example:80' -H '$A' -H '$J' '$URL/v1/chat/completions' -d '$BODY')\" = 403 ] &&
+    grep -q forbidden_host '$T/o7' &&
+    [ \"\$(curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example' -H '$A' '$URL/v1/models')\" = 403 ] &&
+    [ \"\$(curl -sS -o /dev/null -w '%{http_code}' -H 'Host: localhost:1' -H '$A' '$URL/v1/models')\" = 200 ]"
 check "a body that is not JSON (curl -d's form type): 415 JSON" sh -c "
     [ \"\$(curl -sS -o '$T/o2' -w '%{http_code}' -H '$A' '$URL/v1/chat/completions' -d '$BODY')\" = 415 ] &&
     grep -q unsupported_media_type '$T/o2'"
