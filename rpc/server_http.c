@@ -148,7 +148,13 @@ static int is_json_type(const char *ct)
  * past the body's end, so the connection stays in step for the next
  * request. */
 
-enum { RD_CONTINUE, RD_FIXED, RD_SIZE, RD_DATA, RD_DATA_END, RD_TRAILER };
+enum { RD_CONTINUE, RD_FIXED, RD_SIZE, RD_DATA, RD_DATA_END, RD_TRAILER, RD_SKIP };
+
+/* A body over the limit is read and dropped, up to this much, before the
+ * 413: closing a connection with unread data resets it, and the client may
+ * then lose the answer.  Past this, the answer goes out at once. */
+#define RD_DRAIN_MAX ((size_t)64 << 20)
+#define RD_SCRATCH ((size_t)64 << 10)
 
 typedef struct body_rd {
     sx_rpc_server *s;
@@ -161,11 +167,16 @@ typedef struct body_rd {
     char           line[96];
     size_t         line_n;
     char           one, crlf[2];
+    int            over;    /* past the limit: the rest is dropped, then 413 */
+    char          *scratch; /* RD_SKIP's buffer */
+    size_t         skip, last, drained;
+    int            after;   /* the state after RD_SKIP */
 } body_rd;
 
 static void rd_free(body_rd *rd)
 {
     nng_aio_reap(rd->aio); /* may run in its own callback */
+    free(rd->scratch);
     free(rd->buf);
     free(rd);
 }
@@ -205,6 +216,22 @@ static void rd_too_large(body_rd *rd, size_t n)
     reply_error(rd->haio, rd->api, 413, SX_RPC_TOO_LARGE, NULL, msg, 1);
 }
 
+/* Drops the next n bytes of the body, then goes on in state `after`;
+ * returns 1 when the answer went out at once (too much to drop). */
+static int rd_skip(body_rd *rd, size_t n, int after)
+{
+    if (rd->drained + n > RD_DRAIN_MAX || (!rd->scratch && !(rd->scratch = malloc(RD_SCRATCH)))) {
+        rd_too_large(rd, rd->len);
+        return 1;
+    }
+    rd->skip = n;
+    rd->after = after;
+    rd->state = RD_SKIP;
+    rd->last = n < RD_SCRATCH ? n : RD_SCRATCH;
+    rd_read(rd, rd->scratch, rd->last, 1);
+    return 0;
+}
+
 /* The whole body is in: the job takes the handler's aio over. */
 static void rd_done(body_rd *rd)
 {
@@ -234,8 +261,24 @@ static int rd_step(body_rd *rd)
             rd_read(rd, rd->buf, rd->len, 1);
         return 0;
     case RD_FIXED:
-        rd_done(rd);
+        if (rd->over)
+            rd_too_large(rd, rd->len);
+        else
+            rd_done(rd);
         return 1;
+    case RD_SKIP:
+        rd->skip -= rd->last;
+        rd->drained += rd->last;
+        if (rd->skip) {
+            rd->last = rd->skip < RD_SCRATCH ? rd->skip : RD_SCRATCH;
+            rd_read(rd, rd->scratch, rd->last, 1);
+            return 0;
+        }
+        rd->state = rd->after;
+        if (rd->after == RD_FIXED)
+            return rd_step(rd);
+        rd_read(rd, rd->crlf, 2, 1); /* RD_DATA_END */
+        return 0;
     case RD_SIZE:
     case RD_TRAILER:
         if (rd->line_n + 1 >= sizeof rd->line) {
@@ -253,7 +296,10 @@ static int rd_step(body_rd *rd)
             int end = rd->line_n == 2;
             rd->line_n = 0;
             if (end) {
-                rd_done(rd);
+                if (rd->over)
+                    rd_too_large(rd, rd->len);
+                else
+                    rd_done(rd);
                 return 1;
             }
             rd_read(rd, &rd->one, 1, 1); /* a trailer field: skipped */
@@ -272,9 +318,9 @@ static int rd_step(body_rd *rd)
                 rd_read(rd, &rd->one, 1, 1);
                 return 0;
             }
-            if (n > rd->limit - rd->len) {
-                rd_too_large(rd, rd->limit);
-                return 1;
+            if (rd->over || n > rd->limit - rd->len) {
+                rd->over = 1;
+                return rd_skip(rd, n > RD_DRAIN_MAX ? RD_DRAIN_MAX + 1 : (size_t)n, RD_DATA_END);
             }
             if (rd_grow(rd, rd->len + (size_t)n)) {
                 reply_error(rd->haio, rd->api, 500, SX_RPC_INTERNAL, NULL, "out of memory", 1);
@@ -370,8 +416,16 @@ static void handle_post(nng_aio *aio, int api, int completions)
     rd->chunked = chunked;
     rd->limit = s->o.limits.max_request_bytes;
     if (!chunked && n > rd->limit) {
-        rd_too_large(rd, (size_t)n);
-        rd_free(rd);
+        rd->len = (size_t)n; /* for the message */
+        /* a client waiting for "100 Continue" does not send the body */
+        if (expect && !strcasecmp(expect, "100-continue")) {
+            rd_too_large(rd, rd->len);
+            rd_free(rd);
+            return;
+        }
+        rd->over = 1;
+        if (rd_skip(rd, n > RD_DRAIN_MAX ? RD_DRAIN_MAX + 1 : (size_t)n, RD_FIXED))
+            rd_free(rd);
         return;
     }
     if (rd_grow(rd, chunked ? 0 : (size_t)n)) {
