@@ -70,209 +70,236 @@ HPORT=$(sed -n 's|^struxd: listening on.* http://[^:]*:\([0-9]*\).*|\1|p' "$T/d.
 [ -n "$HPORT" ] || bail "struxd reported no HTTP port"
 URL="http://127.0.0.1:$HPORT"
 
-check "nothing ignored: unknown and unused members are 400 naming them" "$PY" - "$URL/v1" "$KEY" <<'PY'
-import sys
-from openai import OpenAI, BadRequestError
-c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
-msgs = [{"role": "user", "content": "hi"}]
-cases = [
-    (dict(extra_body={"temprature": 0}), "/temprature"),
-    (dict(extra_body={"strux": {"num_beam": 3}}), "/strux/num_beam"),
-    (dict(logit_bias={"999999999": -100}), "/logit_bias/999999999"),
-    (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
-          tool_choice="auto"), "/tool_choice"),
-    (dict(functions=[{"name": "f", "parameters": {}}]), "/functions"),
-    (dict(extra_body={"best_of": 3}), "/best_of"),
-    (dict(reasoning_effort="low"), "/reasoning_effort"),
-    (dict(presence_penalty=2.5), "/presence_penalty"),
-    (dict(extra_body={"guided_grammar": 'root ::= "a"'}), "/guided_grammar"),
-    (dict(extra_body={"structured_outputs": {"choise": ["a"]}}), "/structured_outputs/choise"),
-    (dict(stop=["\n"]), "/stop"),
-    (dict(response_format={"type": "json_schema",
-                           "json_schema": {"name": "x", "schema": {}, "strcit": True}}),
-     "/response_format/json_schema/strcit"),
-]
-for kw, ptr in cases:
-    try:
-        c.chat.completions.create(model="m", messages=msgs, max_tokens=4, **kw)
-    except BadRequestError as e:
-        err = e.body if isinstance(e.body, dict) and "param" in e.body else e.body.get("error", {})
-        assert e.status_code == 400 and err["param"] == ptr and err["code"] == "bad_request", (kw, e.body)
-        continue
-    raise AssertionError(f"{kw} was accepted")
-# the documented harmless members pass
-r = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, user="u", store=False,
-                              metadata={"k": "v"}, extra_body={"guided_decoding_backend": "xgrammar"})
-assert r.choices[0].message.content is not None
-PY
+# The client checks run in one Python process (its imports cost seconds);
+# it prints their TAP lines, numbered after the ones before.
+cat >"$T/clients.py" <<'PY'
+import sys, traceback
+URL, KEY, START = sys.argv[1], sys.argv[2], int(sys.argv[3])
+V1 = URL + "/v1"
 
-check "vLLM fields and response_format regex/choice: constrained and re-checked" "$PY" - "$URL/v1" "$KEY" <<'PY'
-import json, math, re, sys
-import jsonschema
-from openai import OpenAI
-c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
-msgs = [{"role": "user", "content": "Ada Lovelace, 36, London"}]
-schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
-          "age": {"type": "integer", "minimum": 0, "maximum": 150}},
-          "required": ["name", "age"], "additionalProperties": False}
-for i, body in enumerate([{"guided_json": schema}, {"guided_json": json.dumps(schema)},
-                          {"structured_outputs": {"json": schema}}]):
-    r = c.chat.completions.create(model="qwen-test", messages=msgs, max_tokens=80, seed=i,
-                                  temperature=0.7, extra_body=body)
-    assert r.model == "qwen-test", r.model
-    assert r.choices[0].finish_reason == "stop", r.choices[0]
+def t1():
+    import sys
+    from openai import OpenAI, BadRequestError
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    msgs = [{"role": "user", "content": "hi"}]
+    cases = [
+        (dict(extra_body={"temprature": 0}), "/temprature"),
+        (dict(extra_body={"strux": {"num_beam": 3}}), "/strux/num_beam"),
+        (dict(logit_bias={"999999999": -100}), "/logit_bias/999999999"),
+        (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
+              tool_choice="auto"), "/tool_choice"),
+        (dict(functions=[{"name": "f", "parameters": {}}]), "/functions"),
+        (dict(extra_body={"best_of": 3}), "/best_of"),
+        (dict(reasoning_effort="low"), "/reasoning_effort"),
+        (dict(presence_penalty=2.5), "/presence_penalty"),
+        (dict(extra_body={"guided_grammar": 'root ::= "a"'}), "/guided_grammar"),
+        (dict(extra_body={"structured_outputs": {"choise": ["a"]}}), "/structured_outputs/choise"),
+        (dict(stop=["\n"]), "/stop"),
+        (dict(response_format={"type": "json_schema",
+                               "json_schema": {"name": "x", "schema": {}, "strcit": True}}),
+         "/response_format/json_schema/strcit"),
+    ]
+    for kw, ptr in cases:
+        try:
+            c.chat.completions.create(model="m", messages=msgs, max_tokens=4, **kw)
+        except BadRequestError as e:
+            err = e.body if isinstance(e.body, dict) and "param" in e.body else e.body.get("error", {})
+            assert e.status_code == 400 and err["param"] == ptr and err["code"] == "bad_request", (kw, e.body)
+            continue
+        raise AssertionError(f"{kw} was accepted")
+    # the documented harmless members pass
+    r = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, user="u", store=False,
+                                  metadata={"k": "v"}, extra_body={"guided_decoding_backend": "xgrammar"})
+    assert r.choices[0].message.content is not None
+
+def t2():
+    import json, math, re, sys
+    import jsonschema
+    from openai import OpenAI
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    msgs = [{"role": "user", "content": "Ada Lovelace, 36, London"}]
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
+              "age": {"type": "integer", "minimum": 0, "maximum": 150}},
+              "required": ["name", "age"], "additionalProperties": False}
+    for i, body in enumerate([{"guided_json": schema}, {"guided_json": json.dumps(schema)},
+                              {"structured_outputs": {"json": schema}}]):
+        r = c.chat.completions.create(model="qwen-test", messages=msgs, max_tokens=48, seed=i,
+                                      temperature=0.7, extra_body=body)
+        assert r.model == "qwen-test", r.model
+        assert r.choices[0].finish_reason == "stop", r.choices[0]
+        jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+        assert r.usage.prompt_tokens_details.cached_tokens >= 0
+    labels = ["positive", "negative", "neutral"]
+    for body in [{"guided_choice": labels}, {"structured_outputs": {"choice": labels}}]:
+        r = c.chat.completions.create(model="m", messages=msgs, max_tokens=8, extra_body=body)
+        assert r.choices[0].message.content in labels, r.choices[0].message.content
+        scores = r.model_extra["strux"]["scores"]
+        assert set(scores) == set(labels) and math.isclose(sum(scores.values()), 1, abs_tol=1e-6), scores
+    r = c.chat.completions.create(model="m", messages=msgs, max_tokens=8,
+                                  response_format={"type": "choice", "choice": labels})
+    assert r.choices[0].message.content in labels
+    for i, body in enumerate([{"guided_regex": r"[A-Z][a-z]{1,6} [0-9]{2}"},
+                              {"structured_outputs": {"regex": r"[A-Z][a-z]{1,6} [0-9]{2}"}},
+                              {"response_format": {"type": "regex", "regex": r"[A-Z][a-z]{1,6} [0-9]{2}"}}]):
+        r = c.chat.completions.create(model="m", messages=msgs, max_tokens=16, seed=i, temperature=1,
+                                      extra_body=body)
+        assert re.fullmatch(r"[A-Z][a-z]{1,6} [0-9]{2}", r.choices[0].message.content), r.choices[0]
+    # stop never cuts a document
+    r = c.chat.completions.create(model="m", messages=msgs, max_tokens=48, stop=["\n", "}"],
+                                  extra_body={"guided_json": schema})
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
-    assert r.usage.prompt_tokens_details.cached_tokens >= 0
-labels = ["positive", "negative", "neutral"]
-for body in [{"guided_choice": labels}, {"structured_outputs": {"choice": labels}}]:
-    r = c.chat.completions.create(model="m", messages=msgs, max_tokens=8, extra_body=body)
-    assert r.choices[0].message.content in labels, r.choices[0].message.content
-    scores = r.model_extra["strux"]["scores"]
-    assert set(scores) == set(labels) and math.isclose(sum(scores.values()), 1, abs_tol=1e-6), scores
-r = c.chat.completions.create(model="m", messages=msgs, max_tokens=8,
-                              response_format={"type": "choice", "choice": labels})
-assert r.choices[0].message.content in labels
-for i, body in enumerate([{"guided_regex": r"[A-Z][a-z]{1,6} [0-9]{2}"},
-                          {"structured_outputs": {"regex": r"[A-Z][a-z]{1,6} [0-9]{2}"}},
-                          {"response_format": {"type": "regex", "regex": r"[A-Z][a-z]{1,6} [0-9]{2}"}}]):
-    r = c.chat.completions.create(model="m", messages=msgs, max_tokens=16, seed=i, temperature=1,
-                                  extra_body=body)
-    assert re.fullmatch(r"[A-Z][a-z]{1,6} [0-9]{2}", r.choices[0].message.content), r.choices[0]
-# stop never cuts a document
-r = c.chat.completions.create(model="m", messages=msgs, max_tokens=80, stop=["\n", "}"],
-                              extra_body={"guided_json": schema})
-jsonschema.validate(json.loads(r.choices[0].message.content), schema)
-PY
 
-check "logit_bias -100 on the greedy token changes the answer (both routes)" "$PY" - "$URL" "$KEY" <<'PY'
-import json, sys, urllib.request
-from openai import OpenAI
-url, key = sys.argv[1], sys.argv[2]
-def native(body):
-    req = urllib.request.Request(url + "/v1/strux", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json", "Authorization": "Bearer " + key})
-    return json.loads(urllib.request.urlopen(req).read())
-msgs = [{"role": "user", "content": "Say something."}]
-base = {"messages": msgs, "max_tokens": 4, "temperature": 0, "logprobs": True}
-a = native(base)
-assert a["ok"], a
-t = a["logprobs"][0]["id"]
-b = native(dict(base, logit_bias={str(t): -100}))
-assert b["ok"] and b["logprobs"][0]["id"] != t, (a, b)
-c = OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
-plain = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, temperature=0)
-assert plain.choices[0].message.content == a["text"], (plain, a)
-biased = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, temperature=0,
-                                   logit_bias={str(t): -100})
-assert biased.choices[0].message.content == b["text"] != a["text"], (biased, b, a)
-# a penalty on the repeated token changes a greedy run that repeats
-pen = native(dict(base, max_tokens=24, frequency_penalty=2.0, presence_penalty=2.0))
-rep = native(dict(base, max_tokens=24))
-ids = [x["id"] for x in rep["logprobs"]]
-if len(set(ids)) < len(ids):
-    assert [x["id"] for x in pen["logprobs"]] != ids, (pen, rep)
-PY
+def t3():
+    import json, sys, urllib.request
+    from openai import OpenAI
+    url, key = URL, KEY
+    def native(body):
+        req = urllib.request.Request(url + "/v1/strux", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json", "Authorization": "Bearer " + key})
+        return json.loads(urllib.request.urlopen(req).read())
+    msgs = [{"role": "user", "content": "Say something."}]
+    base = {"messages": msgs, "max_tokens": 4, "temperature": 0, "logprobs": True}
+    a = native(base)
+    assert a["ok"], a
+    t = a["logprobs"][0]["id"]
+    b = native(dict(base, logit_bias={str(t): -100}))
+    assert b["ok"] and b["logprobs"][0]["id"] != t, (a, b)
+    c = OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+    plain = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, temperature=0)
+    assert plain.choices[0].message.content == a["text"], (plain, a)
+    biased = c.chat.completions.create(model="m", messages=msgs, max_tokens=4, temperature=0,
+                                       logit_bias={str(t): -100})
+    assert biased.choices[0].message.content == b["text"] != a["text"], (biased, b, a)
+    # a penalty on the repeated token changes a greedy run that repeats
+    pen = native(dict(base, max_tokens=24, frequency_penalty=2.0, presence_penalty=2.0))
+    rep = native(dict(base, max_tokens=24))
+    ids = [x["id"] for x in rep["logprobs"]]
+    if len(set(ids)) < len(ids):
+        assert [x["id"] for x in pen["logprobs"]] != ids, (pen, rep)
 
-check "chat.completions.parse with a Pydantic model" "$PY" - "$URL/v1" "$KEY" <<'PY'
-import sys
-from openai import OpenAI
-from pydantic import BaseModel, Field
-class Person(BaseModel):
-    name: str = Field(max_length=10)
-    age: int = Field(ge=0, le=150)
-c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
-r = c.chat.completions.parse(model="m", messages=[{"role": "user", "content": "Ada, 36"}],
-                             response_format=Person, max_tokens=80, temperature=0)
-p = r.choices[0].message.parsed
-assert isinstance(p, Person) and 0 <= p.age <= 150 and len(p.name) <= 10, r
-PY
+def t4():
+    import sys
+    from openai import OpenAI
+    from pydantic import BaseModel, Field
+    class Person(BaseModel):
+        name: str = Field(max_length=10)
+        age: int = Field(ge=0, le=150)
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    r = c.chat.completions.parse(model="m", messages=[{"role": "user", "content": "Ada, 36"}],
+                                 response_format=Person, max_tokens=48, temperature=0)
+    p = r.choices[0].message.parsed
+    assert isinstance(p, Person) and 0 <= p.age <= 150 and len(p.name) <= 10, r
 
-check "tool calls: required and named, arguments valid, OpenAI's shape" "$PY" - "$URL/v1" "$KEY" <<'PY'
-import json, sys
-import jsonschema
-import openai
-from openai import OpenAI
-from pydantic import BaseModel, Field
-c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
-weather = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
-           "days": {"type": "integer", "minimum": 1, "maximum": 7}},
-           "required": ["city", "days"], "additionalProperties": False}
-class Lookup(BaseModel):
-    """Look a word up."""
-    word: str = Field(max_length=10)
-tools = [{"type": "function", "function": {"name": "get_weather", "description": "Forecast",
-                                            "parameters": weather, "strict": True}},
-         openai.pydantic_function_tool(Lookup)]
-params = {"get_weather": weather, "Lookup": tools[1]["function"]["parameters"]}
-msgs = [{"role": "system", "content": "Use the tools."},
-        {"role": "user", "content": "Weather in Paris for 3 days?"}]
-seen = set()
-for i in range(4):
-    r = c.chat.completions.create(model="m", messages=msgs, tools=tools, tool_choice="required",
-                                  max_tokens=120, seed=i, temperature=1)
-    ch = r.choices[0]
-    assert ch.finish_reason == "tool_calls" and ch.message.content is None, ch
-    (call,) = ch.message.tool_calls
-    assert call.type == "function" and call.id, call
-    jsonschema.validate(json.loads(call.function.arguments), params[call.function.name])
-    seen.add(call.function.name)
-for name in params:
-    r = c.chat.completions.create(model="m", messages=msgs, tools=tools, max_tokens=120,
-                                  tool_choice={"type": "function", "function": {"name": name}})
-    (call,) = r.choices[0].message.tool_calls
-    assert call.function.name == name, call
-    jsonschema.validate(json.loads(call.function.arguments), params[name])
-# the round trip: the answer's message and the tool's result go back in
-hist = msgs + [ch.message.model_dump(), {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
-r = c.chat.completions.create(model="m", messages=hist, tools=tools, tool_choice="none",
-                              max_tokens=60, response_format={"type": "json_schema", "json_schema": {
-                                  "name": "w", "schema": weather}})
-jsonschema.validate(json.loads(r.choices[0].message.content), weather)
-# the SDK's own parsing of strict pydantic tools
-r = c.chat.completions.parse(model="m", messages=msgs, tools=[openai.pydantic_function_tool(Lookup)],
-                             tool_choice={"type": "function", "function": {"name": "Lookup"}},
-                             max_tokens=80)
-parsed = r.choices[0].message.tool_calls[0].function.parsed_arguments
-assert isinstance(parsed, Lookup) and len(parsed.word) <= 10, r
-PY
+def t5():
+    import json, sys
+    import jsonschema
+    import openai
+    from openai import OpenAI
+    from pydantic import BaseModel, Field
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    weather = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+               "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+               "required": ["city", "days"], "additionalProperties": False}
+    class Lookup(BaseModel):
+        """Look a word up."""
+        word: str = Field(max_length=10)
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Forecast",
+                                                "parameters": weather, "strict": True}},
+             openai.pydantic_function_tool(Lookup)]
+    params = {"get_weather": weather, "Lookup": tools[1]["function"]["parameters"]}
+    msgs = [{"role": "system", "content": "Use the tools."},
+            {"role": "user", "content": "Weather in Paris for 3 days?"}]
+    seen = set()
+    for i in range(2):
+        r = c.chat.completions.create(model="m", messages=msgs, tools=tools, tool_choice="required",
+                                      max_tokens=64, seed=i, temperature=1)
+        ch = r.choices[0]
+        assert ch.finish_reason == "tool_calls" and ch.message.content is None, ch
+        (call,) = ch.message.tool_calls
+        assert call.type == "function" and call.id, call
+        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name])
+        seen.add(call.function.name)
+    for name in params:
+        r = c.chat.completions.create(model="m", messages=msgs, tools=tools, max_tokens=64,
+                                      tool_choice={"type": "function", "function": {"name": name}})
+        (call,) = r.choices[0].message.tool_calls
+        assert call.function.name == name, call
+        jsonschema.validate(json.loads(call.function.arguments), params[name])
+    # the round trip: the answer's message and the tool's result go back in
+    hist = msgs + [ch.message.model_dump(), {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+    r = c.chat.completions.create(model="m", messages=hist, tools=tools, tool_choice="none",
+                                  max_tokens=60, response_format={"type": "json_schema", "json_schema": {
+                                      "name": "w", "schema": weather}})
+    jsonschema.validate(json.loads(r.choices[0].message.content), weather)
+    # the SDK's own parsing of strict pydantic tools
+    r = c.chat.completions.parse(model="m", messages=msgs, tools=[openai.pydantic_function_tool(Lookup)],
+                                 tool_choice={"type": "function", "function": {"name": "Lookup"}},
+                                 max_tokens=48)
+    parsed = r.choices[0].message.tool_calls[0].function.parsed_arguments
+    assert isinstance(parsed, Lookup) and len(parsed.word) <= 10, r
 
-check "/v1/completions: a raw prompt, constrained, text_completion" "$PY" - "$URL/v1" "$KEY" <<'PY'
-import json, re, sys
-import jsonschema
-from openai import OpenAI, BadRequestError
-c = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
-r = c.completions.create(model="m", prompt="<|im_start|>user\nName a day.<|im_end|>\n<|im_start|>assistant\n",
-                         max_tokens=12, extra_body={"guided_regex": "(Mon|Tues|Fri)day"})
-assert r.object == "text_completion" and r.model == "m", r
-assert re.fullmatch("(Mon|Tues|Fri)day", r.choices[0].text), r
-schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-          "additionalProperties": False}
-r = c.completions.create(model="m", prompt="A number as JSON: ", max_tokens=30, seed=2,
-                         extra_body={"guided_json": schema})
-jsonschema.validate(json.loads(r.choices[0].text), schema)
-r = c.completions.create(model="m", prompt="Once upon a time", max_tokens=5)
-assert r.choices[0].finish_reason in ("stop", "length") and r.usage.completion_tokens <= 5, r
-try:
-    c.completions.create(model="m", prompt="x", max_tokens=5, echo=True)
-    raise AssertionError("echo accepted")
-except BadRequestError as e:
-    assert e.body["param"] == "/echo", e.body
-PY
-
-check "unknown routes and methods: JSON 404 / 405" "$PY" - "$URL" <<'PY'
-import json, sys, urllib.error, urllib.request
-for path, method, code in [("/v1/nope", "GET", 404), ("/v1/completions/x", "POST", 404),
-                           ("/v1/chat/completions", "GET", 405)]:
-    req = urllib.request.Request(sys.argv[1] + path, method=method,
-                                 data=b"{}" if method == "POST" else None)
+def t6():
+    import json, re, sys
+    import jsonschema
+    from openai import OpenAI, BadRequestError
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    r = c.completions.create(model="m", prompt="<|im_start|>user\nName a day.<|im_end|>\n<|im_start|>assistant\n",
+                             max_tokens=12, extra_body={"guided_regex": "(Mon|Tues|Fri)day"})
+    assert r.object == "text_completion" and r.model == "m", r
+    assert re.fullmatch("(Mon|Tues|Fri)day", r.choices[0].text), r
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+              "additionalProperties": False}
+    r = c.completions.create(model="m", prompt="A number as JSON: ", max_tokens=30, seed=2,
+                             extra_body={"guided_json": schema})
+    jsonschema.validate(json.loads(r.choices[0].text), schema)
+    r = c.completions.create(model="m", prompt="Once upon a time", max_tokens=5)
+    assert r.choices[0].finish_reason in ("stop", "length") and r.usage.completion_tokens <= 5, r
     try:
-        urllib.request.urlopen(req)
-        raise AssertionError(path)
-    except urllib.error.HTTPError as e:
-        assert e.code == code, (path, e.code)
-        assert e.headers["Content-Type"] == "application/json", e.headers
-        assert json.loads(e.read())["error"]["message"], path
+        c.completions.create(model="m", prompt="x", max_tokens=5, echo=True)
+        raise AssertionError("echo accepted")
+    except BadRequestError as e:
+        assert e.body["param"] == "/echo", e.body
+
+def t7():
+    import json, sys, urllib.error, urllib.request
+    for path, method, code in [("/v1/nope", "GET", 404), ("/v1/completions/x", "POST", 404),
+                               ("/v1/chat/completions", "GET", 405)]:
+        req = urllib.request.Request(URL + path, method=method,
+                                     data=b"{}" if method == "POST" else None)
+        try:
+            urllib.request.urlopen(req)
+            raise AssertionError(path)
+        except urllib.error.HTTPError as e:
+            assert e.code == code, (path, e.code)
+            assert e.headers["Content-Type"] == "application/json", e.headers
+            assert json.loads(e.read())["error"]["message"], path
+
+TESTS = [
+    ('nothing ignored: unknown and unused members are 400 naming them', t1),
+    ('vLLM fields and response_format regex/choice: constrained and re-checked', t2),
+    ('logit_bias -100 on the greedy token changes the answer (both routes)', t3),
+    ('chat.completions.parse with a Pydantic model', t4),
+    ("tool calls: required and named, arguments valid, OpenAI's shape", t5),
+    ('/v1/completions: a raw prompt, constrained, text_completion', t6),
+    ('unknown routes and methods: JSON 404 / 405', t7),
+]
+for i, (name, fn) in enumerate(TESTS):
+    try:
+        fn()
+        print(f"ok {START + i + 1} - {name}", flush=True)
+    except Exception:
+        print(f"not ok {START + i + 1} - {name}")
+        print("".join("# " + l + "\n" for l in traceback.format_exc().splitlines()), end="", flush=True)
 PY
+"$PY" "$T/clients.py" "$URL" "$KEY" "$n" >"$T/clients.tap" 2>&1
+cat "$T/clients.tap"
+got=$(grep -c '^\(not \)\?ok ' "$T/clients.tap")
+n=$((n + 7))
+failed=$((failed + $(grep -c '^not ok ' "$T/clients.tap")))
+if [ "$got" -ne 7 ]; then
+    echo "not ok $((n + 1)) - the client checks stopped early"
+    n=$((n + 1)) failed=$((failed + 1))
+fi
 
 # Instructor and LangChain, as their docs use them (only base_url and api_key
 # set), in the modes whose structure the server enforces: Instructor TOOLS
