@@ -268,13 +268,14 @@ int  sx_rpc_error_dump(const json_t *id, int code, const char *message, const ch
  * constraint in all); max_tokens or max_completion_tokens, temperature
  * (default 1), top_p, seed, stream, stream_options.include_usage, logprobs,
  * top_logprobs, n (1..16), stop (with a constraint: never cuts the
- * document, see docs/PROTOCOL.md); extensions top_k, min_p,
+ * document, see docs/PROTOCOL.md), logit_bias, presence_penalty,
+ * frequency_penalty (sx_rpc_req_set_penalties); extensions top_k, min_p,
  * repetition_penalty, timeout, speculate and `strux` {num_beams, ...}.
  * Nothing is ignored: an unknown member anywhere (strux's included) is
  * bad_request naming it; tools + tool_choice as in sx_rpc_openai_tools;
- * members strux knows but does not act on
- * (logit_bias, functions, best_of, reasoning_effort, guided_grammar,
- * non-zero penalties, ...) are refused naming them; a short allow-list of
+ * members strux knows but does not act on (functions, best_of,
+ * reasoning_effort, guided_grammar, ...) are refused naming them, unless
+ * they carry the value that asks for nothing; a short allow-list of
  * members with no effect on the answer (user, metadata, store, service_tier,
  * ...; docs/PROTOCOL.md) is accepted.  Errors as in sx_rpc_req_parse;
  * schema errors point into the constraint's source (r->constraint_at). */
