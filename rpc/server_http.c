@@ -111,11 +111,13 @@ static size_t host_part(const char *h)
 
 /* A server bound to a loopback address answers only requests addressed to
  * a loopback name: a web page's script cannot reach it through a DNS name
- * rebound to 127.0.0.1 (its Host header names the page's domain). */
+ * rebound to 127.0.0.1 (its Host header names the page's domain).  With an
+ * API key the key keeps such pages out, and a proxy in front may forward
+ * its public Host. */
 static int host_allowed(const sx_rpc_server *s, nng_http_req *req)
 {
     const char *bind = s->o.http;
-    if (!bind || !loopback_name(bind, host_part(bind)))
+    if (s->o.api_key || !bind || !loopback_name(bind, host_part(bind)))
         return 1;
     const char *h = nng_http_req_get_header(req, "Host");
     if (!h) /* HTTP/1.0 (nng refuses a 1.1 request without Host) */
