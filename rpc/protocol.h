@@ -121,7 +121,16 @@ typedef struct sx_rpc_req {
     int           stream;        /* OpenAI route: answer with server-sent events */
     int           stream_usage;  /* OpenAI route: stream_options.include_usage */
     const char   *model;         /* OpenAI route: the `model` asked for (echoed) */
+    const char   *prompt;        /* /v1/completions: the raw prompt (no chat template) */
+    size_t        prompt_len;
+    int           completion;    /* /v1/completions: answer as a text_completion */
+    int           tool_call;     /* OpenAI route: the answer is a forced tool call (the
+                                  * constraint is {"name", "arguments"} of the tools) */
+    const char   *constraint_at; /* OpenAI route: JSON Pointer of the constraint's source
+                                  * (static text; compile errors are rooted there), or NULL */
     json_t       *keep;          /* strings made while parsing (joined content parts) */
+    int32_t      *bias_ids;      /* logit_bias (owned; sampling.bias_* point here) */
+    float        *bias_vals;
 } sx_rpc_req;
 
 /* Parses and checks a request.  On error returns SX_EFORMAT / SX_EINVAL
@@ -141,6 +150,22 @@ void sx_rpc_req_free(sx_rpc_req *r);
 int  sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_limits *lim,
                            const char *at, sx_error *err);
 
+/* The same for labels (`choices`: distinct strings) and a regular
+ * expression (a string), at the JSON Pointer `at`. */
+int  sx_rpc_req_set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                            const char *at, sx_error *err);
+int  sx_rpc_req_set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                          const char *at, sx_error *err);
+
+/* `logit_bias` ({"TOKEN_ID": value in [-100, 100]}, OpenAI's form, at
+ * most 1024 entries) and the OpenAI penalties presence_penalty /
+ * frequency_penalty ([-2, 2]) from obj into r->sampling (see
+ * engine/sampler/sampler.h for what they do); `at` is obj's JSON Pointer.
+ * Call once mode, n and num_beams are known: they do not apply to labels
+ * (whose scores are the model's own) nor to beam search.  Token ids are
+ * checked against the vocabulary by the server. */
+int  sx_rpc_req_set_penalties(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err);
+
 /* `speculate`: "off", "ngram", "draft", or a boolean (true = the server's
  * default mode, false = off) into r->speculate.  Same output either way;
  * only the speed changes (engine/generate.h). */
@@ -159,10 +184,13 @@ int  sx_rpc_req_set_field_confidence(sx_rpc_req *r, const json_t *v, const char 
 int  sx_rpc_req_set_beams(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err);
 
 /* Checks a `messages` array (role system/user/assistant, content a
- * string) into r->msgs.  strict: other members of a message are errors,
- * else ignored (OpenAI clients send `name` and friends); with !strict a
- * content may also be an array of {"type":"text","text":...} parts, which
- * are joined.  Joined text is kept alive in r. */
+ * string) into r->msgs.  strict: other members of a message are errors.
+ * !strict (the OpenAI route): `name` is accepted (not shown to the model,
+ * as in Qwen3's template), `developer` is read as `system`, `tool` messages
+ * (with tool_call_id) and an assistant's tool_calls render as Qwen3's
+ * template renders them, a content may also be an array of
+ * {"type":"text","text":...} parts, which are joined; other members are
+ * errors unless null or empty.  Made text is kept alive in r. */
 int  sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_limits *lim,
                              int strict, const char *at, sx_error *err);
 
@@ -215,10 +243,10 @@ typedef struct sx_rpc_result {
     const double *scores;        /* CHOICES with scores: per label, NULL otherwise */
     const json_t *logprobs;      /* array built by the server (borrowed) or NULL */
     int           cache_hit;     /* the constraint came from the compiled-schema cache */
+    int           n_cached;      /* prompt tokens the prefix cache gave (not run) */
     const sx_rpc_choice *choices; /* n > 1 or beam search: n_choices entries; else NULL */
     int           n_choices;
     const json_t *field_confidence; /* choice 0's (borrowed), or NULL */
-    int           n_cached;      /* prompt tokens taken from the prefix cache */
 } sx_rpc_result;
 
 /* Reads a request's JSON text (duplicate keys refused) into *root: numbers
@@ -270,20 +298,56 @@ int  sx_rpc_error_dump(const json_t *id, int code, const char *message, const ch
 
 /* ---- the OpenAI dialect (POST /v1/chat/completions) ------------------------
  * Request: model, messages (content strings or text parts), response_format
- * {"type":"text"|"json_object"} or {"type":"json_schema","json_schema":
- * {"name","schema","strict","description"}}, max_tokens or
- * max_completion_tokens, temperature (default 1), top_p, seed, stream,
- * stream_options.include_usage, logprobs, top_logprobs, n (1..16), stop
- * (null only); extensions top_k, min_p, repetition_penalty, timeout.  Other
- * members are ignored, as OpenAI-compatible servers do.  Errors as in
- * sx_rpc_req_parse; schema errors point into response_format. */
+ * {"type":"text"|"json_object"}, {"type":"json_schema","json_schema":
+ * {"name","schema","strict","description"}}, {"type":"regex","regex":P} or
+ * {"type":"choice","choice":[labels]}; vLLM's guided_json, guided_regex,
+ * guided_choice and structured_outputs {json|regex|choice} (at most one
+ * constraint in all); max_tokens or max_completion_tokens, temperature
+ * (default 1), top_p, seed, stream, stream_options.include_usage, logprobs,
+ * top_logprobs, n (1..16), stop (with a constraint: never cuts the
+ * document, see docs/PROTOCOL.md), logit_bias, presence_penalty,
+ * frequency_penalty (sx_rpc_req_set_penalties); extensions top_k, min_p,
+ * repetition_penalty, timeout, speculate and `strux` {num_beams, ...}.
+ * Nothing is ignored: an unknown member anywhere (strux's included) is
+ * bad_request naming it; tools + tool_choice as in sx_rpc_openai_tools;
+ * members strux knows but does not act on (functions, best_of,
+ * reasoning_effort, guided_grammar, ...) are refused naming them, unless
+ * they carry the value that asks for nothing; a short allow-list of
+ * members with no effect on the answer (user, metadata, store, service_tier,
+ * ...; docs/PROTOCOL.md) is accepted.  Errors as in sx_rpc_req_parse;
+ * schema errors point into the constraint's source (r->constraint_at). */
 int  sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
                          sx_error *err);
+/* `tools` and `tool_choice` of an OpenAI request (protocol_tools.c), once
+ * its messages and constraint are parsed: renders the tools into the system
+ * turn as Qwen3's chat template does (r->msgs[0]; a system message is added
+ * when there is none) and, for tool_choice "required" or a named function,
+ * sets the constraint to a call of one of them ({"name": NAME, "arguments":
+ * <that tool's parameters>}, anyOf over the tools) with r->tool_call = 1.
+ * The server then opens the answer with "<tool_call>\n".  tool_choice
+ * "auto" (the default with tools) is refused: not supported yet. */
+int  sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
+                         sx_error *err);
+/* An assistant turn's tool_calls (OpenAI's [{"id","type":"function",
+ * "function":{"name","arguments"}}]) appended to its content as Qwen3's
+ * chat template writes them ("<tool_call>\n{\"name\": ..., \"arguments\":
+ * ...}\n</tool_call>", arguments as sent when a string); *out is kept
+ * alive in r.  `at` is the JSON Pointer of the array. */
+int  sx_rpc_render_tool_calls(sx_rpc_req *r, const char *content, const json_t *calls,
+                              const char *at, const char **out, sx_error *err);
+/* POST /v1/completions: the same members as chat completions, but a raw
+ * `prompt` (a string, or an array holding one string; tokenized as text,
+ * added tokens such as <|im_start|> recognised, no chat template) instead
+ * of messages and tools; `echo`, `suffix`, `logprobs` and `stream` are
+ * refused (not yet).  r->completion = 1. */
+int  sx_rpc_openai_completion_parse(const char *buf, size_t len, const sx_rpc_limits *lim,
+                                    sx_rpc_req *out, sx_error *err);
 /* Where a compile error's pointer is rooted in an OpenAI request. */
 #define SX_RPC_OPENAI_SCHEMA_AT "/response_format/json_schema/schema"
 
 /* chat.completion object.  cid: "chatcmpl-..."; model: echoed name.  One
- * entry in `choices` per choice (res->choices when n_choices > 1). */
+ * entry in `choices` per choice (res->choices when n_choices > 1).  For
+ * r->completion, a text_completion ("cmpl-..." id, choices[].text). */
 int  sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long created,
                                  const char *model, const sx_rpc_result *res, char **out,
                                  size_t *len);

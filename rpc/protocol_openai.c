@@ -64,9 +64,255 @@ static int flag(const json_t *root, const char *k, int *out, sx_error *err)
     return SX_OK;
 }
 
-static int response_format(sx_rpc_req *r, const json_t *rf, const sx_rpc_limits *lim,
-                           sx_error *err)
+/* ---- which members a request may hold ------------------------------------- */
+
+/* A member strux acts on, one it accepts knowing it changes nothing in the
+ * answer, or one it knows and refuses (it would change the answer and
+ * strux does not do it).  A refused member is still accepted with the
+ * value that asks for nothing (null, [], {}, "none", ...; see noop). */
+enum { M_ACT, M_HARMLESS, M_REFUSE };
+
+/* Which routes a member belongs to: chat completions, completions. */
+enum { R_CHAT = 1, R_COMPL = 2, R_BOTH = 3 };
+
+static const struct member {
+    const char *name;
+    int         kind;
+    const char *why; /* M_REFUSE: the message */
+    int         routes;
+} members[] = {
+    {"model", M_ACT, NULL, R_BOTH},
+    {"messages", M_ACT, NULL, R_CHAT},
+    {"prompt", M_ACT, NULL, R_COMPL},
+    {"echo", M_REFUSE, "echo is not supported", R_COMPL},
+    {"suffix", M_REFUSE, "suffix (insertion) is not supported", R_COMPL},
+    {"response_format", M_ACT, NULL, R_BOTH},
+    {"guided_json", M_ACT, NULL, R_BOTH},
+    {"guided_regex", M_ACT, NULL, R_BOTH},
+    {"guided_choice", M_ACT, NULL, R_BOTH},
+    {"guided_grammar", M_ACT, NULL, R_BOTH},
+    {"structured_outputs", M_ACT, NULL, R_BOTH},
+    {"max_tokens", M_ACT, NULL, R_BOTH},
+    {"max_completion_tokens", M_ACT, NULL, R_BOTH},
+    {"temperature", M_ACT, NULL, R_BOTH},
+    {"top_p", M_ACT, NULL, R_BOTH},
+    {"top_k", M_ACT, NULL, R_BOTH},
+    {"min_p", M_ACT, NULL, R_BOTH},
+    {"repetition_penalty", M_ACT, NULL, R_BOTH},
+    {"presence_penalty", M_ACT, NULL, R_BOTH},
+    {"logit_bias", M_ACT, NULL, R_BOTH},
+    {"frequency_penalty", M_ACT, NULL, R_BOTH},
+    {"seed", M_ACT, NULL, R_BOTH},
+    {"n", M_ACT, NULL, R_BOTH},
+    {"stop", M_ACT, NULL, R_BOTH},
+    {"logprobs", M_ACT, NULL, R_BOTH},
+    {"top_logprobs", M_ACT, NULL, R_BOTH},
+    {"stream", M_ACT, NULL, R_BOTH},
+    {"stream_options", M_ACT, NULL, R_BOTH},
+    {"timeout", M_ACT, NULL, R_BOTH},
+    {"speculate", M_ACT, NULL, R_BOTH},
+    {"strux", M_ACT, NULL, R_BOTH},
+    /* bookkeeping for the caller, not for the model */
+    {"user", M_HARMLESS, NULL, R_BOTH},
+    {"metadata", M_HARMLESS, NULL, R_BOTH},
+    {"store", M_HARMLESS, NULL, R_BOTH},
+    {"service_tier", M_HARMLESS, NULL, R_BOTH},
+    {"prompt_cache_key", M_HARMLESS, NULL, R_BOTH},
+    {"safety_identifier", M_HARMLESS, NULL, R_BOTH},
+    /* vLLM picks among grammar engines; strux has one */
+    {"guided_decoding_backend", M_HARMLESS, NULL, R_BOTH},
+    /* a forced call is one call, which either value allows */
+    {"parallel_tool_calls", M_HARMLESS, NULL, R_CHAT},
+    {"tools", M_ACT, NULL, R_CHAT},
+    {"tool_choice", M_ACT, NULL, R_CHAT},
+    {"functions", M_REFUSE, "the legacy functions are not supported; give tools and "
+                            "tool_choice", R_BOTH},
+    {"function_call", M_REFUSE, "the legacy function_call is not supported; give tools and "
+                                "tool_choice", R_BOTH},
+    {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search", R_BOTH},
+    {"reasoning_effort", M_REFUSE, "reasoning (thinking) is not supported: strux answers "
+                                   "without a thinking phase", R_BOTH},
+    {"chat_template_kwargs", M_REFUSE, "chat_template_kwargs: strux renders Qwen3's template "
+                                       "with thinking off, so only {\"enable_thinking\": false} "
+                                       "is accepted", R_BOTH},
+    {"modalities", M_REFUSE, "only text output is supported", R_BOTH},
+    {"audio", M_REFUSE, "audio output is not supported", R_BOTH},
+    {"prediction", M_REFUSE, "predicted outputs are not supported (see speculate)", R_BOTH},
+    {"web_search_options", M_REFUSE, "web search is not supported", R_BOTH},
+    {"verbosity", M_REFUSE, "verbosity is not supported", R_BOTH},
+    {"ignore_eos", M_REFUSE, "ignore_eos is not supported: the grammar decides where output ends", R_BOTH},
+    {"min_tokens", M_REFUSE, "min_tokens is not supported: the grammar decides where output ends", R_BOTH},
+    {"guided_whitespace_pattern", M_REFUSE, "guided_whitespace_pattern is not supported: strux "
+                                            "allows a fixed whitespace layout", R_BOTH},
+};
+
+/* The value that asks for nothing: the member may be sent as its default. */
+static int noop(const char *k, const json_t *v)
 {
+    if (json_is_null(v))
+        return 1;
+    if (!strcmp(k, "tools") || !strcmp(k, "functions"))
+        return json_is_array(v) && json_array_size(v) == 0;
+    if (!strcmp(k, "tool_choice") || !strcmp(k, "function_call"))
+        return json_is_string(v) && !strcmp(json_string_value(v), "none");
+    if (!strcmp(k, "chat_template_kwargs")) /* what strux renders anyway */
+        return json_is_object(v) &&
+               (json_object_size(v) == 0 ||
+                (json_object_size(v) == 1 && json_is_false(json_object_get(v, "enable_thinking"))));
+    if (!strcmp(k, "best_of"))
+        return json_is_integer(v) && json_integer_value(v) == 1;
+    if (!strcmp(k, "modalities"))
+        return json_is_array(v) && json_array_size(v) == 1 &&
+               json_is_string(json_array_get(v, 0)) &&
+               !strcmp(json_string_value(json_array_get(v, 0)), "text");
+    if (!strcmp(k, "ignore_eos") || !strcmp(k, "echo"))
+        return json_is_false(v);
+    if (!strcmp(k, "suffix"))
+        return json_is_string(v) && json_string_length(v) == 0;
+    if (!strcmp(k, "min_tokens"))
+        return json_is_integer(v) && json_integer_value(v) == 0;
+    return 0;
+}
+
+/* "/" + key, escaped as RFC 6901 asks. */
+static void ptr_join(char *out, size_t cap, const char *base, const char *key)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s/", base);
+    for (const char *k = key; *k && n + 3 < cap; k++) {
+        if (*k == '~' || *k == '/') {
+            out[n++] = '~';
+            out[n++] = *k == '~' ? '0' : '1';
+        } else {
+            out[n++] = *k;
+        }
+    }
+    out[n < cap ? n : cap - 1] = 0;
+}
+
+static const char *const strux_members[] = {"num_beams", "length_penalty",
+                                            "num_return_sequences", "early_stopping",
+                                            "field_confidence", NULL};
+
+static int is_strux_member(const char *k)
+{
+    for (int i = 0; strux_members[i]; i++)
+        if (!strcmp(k, strux_members[i]))
+            return 1;
+    return 0;
+}
+
+static int check_members(const json_t *root, int route, sx_error *err)
+{
+    const char *k;
+    const json_t *v;
+    char ptr[256];
+    json_object_foreach((json_t *)root, k, v) {
+        const struct member *m = NULL;
+        for (size_t i = 0; i < sizeof members / sizeof members[0] && !m; i++)
+            if (!strcmp(k, members[i].name) && (members[i].routes & route))
+                m = &members[i];
+        ptr_join(ptr, sizeof ptr, "", k);
+        if (!m)
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "unknown member \"%.100s\"%s", k,
+                               is_strux_member(k) ? " (strux's own options go in the \"strux\" object)"
+                                                  : " (docs/PROTOCOL.md lists what strux takes)");
+        if (m->kind == M_REFUSE && !noop(k, v))
+            return sx_err_setp(err, SX_EUNSUPPORTED, ptr, -1, "%s", m->why);
+    }
+    return SX_OK;
+}
+
+/* Members of a nested object: `allowed` (NULL-terminated), else an error
+ * naming the first other one. */
+static int only(const json_t *obj, const char *at, const char *what, const char *const *allowed,
+                sx_error *err)
+{
+    const char *k;
+    const json_t *v;
+    char ptr[256], list[256];
+    json_object_foreach((json_t *)obj, k, v) {
+        int ok = 0;
+        for (int i = 0; allowed[i] && !ok; i++)
+            ok = !strcmp(k, allowed[i]);
+        if (ok)
+            continue;
+        size_t n = 0;
+        list[0] = 0;
+        for (int i = 0; allowed[i] && n < sizeof list; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", allowed[i]);
+        ptr_join(ptr, sizeof ptr, at, k);
+        return sx_err_setp(err, SX_EINVAL, ptr, -1, "unknown member \"%.100s\" of %s (expected %s)",
+                           k, what, list);
+    }
+    return SX_OK;
+}
+
+/* ---- the constraint ---------------------------------------------------------- */
+
+/* Where the request's one constraint came from, for the error when it
+ * gives two. */
+typedef struct constraint_src {
+    const char *seen; /* the first source's pointer, or NULL */
+} constraint_src;
+
+static int one_source(constraint_src *cs, const char *at, sx_error *err)
+{
+    if (cs->seen)
+        return sx_err_setp(err, SX_EINVAL, at, -1,
+                           "give one constraint: %s already sets one (response_format, "
+                           "guided_json, guided_regex, guided_choice and structured_outputs "
+                           "each do)", cs->seen);
+    cs->seen = at;
+    return SX_OK;
+}
+
+/* A schema given as JSON or as a string holding JSON (vLLM takes both). */
+static int use_schema(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, const char *at,
+                      sx_error *err)
+{
+    r->constraint_at = at;
+    if (!json_is_string(v))
+        return sx_rpc_req_set_schema(r, v, lim, at, err);
+    json_error_t je;
+    json_t *schema = json_loadb(json_string_value(v), json_string_length(v),
+                                JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!schema)
+        return sx_err_setp(err, SX_EINVAL, at, -1, "the schema string is not JSON: %s at byte %d",
+                           je.text, je.position);
+    if ((!r->keep && !(r->keep = json_array())) || json_array_append_new(r->keep, schema))
+        return sx_err_set(err, SX_ENOMEM, "out of memory");
+    return sx_rpc_req_set_schema(r, schema, lim, at, err);
+}
+
+static int use_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, const char *at,
+                     sx_error *err)
+{
+    r->constraint_at = at;
+    return sx_rpc_req_set_regex(r, v, lim, at, err);
+}
+
+static int use_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, const char *at,
+                       sx_error *err)
+{
+    r->constraint_at = at;
+    return sx_rpc_req_set_choices(r, v, lim, at, err);
+}
+
+static int grammar_refused(const char *at, sx_error *err)
+{
+    return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                       "grammars (EBNF, Lark, GBNF) are not supported; strux enforces a JSON "
+                       "schema (guided_json), a regular expression (guided_regex), labels "
+                       "(guided_choice) or any JSON object (response_format json_object)");
+}
+
+static int response_format(sx_rpc_req *r, constraint_src *cs, const json_t *rf,
+                           const sx_rpc_limits *lim, sx_error *err)
+{
+    static const char *const plain[] = {"type", NULL}, *const js_m[] = {"type", "json_schema", NULL};
+    static const char *const rx_m[] = {"type", "regex", NULL}, *const ch_m[] = {"type", "choice", NULL};
+    static const char *const js_inner[] = {"name", "schema", "strict", "description", NULL};
+    int rc;
     if (!rf || json_is_null(rf))
         return SX_OK;
     if (!json_is_object(rf))
@@ -76,28 +322,180 @@ static int response_format(sx_rpc_req *r, const json_t *rf, const sx_rpc_limits 
         return bad(err, "/response_format/type", "response_format.type must be a string");
     const char *t = json_string_value(type);
     if (!strcmp(t, "text"))
-        return SX_OK;
+        return only(rf, "/response_format", "response_format", plain, err);
     if (!strcmp(t, "json_object")) {
+        if ((rc = only(rf, "/response_format", "response_format", plain, err)) ||
+            (rc = one_source(cs, "/response_format", err)))
+            return rc;
         r->mode = SX_RPC_JSON_OBJECT;
+        r->constraint_at = "/response_format";
         return SX_OK;
+    }
+    if (!strcmp(t, "regex")) {
+        if ((rc = only(rf, "/response_format", "response_format", rx_m, err)) ||
+            (rc = one_source(cs, "/response_format", err)))
+            return rc;
+        const json_t *p = json_object_get(rf, "regex");
+        if (!p)
+            return bad(err, "/response_format", "a regex response_format needs \"regex\"");
+        return use_regex(r, p, lim, "/response_format/regex", err);
+    }
+    if (!strcmp(t, "choice")) {
+        if ((rc = only(rf, "/response_format", "response_format", ch_m, err)) ||
+            (rc = one_source(cs, "/response_format", err)))
+            return rc;
+        const json_t *c = json_object_get(rf, "choice");
+        if (!c)
+            return bad(err, "/response_format", "a choice response_format needs \"choice\"");
+        return use_choices(r, c, lim, "/response_format/choice", err);
     }
     if (strcmp(t, "json_schema"))
         return sx_err_setp(err, SX_EINVAL, "/response_format/type", -1,
-                           "response_format.type must be text, json_object or json_schema, not "
-                           "\"%.60s\"", t);
+                           "response_format.type must be text, json_object, json_schema, regex "
+                           "or choice, not \"%.60s\"", t);
+    if ((rc = only(rf, "/response_format", "response_format", js_m, err)) ||
+        (rc = one_source(cs, "/response_format", err)))
+        return rc;
     const json_t *js = json_object_get(rf, "json_schema");
     if (!json_is_object(js))
         return bad(err, "/response_format/json_schema", "json_schema must be an object");
+    if ((rc = only(js, "/response_format/json_schema", "json_schema", js_inner, err)))
+        return rc;
     const json_t *name = json_object_get(js, "name"), *strict = json_object_get(js, "strict");
+    const json_t *desc = json_object_get(js, "description");
     if (name && !json_is_string(name))
         return bad(err, "/response_format/json_schema/name", "name must be a string");
+    if (desc && !json_is_string(desc))
+        return bad(err, "/response_format/json_schema/description", "description must be a string");
     /* strict or not, strux only ever enforces the schema exactly */
     if (strict && !json_is_boolean(strict) && !json_is_null(strict))
         return bad(err, "/response_format/json_schema/strict", "strict must be a boolean");
     const json_t *schema = json_object_get(js, "schema");
     if (!schema)
         return bad(err, "/response_format/json_schema", "json_schema needs a \"schema\"");
+    r->constraint_at = SX_RPC_OPENAI_SCHEMA_AT;
     return sx_rpc_req_set_schema(r, schema, lim, SX_RPC_OPENAI_SCHEMA_AT, err);
+}
+
+/* vLLM's structured_outputs object (SamplingParams.structured_outputs). */
+static int structured_outputs(sx_rpc_req *r, constraint_src *cs, const json_t *so,
+                              const sx_rpc_limits *lim, sx_error *err)
+{
+    static const char *const allowed[] = {"json", "regex", "choice", "grammar", "json_object",
+                                          NULL};
+    int rc;
+    if (!so || json_is_null(so))
+        return SX_OK;
+    if (!json_is_object(so))
+        return bad(err, "/structured_outputs", "structured_outputs must be an object");
+    if ((rc = only(so, "/structured_outputs", "structured_outputs", allowed, err)))
+        return rc;
+    const json_t *v;
+    if ((v = json_object_get(so, "grammar")) && !json_is_null(v))
+        return grammar_refused("/structured_outputs/grammar", err);
+    if ((v = json_object_get(so, "json")) && !json_is_null(v)) {
+        if ((rc = one_source(cs, "/structured_outputs/json", err)) ||
+            (rc = use_schema(r, v, lim, "/structured_outputs/json", err)))
+            return rc;
+    }
+    if ((v = json_object_get(so, "regex")) && !json_is_null(v)) {
+        if ((rc = one_source(cs, "/structured_outputs/regex", err)) ||
+            (rc = use_regex(r, v, lim, "/structured_outputs/regex", err)))
+            return rc;
+    }
+    if ((v = json_object_get(so, "choice")) && !json_is_null(v)) {
+        if ((rc = one_source(cs, "/structured_outputs/choice", err)) ||
+            (rc = use_choices(r, v, lim, "/structured_outputs/choice", err)))
+            return rc;
+    }
+    if ((v = json_object_get(so, "json_object")) && !json_is_null(v)) {
+        if (!json_is_boolean(v))
+            return bad(err, "/structured_outputs/json_object", "json_object must be a boolean");
+        if (json_is_true(v)) {
+            if ((rc = one_source(cs, "/structured_outputs/json_object", err)))
+                return rc;
+            r->mode = SX_RPC_JSON_OBJECT;
+            r->constraint_at = "/structured_outputs/json_object";
+        }
+    }
+    return SX_OK;
+}
+
+static int constraint(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim, sx_error *err)
+{
+    constraint_src cs = {NULL};
+    const json_t *v;
+    int rc;
+    if ((rc = response_format(r, &cs, json_object_get(root, "response_format"), lim, err)))
+        return rc;
+    /* vLLM's older top-level fields (the openai SDK sends extra_body's
+     * members at the top level) */
+    if ((v = json_object_get(root, "guided_json")) && !json_is_null(v) &&
+        ((rc = one_source(&cs, "/guided_json", err)) ||
+         (rc = use_schema(r, v, lim, "/guided_json", err))))
+        return rc;
+    if ((v = json_object_get(root, "guided_regex")) && !json_is_null(v) &&
+        ((rc = one_source(&cs, "/guided_regex", err)) ||
+         (rc = use_regex(r, v, lim, "/guided_regex", err))))
+        return rc;
+    if ((v = json_object_get(root, "guided_choice")) && !json_is_null(v) &&
+        ((rc = one_source(&cs, "/guided_choice", err)) ||
+         (rc = use_choices(r, v, lim, "/guided_choice", err))))
+        return rc;
+    if ((v = json_object_get(root, "guided_grammar")) && !json_is_null(v))
+        return grammar_refused("/guided_grammar", err);
+    return structured_outputs(r, &cs, json_object_get(root, "structured_outputs"), lim, err);
+}
+
+/* `stop`: a string or up to 16 strings.  The grammar decides where a
+ * document ends and a stop string never cuts one, so with a constraint they
+ * are accepted and the answer is the whole document; free text would have
+ * to be cut, which strux does not do yet, so there they are refused. */
+static int stop_field(const sx_rpc_req *r, const json_t *stop, sx_error *err)
+{
+    if (!stop || json_is_null(stop))
+        return SX_OK;
+    size_t n = 1;
+    if (json_is_array(stop)) {
+        n = json_array_size(stop);
+        if (n > 16)
+            return bad(err, "/stop", "stop holds at most 16 strings");
+        for (size_t i = 0; i < n; i++)
+            if (!json_is_string(json_array_get(stop, i))) {
+                char ptr[64];
+                snprintf(ptr, sizeof ptr, "/stop/%zu", i);
+                return bad(err, ptr, "a stop sequence must be a string");
+            }
+    } else if (!json_is_string(stop)) {
+        return bad(err, "/stop", "stop must be a string or an array of strings");
+    }
+    if (n == 0 || r->mode != SX_RPC_TEXT)
+        return SX_OK;
+    return sx_err_setp(err, SX_EUNSUPPORTED, "/stop", -1,
+                       "stop sequences apply to constrained output only (where they never cut "
+                       "the document); free text is not cut at stop sequences yet");
+}
+
+static int strux_ext(sx_rpc_req *r, const json_t *root, sx_error *err)
+{
+    int rc;
+    /* the `strux` extension: beam search (temperature defaults to 0 there),
+     * field_confidence */
+    const json_t *ext = json_object_get(root, "strux");
+    if (!ext || json_is_null(ext))
+        return SX_OK;
+    if (!json_is_object(ext))
+        return bad(err, "/strux", "strux must be an object");
+    if ((rc = only(ext, "/strux", "strux", strux_members, err)))
+        return rc;
+    if (json_object_get(ext, "num_beams") && !json_object_get(root, "temperature"))
+        r->sampling.temperature = 0;
+    if ((rc = sx_rpc_req_set_beams(r, ext, "/strux", err)))
+        return rc;
+    if (r->num_beams && r->stream)
+        return bad(err, "/stream", "beam search answers once, at the end: no stream");
+    return sx_rpc_req_set_field_confidence(r, json_object_get(ext, "field_confidence"),
+                                           "/strux/field_confidence", err);
 }
 
 static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim, sx_error *err)
@@ -150,7 +548,13 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
         }
         r->max_tokens = (int)i;
     }
-    if ((rc = flag(root, "logprobs", &r->logprobs, err)))
+    const json_t *lp = json_object_get(root, "logprobs");
+    if (r->completion && lp && !json_is_null(lp) && !json_is_false(lp) &&
+        !(json_is_integer(lp) && json_integer_value(lp) == 0))
+        return sx_err_setp(err, SX_EUNSUPPORTED, "/logprobs", -1,
+                           "logprobs on /v1/completions are not supported yet (they are on "
+                           "/v1/chat/completions)");
+    if (!r->completion && (rc = flag(root, "logprobs", &r->logprobs, err)))
         return rc;
     if ((rc = integer(root, "top_logprobs", 0, SX_SAMPLER_MAX_TOPN, &set, &i, err)))
         return rc;
@@ -172,54 +576,85 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
         return rc;
     if (set)
         r->timeout_s = d;
-    const json_t *stop = json_object_get(root, "stop");
-    if (stop && !json_is_null(stop))
-        return sx_err_setp(err, SX_EUNSUPPORTED, "/stop", -1,
-                           "stop sequences are not supported (the grammar decides where output "
-                           "ends)");
-    const char *const zero[] = {"presence_penalty", "frequency_penalty"};
-    for (int k = 0; k < 2; k++) {
-        if ((rc = num(root, zero[k], -2, 0, 2, &set, &d, err)))
-            return rc;
-        if (set && d != 0) {
-            char ptr[64];
-            snprintf(ptr, sizeof ptr, "/%s", zero[k]);
-            return sx_err_setp(err, SX_EUNSUPPORTED, ptr, -1,
-                               "%s is not supported; use repetition_penalty", zero[k]);
-        }
-    }
+    if ((rc = stop_field(r, json_object_get(root, "stop"), err)))
+        return rc;
     if ((rc = flag(root, "stream", &r->stream, err)))
         return rc;
+    if (r->completion && r->stream)
+        return sx_err_setp(err, SX_EUNSUPPORTED, "/stream", -1,
+                           "stream on /v1/completions is not supported yet (it is on "
+                           "/v1/chat/completions)");
     const json_t *so = json_object_get(root, "stream_options");
     if (so && !json_is_null(so)) {
+        static const char *const so_m[] = {"include_usage", NULL};
         if (!json_is_object(so))
             return bad(err, "/stream_options", "stream_options must be an object");
+        if ((rc = only(so, "/stream_options", "stream_options", so_m, err)))
+            return rc;
         const json_t *iu = json_object_get(so, "include_usage");
-        if (iu && !json_is_boolean(iu))
+        if (iu && !json_is_boolean(iu) && !json_is_null(iu))
             return bad(err, "/stream_options/include_usage", "include_usage must be a boolean");
         r->stream_usage = json_is_true(iu);
     }
-    /* the `strux` extension: beam search (temperature defaults to 0 there),
-     * field_confidence */
-    const json_t *ext = json_object_get(root, "strux");
-    if (ext && !json_is_null(ext)) {
-        if (!json_is_object(ext))
-            return bad(err, "/strux", "strux must be an object");
-        if (json_object_get(ext, "num_beams") && !json_object_get(root, "temperature"))
-            s->temperature = 0;
-        if ((rc = sx_rpc_req_set_beams(r, ext, "/strux", err)))
-            return rc;
-        if (r->num_beams && r->stream)
-            return bad(err, "/stream", "beam search answers once, at the end: no stream");
-        if ((rc = sx_rpc_req_set_field_confidence(r, json_object_get(ext, "field_confidence"),
-                                                  "/strux/field_confidence", err)))
-            return rc;
+    if (r->tool_call && r->stream)
+        return bad(err, "/stream", "a forced tool call answers at once: no stream (not yet)");
+    if (r->mode == SX_RPC_CHOICES) {
+        /* one label, chosen with every label's probability (strux.scores) */
+        r->scores = 1;
+        if (r->n > 1)
+            return bad(err, "/n", "n > 1 does not apply to choices: strux.scores gives every "
+                                  "label's probability");
+        if (r->stream)
+            return bad(err, "/stream", "choices answer with one label and its scores at once: "
+                                       "no stream");
     }
+    if ((rc = strux_ext(r, root, err)))
+        return rc;
+    return sx_rpc_req_set_penalties(r, root, "", err);
+}
+
+/* /v1/completions' prompt: a string, or an array holding one string. */
+static int prompt_field(sx_rpc_req *r, const json_t *root, sx_error *err)
+{
+    const json_t *p = json_object_get(root, "prompt");
+    if (!p)
+        return bad(err, "", "a completions request needs a prompt");
+    const char *at = "/prompt";
+    if (json_is_array(p)) {
+        if (json_array_size(p) != 1)
+            return sx_err_setp(err, SX_EUNSUPPORTED, "/prompt", -1,
+                               "prompt: give one string (a batch of prompts is not supported)");
+        p = json_array_get(p, 0);
+        at = "/prompt/0";
+    }
+    if (!json_is_string(p))
+        return bad(err, at, "prompt must be a string (token-id prompts are not supported)");
+    if (strlen(json_string_value(p)) != json_string_length(p))
+        return bad(err, at, "prompt must not contain NUL characters");
+    if (json_string_length(p) == 0)
+        return bad(err, at, "prompt must not be empty");
+    r->prompt = json_string_value(p);
+    r->prompt_len = json_string_length(p);
     return SX_OK;
 }
 
+static int parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                 int completion, sx_error *err);
+
 int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
                         sx_error *err)
+{
+    return parse(buf, len, lim, out, 0, err);
+}
+
+int sx_rpc_openai_completion_parse(const char *buf, size_t len, const sx_rpc_limits *lim,
+                                   sx_rpc_req *out, sx_error *err)
+{
+    return parse(buf, len, lim, out, 1, err);
+}
+
+static int parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,
+                 int completion, sx_error *err)
 {
     sx_rpc_limits dl;
     int rc;
@@ -241,6 +676,9 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
         rc = bad(err, "", "a request must be a JSON object");
         goto fail;
     }
+    out->completion = completion;
+    if ((rc = check_members(root, completion ? R_COMPL : R_CHAT, err)))
+        goto fail;
     const json_t *model = json_object_get(root, "model");
     if (model && !json_is_string(model)) {
         rc = bad(err, "/model", "model must be a string");
@@ -248,13 +686,17 @@ int sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, s
     }
     out->model = model ? json_string_value(model) : NULL;
     const json_t *msgs = json_object_get(root, "messages");
-    if (!msgs) {
+    if (completion) {
+        if ((rc = prompt_field(out, root, err)))
+            goto fail;
+    } else if (!msgs) {
         rc = bad(err, "", "a request needs messages");
         goto fail;
+    } else if ((rc = sx_rpc_req_set_messages(out, msgs, lim, 0, "/messages", err))) {
+        goto fail;
     }
-    if ((rc = sx_rpc_req_set_messages(out, msgs, lim, 0, "/messages", err)) ||
-        (rc = response_format(out, json_object_get(root, "response_format"), lim, err)) ||
-        (rc = sampling(out, root, lim, err)))
+    if ((rc = constraint(out, root, lim, err)) ||
+        (rc = sx_rpc_openai_tools(out, root, lim, err)) || (rc = sampling(out, root, lim, err)))
         goto fail;
     if (!out->key && !(out->key = strdup(""))) {
         rc = sx_err_set(err, SX_ENOMEM, "out of memory");
@@ -282,9 +724,9 @@ static json_t *usage_json(const sx_rpc_result *res)
 {
     return json_pack("{s:i, s:i, s:i, s:{s:i}, s:{s:i}}", "prompt_tokens", res->n_prompt,
                      "completion_tokens", res->n_completion, "total_tokens",
-                     res->n_prompt + res->n_completion, "completion_tokens_details",
-                     "forced_tokens", res->n_forced, "prompt_tokens_details", "cached_tokens",
-                     res->n_cached);
+                     res->n_prompt + res->n_completion, "prompt_tokens_details",
+                     "cached_tokens", res->n_cached, "completion_tokens_details",
+                     "forced_tokens", res->n_forced);
 }
 
 static int finish(json_t *o, char **out, size_t *len)
@@ -298,10 +740,52 @@ static int finish(json_t *o, char **out, size_t *len)
     return SX_OK;
 }
 
-/* choices[i] of a chat.completion */
-static json_t *choice_json(const sx_rpc_choice *c, int i)
+/* choices[i] of a chat.completion.  A label (choices) is the content
+ * itself, as vLLM's guided_choice answers, not the JSON string the grammar
+ * wrote. */
+/* A forced tool call's message: OpenAI's tool_calls, the arguments as
+ * JSON text. */
+static json_t *tool_message(const char *cid, const sx_rpc_choice *c, int i)
 {
-    json_t *content = json_stringn(c->text ? c->text : "", c->text_len);
+    const json_t *name = json_object_get(c->output, "name");
+    const json_t *args = json_object_get(c->output, "arguments");
+    char *atext = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char id[96];
+    const char *tail = strrchr(cid, '-');
+    snprintf(id, sizeof id, "call_%s_%d", tail ? tail + 1 : cid, i);
+    json_t *m = atext && json_is_string(name)
+                    ? json_pack("{s:s, s:n, s:n, s:[{s:s, s:s, s:{s:O, s:s}}]}", "role",
+                                "assistant", "content", "refusal", "tool_calls", "id", id,
+                                "type", "function", "function", "name", name, "arguments", atext)
+                    : NULL;
+    free(atext);
+    return m;
+}
+
+static json_t *choice_json(const sx_rpc_req *r, const char *cid, const sx_rpc_choice *c, int i)
+{
+    if (r->completion) {
+        json_t *text = json_stringn(c->text ? c->text : "", c->text_len);
+        if (!text) /* cut mid-character by max_tokens */
+            text = json_stringn_nocheck(c->text ? c->text : "", c->text_len);
+        return json_pack("{s:i, s:o, s:s, s:n}", "index", i, "text", text, "finish_reason",
+                         c->finish_reason ? c->finish_reason : "stop", "logprobs");
+    }
+    if (r->tool_call && c->output) {
+        const char *fr = c->finish_reason && strcmp(c->finish_reason, "stop") ? c->finish_reason
+                                                                               : "tool_calls";
+        json_t *choice = json_pack("{s:i, s:o, s:s, s:n}", "index", i, "message",
+                                   tool_message(cid, c, i), "finish_reason", fr, "logprobs");
+        if (choice && c->logprobs &&
+            set(choice, "logprobs", json_pack("{s:O}", "content", c->logprobs))) {
+            json_decref(choice);
+            return NULL;
+        }
+        return choice;
+    }
+    json_t *content = r->mode == SX_RPC_CHOICES && json_is_string(c->output)
+                          ? json_string(json_string_value(c->output))
+                          : json_stringn(c->text ? c->text : "", c->text_len);
     if (!content) /* free text cut mid-character by max_tokens */
         content = json_stringn_nocheck(c->text ? c->text : "", c->text_len);
     json_t *msg = json_pack("{s:s, s:o, s:n}", "role", "assistant", "content", content, "refusal");
@@ -334,14 +818,24 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
                          res->field_confidence};
     const sx_rpc_choice *cs = res->choices ? res->choices : &one;
     int n = res->choices ? res->n_choices : 1;
-    if (set(o, "id", json_string(cid)) || set(o, "object", json_string("chat.completion")) ||
+    /* the name the caller asked for, as OpenAI-compatible servers answer */
+    if (r->model && *r->model)
+        model = r->model;
+    char ccid[96];
+    if (r->completion) { /* text_completion ids are "cmpl-..." */
+        const char *tail = strncmp(cid, "chatcmpl-", 9) ? cid : cid + 9;
+        snprintf(ccid, sizeof ccid, "cmpl-%s", tail);
+        cid = ccid;
+    }
+    if (set(o, "id", json_string(cid)) ||
+        set(o, "object", json_string(r->completion ? "text_completion" : "chat.completion")) ||
         set(o, "created", json_integer(created)) || set(o, "model", json_string(model)))
         goto fail;
     json_t *choices = json_array();
     if (!choices || set(o, "choices", choices))
         goto fail;
     for (int i = 0; i < n; i++)
-        if (json_array_append_new(choices, choice_json(&cs[i], i)))
+        if (json_array_append_new(choices, choice_json(r, cid, &cs[i], i)))
             goto fail;
     if (set(o, "usage", usage_json(res)))
         goto fail;

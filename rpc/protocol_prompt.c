@@ -93,8 +93,10 @@ int sx_rpc_prompt_encode(const sx_tokenizer *tok, const sx_rpc_req *r, sx_ids *o
     char *owned = NULL;
     *prefix_len = 0;
     out->n = 0;
-    int rc = sx_rpc_build_messages(r, &msgs, &n_msgs, &owned, err);
-    if (!rc)
+    int rc;
+    if (r->prompt) /* /v1/completions: the text as given, no chat template */
+        rc = sx_tok_encode(tok, r->prompt, r->prompt_len, SX_TOK_SPECIAL, out, err);
+    else if (!(rc = sx_rpc_build_messages(r, &msgs, &n_msgs, &owned, err)))
         rc = sx_chat_encode(tok, msgs, n_msgs, 1, out, err);
     /* a system turn (strux's extraction prompt with the schema, or the
      * caller's) is what requests share: its KV is cached by the generator */
@@ -105,6 +107,17 @@ int sx_rpc_prompt_encode(const sx_tokenizer *tok, const sx_rpc_req *r, sx_ids *o
                 *prefix_len = (int)k + 1;
                 break;
             }
+    }
+    /* a forced tool call: the answer opens with Qwen3's tag, as the model
+     * writes it, and the grammar takes the call's JSON from there */
+    if (!rc && r->tool_call) {
+        int32_t tag = sx_tok_find(tok, "<tool_call>", 11);
+        if (tag < 0)
+            rc = sx_err_set(err, SX_EUNSUPPORTED, "this model's tokenizer has no <tool_call>");
+        else if ((rc = sx_ids_push(out, tag)))
+            sx_err_set(err, rc, "out of memory");
+        else
+            rc = sx_tok_encode(tok, "\n", 1, 0, out, err);
     }
     free(msgs);
     free(owned);

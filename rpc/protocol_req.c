@@ -145,23 +145,25 @@ int sx_rpc_req_set_schema(sx_rpc_req *r, const json_t *schema, const sx_rpc_limi
     return set_key(r, schema, lim->max_schema_bytes, at, err);
 }
 
-static int set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, sx_error *err)
+int sx_rpc_req_set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                           const char *at, sx_error *err)
 {
-    char ptr[64];
+    char ptr[256];
     if (!json_is_array(v))
-        return bad_type(err, "/choices", "choices", "an array of strings", v);
+        return bad_type(err, at, "choices", "an array of strings", v);
     size_t n = json_array_size(v);
     if (n == 0)
-        return sx_err_setp(err, SX_EINVAL, "/choices", -1, "choices must hold at least one label");
+        return sx_err_setp(err, SX_EINVAL, at, -1, "choices must hold at least one label");
     if (n > (size_t)lim->max_choices)
-        return sx_err_setp(err, SX_ELIMIT, "/choices", -1,
+        return sx_err_setp(err, SX_ELIMIT, at, -1,
                            "choices holds %zu labels; the limit is %d", n, lim->max_choices);
+    free(r->choices);
     r->choices = calloc(n, sizeof *r->choices);
     if (!r->choices)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_array_get(v, i);
-        ptr_index(ptr, sizeof ptr, "/choices", i);
+        ptr_index(ptr, sizeof ptr, at, i);
         if (!json_is_string(s))
             return bad_type(err, ptr, "a label", "a string", s);
         const char *t = json_string_value(s);
@@ -178,18 +180,23 @@ static int set_choices(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
     }
     r->n_choices = n;
     r->mode = SX_RPC_CHOICES;
-    return set_key(r, v, 0, "/choices", err);
+    return set_key(r, v, 0, at, err);
 }
 
-static int set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim, sx_error *err)
+int sx_rpc_req_set_regex(sx_rpc_req *r, const json_t *v, const sx_rpc_limits *lim,
+                         const char *at, sx_error *err)
 {
-    int rc = get_string(v, "regex", &r->regex, &r->regex_len, err);
-    if (rc)
-        return rc;
+    if (!json_is_string(v))
+        return bad_type(err, at, "regex", "a string", v);
+    r->regex = json_string_value(v);
+    r->regex_len = json_string_length(v);
+    if (strlen(r->regex) != r->regex_len)
+        return sx_err_setp(err, SX_EINVAL, at, -1, "regex must not contain NUL characters");
     if (r->regex_len > lim->max_schema_bytes)
-        return sx_err_setp(err, SX_ELIMIT, "/regex", -1, "regex is %zu bytes; the limit is %zu",
+        return sx_err_setp(err, SX_ELIMIT, at, -1, "regex is %zu bytes; the limit is %zu",
                            r->regex_len, lim->max_schema_bytes);
     r->mode = SX_RPC_REGEX;
+    free(r->key);
     r->key = strdup(r->regex);
     if (!r->key)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
@@ -248,6 +255,40 @@ static int join_parts(sx_rpc_req *r, const json_t *parts, const char *at, const 
     return SX_OK;
 }
 
+/* A member of an OpenAI message other than role and content.  `name` is
+ * accepted and has no effect (Qwen3's chat template does not render it,
+ * as vLLM does not); the members an assistant turn echoed back from an
+ * earlier answer carries are accepted when empty; everything else -- a
+ * tool call, a tool_call_id, a typo -- would change what the model is
+ * shown, so it is an error naming the member. */
+static int lenient_member(const char *k, const json_t *v, const char *at, sx_error *err)
+{
+    static const char *const empty_ok[] = {"refusal", "tool_calls", "function_call", "audio",
+                                           "reasoning_content", "annotations", NULL};
+    if (!strcmp(k, "name")) {
+        if (!json_is_string(v))
+            return bad_type(err, at, "name", "a string", v);
+        return SX_OK;
+    }
+    /* checked with the role (sx_rpc_req_set_messages) */
+    if ((!strcmp(k, "tool_calls") && json_is_array(v)) || !strcmp(k, "tool_call_id"))
+        return SX_OK;
+    for (int i = 0; empty_ok[i]; i++) {
+        if (strcmp(k, empty_ok[i]))
+            continue;
+        if (json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0))
+            return SX_OK;
+        if (!strcmp(k, "function_call"))
+            return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                               "the legacy function_call is not supported; use tool_calls");
+        return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                           "a message's \"%s\" must be null here: strux does not show it to "
+                           "the model", k);
+    }
+    return sx_err_setp(err, SX_EINVAL, at, -1,
+                       "unknown message field \"%.100s\" (expected role, content, name)", k);
+}
+
 int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_limits *lim,
                             int strict, const char *at, sx_error *err)
 {
@@ -279,8 +320,9 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
             if (strict)
                 return sx_err_setp(err, SX_EINVAL, sub, -1,
                                    "unknown message field \"%s\" (expected role, content)", k);
-            if (!strcmp(k, "tool_calls") && !json_is_null(v))
-                return sx_err_setp(err, SX_EUNSUPPORTED, sub, -1, "tool calls are not supported");
+            int rc = lenient_member(k, v, sub, err);
+            if (rc)
+                return rc;
         }
         const json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
         ptr_join(sub, sizeof sub, ptr, "role");
@@ -288,16 +330,36 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
             return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"role\"");
         if (!json_is_string(role))
             return bad_type(err, sub, "role", "a string", role);
-        if (!valid_role(json_string_value(role)) ||
-            strlen(json_string_value(role)) != json_string_length(role))
+        /* OpenAI's newer name for the system turn; Qwen3 has only `system` */
+        int developer = !strict && !strcmp(json_string_value(role), "developer");
+        int tool = !strict && !strcmp(json_string_value(role), "tool");
+        if (!developer && !tool && (!valid_role(json_string_value(role)) ||
+                                    strlen(json_string_value(role)) != json_string_length(role)))
             return sx_err_setp(err, SX_EINVAL, sub, -1,
-                               "role must be \"system\", \"user\" or \"assistant\", not \"%s\"",
+                               "role must be \"system\", \"user\" or \"assistant\"%s, not \"%s\"",
+                               strict ? "" : " (or \"developer\", \"tool\")",
                                json_string_value(role));
-        r->msgs[i].role = json_string_value(role);
+        r->msgs[i].role = developer ? "system" : json_string_value(role);
+        const json_t *calls = strict ? NULL : json_object_get(m, "tool_calls");
+        const json_t *call_id = strict ? NULL : json_object_get(m, "tool_call_id");
+        int has_calls = json_is_array(calls) && json_array_size(calls) > 0;
+        if (has_calls && strcmp(r->msgs[i].role, "assistant")) {
+            ptr_join(sub, sizeof sub, ptr, "tool_calls");
+            return sx_err_setp(err, SX_EINVAL, sub, -1, "only assistant messages hold tool_calls");
+        }
+        if (call_id && (!tool || !json_is_string(call_id))) {
+            ptr_join(sub, sizeof sub, ptr, "tool_call_id");
+            return sx_err_setp(err, SX_EINVAL, sub, -1,
+                               tool ? "tool_call_id must be a string"
+                                    : "only tool messages hold a tool_call_id");
+        }
         ptr_join(sub, sizeof sub, ptr, "content");
         if (!content)
             return sx_err_setp(err, SX_EINVAL, ptr, -1, "a message needs a \"content\"");
-        if (json_is_string(content)) {
+        if (has_calls && json_is_null(content)) {
+            /* an assistant turn that only calls tools */
+            r->msgs[i].content = "";
+        } else if (json_is_string(content)) {
             if (strlen(json_string_value(content)) != json_string_length(content))
                 return sx_err_setp(err, SX_EINVAL, sub, -1,
                                    "content must not contain NUL characters");
@@ -309,8 +371,90 @@ int sx_rpc_req_set_messages(sx_rpc_req *r, const json_t *messages, const sx_rpc_
         } else {
             return bad_type(err, sub, "content", "a string", content);
         }
+        if (has_calls) {
+            ptr_join(sub, sizeof sub, ptr, "tool_calls");
+            int rc = sx_rpc_render_tool_calls(r, r->msgs[i].content, calls, sub,
+                                              &r->msgs[i].content, err);
+            if (rc)
+                return rc;
+        }
     }
     r->n_msgs = n;
+    return SX_OK;
+}
+
+int sx_rpc_req_set_penalties(sx_rpc_req *r, const json_t *obj, const char *at, sx_error *err)
+{
+    char ptr[300];
+    const char *const pen[] = {"presence_penalty", "frequency_penalty"};
+    int any = 0;
+    for (int k = 0; k < 2; k++) {
+        const json_t *v = json_object_get(obj, pen[k]);
+        if (!v || json_is_null(v))
+            continue;
+        ptr_join(ptr, sizeof ptr, at, pen[k]);
+        if (!json_is_number(v))
+            return bad_type(err, ptr, pen[k], "a number", v);
+        double x = json_number_value(v);
+        if (!(x >= -2 && x <= 2))
+            return sx_err_setp(err, SX_EINVAL, ptr, -1, "%s must be in [-2, 2], got %g", pen[k],
+                               x);
+        if (k == 0)
+            r->sampling.presence_penalty = (float)x;
+        else
+            r->sampling.frequency_penalty = (float)x;
+        any |= x != 0;
+    }
+    const json_t *lb = json_object_get(obj, "logit_bias");
+    ptr_join(ptr, sizeof ptr, at, "logit_bias");
+    if (lb && !json_is_null(lb)) {
+        if (!json_is_object(lb))
+            return bad_type(err, ptr, "logit_bias", "an object of token ids", lb);
+        size_t n = json_object_size(lb);
+        if (n > 1024)
+            return sx_err_setp(err, SX_ELIMIT, ptr, -1, "logit_bias holds %zu tokens; the limit is "
+                               "1024", n);
+        free(r->bias_ids);
+        free(r->bias_vals);
+        r->bias_ids = n ? malloc(n * sizeof *r->bias_ids) : NULL;
+        r->bias_vals = n ? malloc(n * sizeof *r->bias_vals) : NULL;
+        if (n && (!r->bias_ids || !r->bias_vals))
+            return sx_err_set(err, SX_ENOMEM, "out of memory");
+        const char *k;
+        const json_t *v;
+        size_t i = 0;
+        json_object_foreach((json_t *)lb, k, v) {
+            char sub[400];
+            ptr_join(sub, sizeof sub, ptr, k);
+            char *e;
+            long long id = strtoll(k, &e, 10);
+            if (!*k || *e || id < 0 || id > INT32_MAX || k[0] == '+' || k[0] == '-' ||
+                (k[0] == '0' && k[1]))
+                return sx_err_setp(err, SX_EINVAL, sub, -1,
+                                   "logit_bias keys are token ids (decimal integers), not "
+                                   "\"%.60s\"", k);
+            if (!json_is_number(v) || !(json_number_value(v) >= -100) ||
+                !(json_number_value(v) <= 100))
+                return sx_err_setp(err, SX_EINVAL, sub, -1,
+                                   "a logit_bias value must be a number in [-100, 100]");
+            r->bias_ids[i] = (int32_t)id;
+            r->bias_vals[i] = (float)json_number_value(v);
+            any |= r->bias_vals[i] != 0;
+            i++;
+        }
+        r->sampling.bias_ids = r->bias_ids;
+        r->sampling.bias_vals = r->bias_vals;
+        r->sampling.n_bias = (int)n;
+    }
+    if (!any)
+        return SX_OK;
+    if (r->mode == SX_RPC_CHOICES)
+        return sx_err_setp(err, SX_EINVAL, *at ? at : "/logit_bias", -1,
+                           "logit_bias and the penalties do not apply to choices: the label "
+                           "scores are the model's own probabilities");
+    if (r->num_beams)
+        return sx_err_setp(err, SX_EINVAL, *at ? at : "/logit_bias", -1,
+                           "beam search does not take logit_bias or penalties");
     return SX_OK;
 }
 
@@ -335,7 +479,7 @@ static const char *const known_fields[] = {
     "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
     "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", "speculate",
     "num_beams", "length_penalty", "num_return_sequences", "early_stopping", "field_confidence",
-    NULL,
+    "logit_bias", "presence_penalty", "frequency_penalty", NULL,
 };
 
 static int check_fields(const json_t *root, sx_error *err)
@@ -382,8 +526,8 @@ static int parse_constraint(sx_rpc_req *r, const json_t *root, const sx_rpc_limi
         seen = names[i];
         switch (i) {
         case 0: rc = sx_rpc_req_set_schema(r, v, lim, "/schema", err); break;
-        case 1: rc = set_choices(r, v, lim, err); break;
-        case 2: rc = set_regex(r, v, lim, err); break;
+        case 1: rc = sx_rpc_req_set_choices(r, v, lim, "/choices", err); break;
+        case 2: rc = sx_rpc_req_set_regex(r, v, lim, "/regex", err); break;
         default:
             r->mode = SX_RPC_JSON_OBJECT;
             break;
@@ -535,7 +679,9 @@ static int parse_sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits
             return rc;
         r->timeout_s = d;
     }
-    return sx_rpc_req_set_beams(r, root, "", err);
+    if ((rc = sx_rpc_req_set_beams(r, root, "", err)))
+        return rc;
+    return sx_rpc_req_set_penalties(r, root, "", err);
 }
 
 /* One beam option: at is the JSON Pointer of the object holding it. */
@@ -796,6 +942,8 @@ void sx_rpc_req_free(sx_rpc_req *r)
     free(r->choices);
     free(r->msgs);
     free(r->key);
+    free(r->bias_ids);
+    free(r->bias_vals);
     json_decref(r->keep);
     json_decref(r->root);
     memset(r, 0, sizeof *r);

@@ -95,6 +95,9 @@ typedef struct sx_rpc_server_opts {
     int                n_listen;
     const char        *http;        /* "host:port" for HTTP, NULL = none */
     const char        *model_name;  /* shown by /v1/models and in responses */
+    const char        *api_key;     /* HTTP: every route but /health needs "Authorization:
+                                     * Bearer KEY" (401 otherwise); NULL = open.  Kept,
+                                     * not copied: it must outlive the server */
     sx_rpc_limits      limits;
     int                max_queue;   /* requests waiting (default 1024) */
     int                max_running; /* requests in the generator at once (default 32) */

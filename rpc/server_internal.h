@@ -103,6 +103,7 @@ typedef struct rpc_seq {
 typedef struct rpc_job {
     struct sx_rpc_server *s;
     int             via, api;
+    int             completions;   /* API_OPENAI: POST /v1/completions (a raw prompt) */
     uint64_t        no;            /* server-wide request number */
     /* where the answer goes */
     nng_worker     *nw;            /* VIA_NNG */

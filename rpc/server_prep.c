@@ -29,7 +29,7 @@ static void salvage_id(rpc_job *j)
 static const char *constraint_at(const rpc_job *j)
 {
     if (j->api == API_OPENAI)
-        return j->req.mode == SX_RPC_SCHEMA ? SX_RPC_OPENAI_SCHEMA_AT : "/response_format";
+        return j->req.constraint_at ? j->req.constraint_at : "/response_format";
     switch (j->req.mode) {
     case SX_RPC_SCHEMA: return "/schema";
     case SX_RPC_CHOICES: return "/choices";
@@ -135,9 +135,19 @@ static int prepare_rest(sx_rpc_server *s, rpc_job *j)
     rc = sx_rpc_prompt_encode(s->tok, &j->req, &j->prompt, &j->prefix_len, &err);
     if (rc) {
         rpc_fail(j, sx_rpc_code_of(SX_RPC_STAGE_PARSE, rc), err.msg,
-                 j->req.document ? "/document" : "/messages", NULL);
+                 j->req.document ? "/document" : j->req.prompt ? "/prompt" : "/messages", NULL);
         return 1;
     }
+    /* logit_bias names tokens of this model's vocabulary */
+    for (int k = 0; k < j->req.sampling.n_bias; k++)
+        if (j->req.sampling.bias_ids[k] >= sx_tok_vocab_size(s->tok)) {
+            char msg[160], ptr[64];
+            snprintf(msg, sizeof msg, "logit_bias: token %d is not in the vocabulary (%d tokens)",
+                     (int)j->req.sampling.bias_ids[k], sx_tok_vocab_size(s->tok));
+            snprintf(ptr, sizeof ptr, "/logit_bias/%d", (int)j->req.sampling.bias_ids[k]);
+            rpc_fail(j, SX_RPC_BAD_REQUEST, msg, ptr, NULL);
+            return 1;
+        }
     /* the generator reserves prompt + max_tokens (+ slack) of KV cache */
     int64_t need = (int64_t)j->prompt.n + j->req.max_tokens + 32;
     if (need > s->kv_capacity) {
@@ -173,7 +183,9 @@ static int prepare(sx_rpc_server *s, rpc_job *j)
     sx_err_clear(&err);
     j->t_prep0 = rpc_now_ms();
     if (j->api == API_OPENAI)
-        rc = sx_rpc_openai_parse(j->body, j->body_len, &s->o.limits, &j->req, &err);
+        rc = j->completions
+                 ? sx_rpc_openai_completion_parse(j->body, j->body_len, &s->o.limits, &j->req, &err)
+                 : sx_rpc_openai_parse(j->body, j->body_len, &s->o.limits, &j->req, &err);
     else
         rc = sx_rpc_req_parse(j->body, j->body_len, &s->o.limits, &j->req, &err);
     if (rc) {

@@ -73,6 +73,12 @@ static void add_logprob(rpc_seq *q, const sx_gen_event *ev)
     json_array_append_new(q->logprobs, e);
 }
 
+/* The model name an OpenAI answer carries: the request's, echoed. */
+static const char *model_of(const rpc_job *j)
+{
+    return j->req.model && *j->req.model ? j->req.model : j->s->o.model_name;
+}
+
 static void stream_piece(rpc_job *j, int index, const char *piece, size_t len)
 {
     uint32_t bit = 1u << index;
@@ -80,7 +86,7 @@ static void stream_piece(rpc_job *j, int index, const char *piece, size_t len)
         return;
     char *chunk;
     size_t n;
-    if (sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, index, piece, len,
+    if (sx_rpc_openai_chunk_dump(j->cid, j->created, model_of(j), index, piece, len,
                                  !(j->sent_role & bit), NULL, NULL, &chunk, &n))
         return;
     j->sent_role |= bit;
@@ -130,7 +136,6 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
     res->finish_reason = cs[0].finish_reason;
     res->logprobs = cs[0].logprobs;
     res->field_confidence = cs[0].field_confidence;
-    res->n_cached = seq_of(j, 0)->n_cached;
     res->n_prompt = j->n_prompt;
     res->n_completion = j->n_completion;
     res->n_forced = j->n_forced;
@@ -141,6 +146,9 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
     res->total_ms = j->total_ms;
     res->scores = j->scores;
     res->cache_hit = j->cache_hit;
+    /* the prompt as run once: the first sequence's prefix-cache hit (the
+     * other choices' forks are not a cache) */
+    res->n_cached = j->n_seq > 0 ? j->seqs[0].n_cached : 0;
     if (j->req.n > 1 || j->req.num_beams) {
         res->choices = cs;
         res->n_choices = j->req.n;
@@ -163,7 +171,7 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, const sx_rpc_choic
     size_t n = 0;
     int rc = SX_OK;
     for (int i = 0; i < j->req.n && !rc; i++) {
-        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, i, NULL, 0,
+        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, model_of(j), i, NULL, 0,
                                       !(j->sent_role & (1u << i)), cs[i].finish_reason, NULL, &c,
                                       &n);
         if (!rc)
@@ -171,7 +179,7 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, const sx_rpc_choic
         free(c);
     }
     if (!rc && j->req.stream_usage) {
-        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, j->s->o.model_name, 0, NULL, 0, 0, NULL,
+        rc = sx_rpc_openai_chunk_dump(j->cid, j->created, model_of(j), 0, NULL, 0, 0, NULL,
                                       res, &c, &n);
         if (!rc)
             rc = sx_bytes_append(&b, c, n);

@@ -44,6 +44,19 @@ int sx_sampling_check(const sx_sampling *s, sx_error *err)
     if (s->top_n < 0 || s->top_n > SX_SAMPLER_MAX_TOPN)
         return sx_err_setp(err, SX_EINVAL, "/top_n", -1, "top_n must be in [0, %d]",
                            SX_SAMPLER_MAX_TOPN);
+    if (!(s->presence_penalty >= -2.0f && s->presence_penalty <= 2.0f))
+        return sx_err_setp(err, SX_EINVAL, "/presence_penalty", -1,
+                           "presence_penalty must be in [-2, 2] (0 = off)");
+    if (!(s->frequency_penalty >= -2.0f && s->frequency_penalty <= 2.0f))
+        return sx_err_setp(err, SX_EINVAL, "/frequency_penalty", -1,
+                           "frequency_penalty must be in [-2, 2] (0 = off)");
+    if (s->n_bias < 0 || (s->n_bias > 0 && (!s->bias_ids || !s->bias_vals)))
+        return sx_err_setp(err, SX_EINVAL, "/logit_bias", -1, "logit_bias: no tokens or values");
+    for (int i = 0; i < s->n_bias; i++)
+        if (!(s->bias_vals[i] >= -100.0f && s->bias_vals[i] <= 100.0f) || s->bias_ids[i] < 0)
+            return sx_err_setp(err, SX_EINVAL, "/logit_bias", -1,
+                               "logit_bias: token %d: ids must be >= 0 and values in [-100, 100]",
+                               (int)s->bias_ids[i]);
     return SX_OK;
 }
 
@@ -65,6 +78,27 @@ int sx_sampler_new(const sx_sampling *params, int vocab_rows, int vocab_valid, s
     s->p = *params;
     s->rows = vocab_rows;
     s->valid = vocab_valid;
+    if (params->n_bias > 0) {
+        for (int i = 0; i < params->n_bias; i++)
+            if (params->bias_ids[i] >= vocab_valid) {
+                sx_sampler_free(s);
+                return sx_err_setp(err, SX_EINVAL, "/logit_bias", -1,
+                                   "logit_bias: token %d is not in the vocabulary (%d tokens)",
+                                   (int)params->bias_ids[i], vocab_valid);
+            }
+        s->bias_id = malloc((size_t)params->n_bias * sizeof *s->bias_id);
+        s->bias_v = malloc((size_t)params->n_bias * sizeof *s->bias_v);
+        if (!s->bias_id || !s->bias_v)
+            goto nomem;
+        memcpy(s->bias_id, params->bias_ids, (size_t)params->n_bias * sizeof *s->bias_id);
+        memcpy(s->bias_v, params->bias_vals, (size_t)params->n_bias * sizeof *s->bias_v);
+        s->p.bias_ids = s->bias_id;
+        s->p.bias_vals = s->bias_v;
+    } else {
+        s->p.bias_ids = NULL;
+        s->p.bias_vals = NULL;
+        s->p.n_bias = 0;
+    }
     if (!(s->seen = calloc(((size_t)vocab_rows + 31) / 32, sizeof *s->seen)))
         goto nomem;
     *out = s;
@@ -87,6 +121,8 @@ void sx_sampler_free(sx_sampler *s)
     free(s->scratch);
     free(s->ban_id);
     free(s->ban_l);
+    free(s->bias_id);
+    free(s->bias_v);
     free(s);
 }
 

@@ -6,8 +6,12 @@
  * Order of operations (fixed, documented because results depend on it):
  *   1. the grammar bitmask: tokens whose bit is 0 get -inf (rows past the
  *      tokenizer's vocabulary are masked too when a mask is given);
- *   2. repetition penalty over the sequence's generated history (CTRL-style:
- *      positive logits divided, negative multiplied) and no-repeat-n-gram;
+ *   2. logit_bias (a value added to chosen tokens' logits; masked tokens
+ *      stay masked, so the grammar outranks it), repetition penalty over the
+ *      sequence's generated history (CTRL-style: positive logits divided,
+ *      negative multiplied), OpenAI's presence and frequency penalties
+ *      (subtracted once per distinct generated token, and once per
+ *      occurrence), and no-repeat-n-gram;
  *   3. log-softmax -> the log-probs reported to callers (logprob, top-n);
  *   4. temperature (0 = greedy argmax), top-k, top-p, min-p;
  *   5. a draw from a counter-based RNG keyed by (seed, draw index), so a
@@ -34,6 +38,16 @@ typedef struct sx_sampling {
     int      no_repeat_ngram;     /* 0 = off */
     uint64_t seed;
     int      top_n;               /* 0..SX_SAMPLER_MAX_TOPN log-probs to report */
+    float    presence_penalty;    /* 0 = off; finite, [-2, 2] as OpenAI */
+    float    frequency_penalty;   /* 0 = off; finite, [-2, 2] as OpenAI */
+    /* logit_bias: n_bias distinct token ids and the values added to their
+     * logits (finite, [-100, 100]).  Borrowed: sx_sampler_new copies them,
+     * so they need only outlive that call.  The GPU sampler
+     * (sx_cuda_engine_sample) does not apply them nor the two penalties
+     * above; the generator samples on the CPU. */
+    const int32_t *bias_ids;
+    const float   *bias_vals;
+    int            n_bias;
 } sx_sampling;
 
 /* Defaults above (temperature 1, everything else off, seed 0). */

@@ -22,6 +22,9 @@ struct sx_sampler {
     int32_t *ban_id;
     float *ban_l;
     int cap_ban;
+    /* logit_bias, owned copies (p.bias_ids / p.bias_vals point here) */
+    int32_t *bias_id;
+    float *bias_v;
 };
 
 /* What step 1-3 left behind and the candidate set of step 4. */

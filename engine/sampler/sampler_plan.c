@@ -48,6 +48,34 @@ static void apply_repetition(sx_sampler *s, float *l)
     clear_bits(s->seen, s->hist, s->n_hist);
 }
 
+/* Step 2, logit_bias: added to allowed tokens only (a masked token stays
+ * masked), kept finite so that an allowed token stays allowed. */
+static void apply_bias(sx_sampler *s, float *l)
+{
+    for (int i = 0; i < s->p.n_bias; i++) {
+        int32_t t = s->p.bias_ids[i];
+        if (l[t] == -INFINITY)
+            continue;
+        float v = l[t] + s->p.bias_vals[i];
+        l[t] = v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v;
+    }
+}
+
+/* Step 2, OpenAI's penalties: each generated token's logit loses
+ * frequency_penalty per occurrence and presence_penalty once. */
+static void apply_presence_frequency(sx_sampler *s, float *l)
+{
+    float fp = s->p.frequency_penalty, pp = s->p.presence_penalty;
+    for (int i = 0; i < s->n_hist; i++) {
+        int32_t t = s->hist[i];
+        if (l[t] == -INFINITY)
+            continue;
+        float v = l[t] - fp - (test_and_set(s->seen, t) ? 0.0f : pp);
+        l[t] = v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v;
+    }
+    clear_bits(s->seen, s->hist, s->n_hist);
+}
+
 static int grow_bans(sx_sampler *s, int need)
 {
     if (need <= s->cap_ban)
@@ -339,8 +367,12 @@ int sx_sampler_plan(sx_sampler *s, float *logits, const uint32_t *mask, sx_plan 
     int rc, n_bans = 0;
     memset(pl, 0, sizeof *pl);
     sx_row_mask(logits, mask, s->rows, s->valid);
+    if (p->n_bias > 0)
+        apply_bias(s, logits);
     if (p->repetition_penalty != 1.0f)
         apply_repetition(s, logits);
+    if (p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f)
+        apply_presence_frequency(s, logits);
     if ((rc = apply_ngram(s, logits, &n_bans)))
         return sx_err_set(err, rc, "sampler: out of memory");
     stats(logits, s->rows, p->top_n, pl, out);

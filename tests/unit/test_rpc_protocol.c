@@ -619,6 +619,426 @@ static void speculate_field(void **state)
     refused("{\"document\":\"x\",\"speculate\":1}", SX_RPC_BAD_REQUEST, "/speculate");
 }
 
+
+static int oparse(const char *text, sx_rpc_req *r, sx_error *e)
+{
+    sx_err_clear(e);
+    return sx_rpc_openai_parse(text, strlen(text), NULL, r, e);
+}
+
+/* An OpenAI request must be refused as bad_request naming `pointer`. */
+static void orefused(const char *text, const char *pointer)
+{
+    sx_rpc_req r;
+    sx_error e;
+    int rc = oparse(text, &r, &e);
+    if (rc == SX_OK || sx_rpc_code_of(SX_RPC_STAGE_PARSE, rc) != SX_RPC_BAD_REQUEST ||
+        strcmp(e.pointer, pointer)) {
+        fprintf(stderr, "request %s\n  rc %d pointer \"%s\" (want \"%s\") msg %s\n", text, rc,
+                e.pointer, pointer, e.msg);
+        fail();
+    }
+    assert_null(r.root);
+    assert_true(strlen(e.msg) > 0);
+}
+
+#define MSGS "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+
+/* Nothing that changes the answer is ignored on the OpenAI route: unknown
+ * members (the strux object's and the messages' too) and members strux
+ * knows but does not act on are errors naming them; the documented
+ * harmless ones, and the no-op values of the refused ones, pass. */
+static void openai_nothing_ignored(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    orefused("{" MSGS ",\"temprature\":0}", "/temprature");
+    orefused("{" MSGS ",\"strux\":{\"num_beam\":3}}", "/strux/num_beam");
+    orefused("{" MSGS ",\"num_beams\":3}", "/num_beams");
+    orefused("{" MSGS ",\"a/b\":1}", "/a~1b");
+    orefused("{" MSGS ",\"logit_bias\":{\"x15\":-100}}", "/logit_bias/x15");
+    orefused("{" MSGS ",\"logit_bias\":{\"015\":-100}}", "/logit_bias/015");
+    orefused("{" MSGS ",\"logit_bias\":{\"15\":-101}}", "/logit_bias/15");
+    orefused("{" MSGS ",\"logit_bias\":[15]}", "/logit_bias");
+    orefused("{" MSGS ",\"logit_bias\":{\"15\":5},\"guided_choice\":[\"a\",\"b\"]}",
+             "/logit_bias");
+    orefused("{" MSGS ",\"presence_penalty\":2.5}", "/presence_penalty");
+    orefused("{" MSGS ",\"functions\":[{\"name\":\"f\"}]}", "/functions");
+    orefused("{" MSGS ",\"function_call\":\"auto\"}", "/function_call");
+    orefused("{" MSGS ",\"best_of\":2}", "/best_of");
+    orefused("{" MSGS ",\"reasoning_effort\":\"low\"}", "/reasoning_effort");
+    orefused("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":true}}",
+             "/chat_template_kwargs");
+    orefused("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":false,\"x\":1}}",
+             "/chat_template_kwargs");
+    orefused("{" MSGS ",\"stream_options\":{\"include_usage\":true,\"x\":1}}",
+             "/stream_options/x");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}",
+             "/response_format/schema");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{"
+             "\"schema\":{},\"strcit\":true}}}", "/response_format/json_schema/strcit");
+    orefused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_call_id\":\"a\"}]}",
+             "/messages/0/tool_call_id");
+    orefused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"contnet\":\"y\"}]}",
+             "/messages/0/contnet");
+    orefused("{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\",\"tool_calls\":[{}]}]}",
+             "/messages/0/tool_calls/0/function");
+    orefused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[{}]}]}",
+             "/messages/0/tool_calls");
+    orefused("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\",\"tool_call_id\":1}]}",
+             "/messages/0/tool_call_id");
+    orefused("{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"type\":"
+             "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\",\"x\":1}}]}]}",
+             "/messages/0/tool_calls/0/function");
+    /* stop on free text would have to cut it: refused; with a constraint it
+     * never cuts the document and is accepted */
+    orefused("{" MSGS ",\"stop\":[\"\\n\"]}", "/stop");
+    orefused("{" MSGS ",\"stop\":[1],\"response_format\":{\"type\":\"json_object\"}}",
+             "/stop/0");
+
+    /* harmless members, and the no-op values of the refused ones */
+    const char *ok =
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"developer\",\"content\":\"d\"},{\"role\":"
+        "\"user\",\"content\":\"x\",\"name\":\"bob\"},{\"role\":\"assistant\",\"content\":\"y\","
+        "\"tool_calls\":[],\"refusal\":null}],\"user\":\"u\",\"metadata\":{\"k\":\"v\"},"
+        "\"store\":false,\"service_tier\":\"auto\",\"parallel_tool_calls\":true,\"tools\":[],"
+        "\"tool_choice\":\"none\",\"logit_bias\":{},\"best_of\":1,\"functions\":null,"
+        "\"presence_penalty\":0,\"frequency_penalty\":0,\"stop\":null,\"strux\":null,"
+        "\"chat_template_kwargs\":{\"enable_thinking\":false}}";
+    assert_int_equal(oparse(ok, &r, &e), SX_OK);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_string_equal(r.model, "m");
+    assert_int_equal(r.mode, SX_RPC_TEXT);
+    sx_rpc_req_free(&r);
+    /* logit_bias and the penalties reach the sampler, on both routes */
+    assert_int_equal(oparse("{" MSGS ",\"logit_bias\":{\"15\":-100,\"7\":2.5},\"presence_penalty\":"
+                            "0.5,\"frequency_penalty\":-1}", &r, &e), SX_OK);
+    assert_int_equal(r.sampling.n_bias, 2);
+    assert_int_equal(r.sampling.bias_ids[0], 15);
+    assert_true(r.sampling.bias_vals[0] == -100.0f);
+    assert_int_equal(r.sampling.bias_ids[1], 7);
+    assert_true(r.sampling.presence_penalty == 0.5f && r.sampling.frequency_penalty == -1.0f);
+    sx_rpc_req_free(&r);
+    assert_int_equal(parse("{\"document\":\"d\",\"logit_bias\":{\"3\":1},\"frequency_penalty\":"
+                           "0.5}", &r, &e), SX_OK);
+    assert_int_equal(r.sampling.n_bias, 1);
+    assert_true(r.sampling.frequency_penalty == 0.5f);
+    sx_rpc_req_free(&r);
+    refused("{\"document\":\"d\",\"logit_bias\":{\"3\":1},\"num_beams\":2}", SX_RPC_BAD_REQUEST,
+            "/logit_bias");
+    assert_int_equal(oparse("{" MSGS ",\"stop\":[\"}\"],\"response_format\":{\"type\":"
+                            "\"json_object\"}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_JSON_OBJECT);
+    sx_rpc_req_free(&r);
+}
+
+/* vLLM's fields and the regex / choice response formats set the one
+ * constraint; their compile errors are rooted where they came from. */
+static void openai_vllm_fields(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(oparse("{" MSGS ",\"guided_json\":{\"type\":\"integer\"}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    assert_string_equal(r.key, "{\"type\":\"integer\"}");
+    assert_string_equal(r.constraint_at, "/guided_json");
+    sx_rpc_req_free(&r);
+    /* a schema in a string, as vLLM also takes it */
+    assert_int_equal(oparse("{" MSGS ",\"guided_json\":\"{\\\"type\\\":\\\"integer\\\"}\"}", &r,
+                            &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    assert_string_equal(r.key, "{\"type\":\"integer\"}");
+    sx_rpc_req_free(&r);
+    orefused("{" MSGS ",\"guided_json\":\"{nope\"}", "/guided_json");
+    assert_int_equal(oparse("{" MSGS ",\"guided_regex\":\"[a-z]+\"}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    assert_string_equal(r.regex, "[a-z]+");
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"guided_choice\":[\"yes\",\"no\"]}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_CHOICES);
+    assert_int_equal(r.n_choices, 2);
+    assert_int_equal(r.scores, 1);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"structured_outputs\":{\"choice\":[\"a\",\"b\",\"c\"]}}",
+                            &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_CHOICES);
+    assert_string_equal(r.choices[2], "c");
+    assert_string_equal(r.constraint_at, "/structured_outputs/choice");
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"structured_outputs\":{\"json\":{\"type\":\"object\"}}}",
+                            &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"structured_outputs\":{\"regex\":\"\\\\d+\"}}", &r, &e),
+                     SX_OK);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"response_format\":{\"type\":\"regex\",\"regex\":"
+                            "\"[0-9]{3}\"}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    assert_string_equal(r.constraint_at, "/response_format/regex");
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"response_format\":{\"type\":\"choice\",\"choice\":"
+                            "[\"x\",\"y\"]}}", &r, &e), SX_OK);
+    assert_int_equal(r.mode, SX_RPC_CHOICES);
+    sx_rpc_req_free(&r);
+    orefused("{" MSGS ",\"guided_grammar\":\"root ::= \\\"a\\\"\"}", "/guided_grammar");
+    orefused("{" MSGS ",\"structured_outputs\":{\"grammar\":\"x\"}}", "/structured_outputs/grammar");
+    orefused("{" MSGS ",\"structured_outputs\":{\"jsn\":{}}}", "/structured_outputs/jsn");
+    orefused("{" MSGS ",\"structured_outputs\":{\"json\":{},\"regex\":\"a\"}}",
+             "/structured_outputs/regex");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\"},\"guided_regex\":\"a\"}",
+             "/guided_regex");
+    orefused("{" MSGS ",\"guided_choice\":[\"a\",\"a\"]}", "/guided_choice/1");
+    orefused("{" MSGS ",\"guided_choice\":[\"a\",\"b\"],\"n\":2}", "/n");
+    orefused("{" MSGS ",\"guided_choice\":[\"a\",\"b\"],\"stream\":true}", "/stream");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"regex\"}}", "/response_format");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"grammar\"}}", "/response_format/type");
+}
+
+/* A label is the answer's content itself (as vLLM answers guided_choice),
+ * and the request's model name is echoed. */
+static void openai_label_content_and_model(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    assert_int_equal(oparse("{\"model\":\"my-model\"," MSGS ",\"guided_choice\":[\"yes\",\"no\"]}",
+                            &r, &e), SX_OK);
+    json_t *label = json_string("no");
+    double scores[2] = {0.25, 0.75};
+    sx_rpc_result res = {0};
+    res.text = "\"no\"";
+    res.text_len = 4;
+    res.output = label;
+    res.finish_reason = "stop";
+    res.scores = scores;
+    char *out;
+    size_t len;
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "chatcmpl-1", 1, "strux", &res, &out, &len),
+                     SX_OK);
+    json_t *v = json_loads(out, 0, NULL);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "model")), "my-model");
+    json_t *msg = json_object_get(json_array_get(json_object_get(v, "choices"), 0), "message");
+    assert_string_equal(json_string_value(json_object_get(msg, "content")), "no");
+    json_t *sc = json_object_get(json_object_get(v, "strux"), "scores");
+    assert_true(json_real_value(json_object_get(sc, "no")) == 0.75);
+    json_decref(v);
+    free(out);
+    json_decref(label);
+    sx_rpc_req_free(&r);
+}
+
+
+#define WEATHER                                                                                  \
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\","  \
+    "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},"        \
+    "\"required\":[\"city\"]}}}"
+#define CLOCK "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}"
+
+/* Tools render into the system turn exactly as Qwen3's chat template
+ * renders them (the expected text below is the template's, written out);
+ * required / named make the answer a call whose arguments the tool's
+ * parameters constrain; the answer comes back as OpenAI's tool_calls. */
+static void openai_tools(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    const char *req = "{\"messages\":[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\","
+                      "\"content\":\"U\"}],\"tools\":[" WEATHER "],\"tool_choice\":\"required\"}";
+    assert_int_equal(oparse(req, &r, &e), SX_OK);
+    assert_int_equal(r.tool_call, 1);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    assert_string_equal(r.constraint_at, "/tools");
+    sx_bytes text = {0};
+    assert_int_equal(sx_chat_render(r.msgs, r.n_msgs, 1, &text, &e), SX_OK);
+    assert_int_equal(sx_bytes_append(&text, "", 1), 0);
+    const char *want =
+        "<|im_start|>system\nS\n\n# Tools\n\nYou may call one or more functions to assist with "
+        "the user query.\n\nYou are provided with function signatures within <tools></tools> XML "
+        "tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+        "\"description\": \"Weather\", \"parameters\": {\"type\": \"object\", \"properties\": "
+        "{\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n</tools>\n\nFor each "
+        "function call, return a json object with function name and arguments within "
+        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+        "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nU"
+        "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    assert_string_equal(text.v, want);
+    sx_bytes_free(&text);
+    /* the call's schema: the name and that tool's parameters */
+    json_t *schema = json_loads(r.key, 0, NULL);
+    assert_non_null(schema);
+    sx_validator *v;
+    assert_int_equal(sx_val_compile(schema, NULL, &v, &e), SX_OK);
+    json_t *ok = json_loads("{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}", 0, NULL);
+    json_t *out;
+    const char *good = "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}";
+    const char *bad_args = "{\"name\":\"get_weather\",\"arguments\":{}}";
+    assert_int_equal(sx_rpc_check_output(&r, good, strlen(good), v, &out, &e), SX_OK);
+    assert_true(json_equal(out, ok));
+    json_decref(out);
+    assert_int_equal(sx_rpc_check_output(&r, bad_args, strlen(bad_args), v, &out, &e), SX_EFORMAT);
+    sx_val_free(v);
+    json_decref(schema);
+
+    /* OpenAI's answer shape */
+    sx_rpc_result res = {0};
+    res.text = "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}";
+    res.text_len = strlen(res.text);
+    res.output = ok;
+    res.finish_reason = "stop";
+    char *body;
+    size_t len;
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "chatcmpl-strux-7", 1, "strux", &res, &body,
+                                                 &len), SX_OK);
+    json_t *a = json_loads(body, 0, NULL);
+    json_t *c0 = json_array_get(json_object_get(a, "choices"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "finish_reason")), "tool_calls");
+    json_t *msg = json_object_get(c0, "message");
+    assert_true(json_is_null(json_object_get(msg, "content")));
+    json_t *call = json_array_get(json_object_get(msg, "tool_calls"), 0);
+    assert_string_equal(json_string_value(json_object_get(call, "type")), "function");
+    assert_string_equal(json_string_value(json_object_get(call, "id")), "call_7_0");
+    json_t *fn = json_object_get(call, "function");
+    assert_string_equal(json_string_value(json_object_get(fn, "name")), "get_weather");
+    assert_string_equal(json_string_value(json_object_get(fn, "arguments")), "{\"city\":\"Paris\"}");
+    json_decref(a);
+    free(body);
+    json_decref(ok);
+    sx_rpc_req_free(&r);
+
+    /* no system message: the template's system turn holds the block alone;
+     * a named function constrains to that one */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" WEATHER "," CLOCK "],\"tool_choice\":{\"type\":"
+                            "\"function\",\"function\":{\"name\":\"now\"}}}", &r, &e), SX_OK);
+    assert_int_equal(r.n_msgs, 2);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_true(!strncmp(r.msgs[0].content, "# Tools\n\n", 9));
+    assert_non_null(strstr(r.msgs[0].content, "\n{\"type\": \"function\", \"function\": {\"name\": "
+                                              "\"now\"}}\n</tools>"));
+    assert_non_null(strstr(r.key, "\"const\":\"now\""));
+    assert_null(strstr(r.key, "get_weather"));
+    sx_rpc_req_free(&r);
+    /* required over two tools: either call */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" WEATHER "," CLOCK "],\"tool_choice\":"
+                            "\"required\",\"parallel_tool_calls\":false}", &r, &e), SX_OK);
+    assert_non_null(strstr(r.key, "anyOf"));
+    sx_rpc_req_free(&r);
+    /* "none": shown, not forced */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"none\"}", &r, &e),
+                     SX_OK);
+    assert_int_equal(r.tool_call, 0);
+    assert_int_equal(r.mode, SX_RPC_TEXT);
+    assert_int_equal(r.n_msgs, 2);
+    sx_rpc_req_free(&r);
+
+    /* a tool round trip in the history renders as the template does */
+    assert_int_equal(oparse("{\"messages\":[{\"role\":\"user\",\"content\":\"U\"},{\"role\":"
+                            "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+                            "\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":"
+                            "\"{\\\"city\\\": \\\"Paris\\\"}\"}},{\"id\":\"c2\",\"type\":\"function\","
+                            "\"function\":{\"name\":\"now\",\"arguments\":{\"tz\":\"UTC\"}}}]},"
+                            "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny\"},"
+                            "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"noon\"}],"
+                            "\"tools\":[" CLOCK "],\"tool_choice\":\"none\"}", &r, &e), SX_OK);
+    sx_bytes hist = {0};
+    assert_int_equal(sx_chat_render(r.msgs, r.n_msgs, 1, &hist, &e), SX_OK);
+    assert_int_equal(sx_bytes_append(&hist, "", 1), 0);
+    const char *turns =
+        "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": "
+        "\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n"
+        "{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call><|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nnoon\n"
+        "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    const char *at = strstr(hist.v, "</tool_call><|im_end|>\n<|im_start|>user\nU");
+    assert_non_null(at);
+    assert_string_equal(at + strlen("</tool_call><|im_end|>\n"), turns);
+    sx_bytes_free(&hist);
+    sx_rpc_req_free(&r);
+
+    orefused("{" MSGS ",\"tools\":[" CLOCK "]}", "/tools");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"auto\"}", "/tool_choice");
+    orefused("{" MSGS ",\"tool_choice\":\"required\"}", "/tool_choice");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":{\"type\":\"function\",\"function\":"
+             "{\"name\":\"later\"}}}", "/tool_choice/function/name");
+    orefused("{" MSGS ",\"tools\":[{\"type\":\"web_search\"}],\"tool_choice\":\"required\"}",
+             "/tools/0/type");
+    orefused("{" MSGS ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}],"
+             "\"tool_choice\":\"required\"}", "/tools/0/function/name");
+    orefused("{" MSGS ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parms\":{}}}],"
+             "\"tool_choice\":\"required\"}", "/tools/0/function/parms");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "," CLOCK "],\"tool_choice\":\"required\"}",
+             "/tools/1/function/name");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\",\"response_format\":"
+             "{\"type\":\"json_object\"}}", "/response_format");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\",\"stream\":true}",
+             "/stream");
+}
+
+
+/* /v1/completions: a raw prompt with the same constraint and sampling
+ * members, chat-only members unknown there, a text_completion answer. */
+static void openai_completions(void **state)
+{
+    (void)state;
+    sx_rpc_req r;
+    sx_error e;
+    const char *req = "{\"model\":\"m\",\"prompt\":[\"<|im_start|>user\\nhi\"],\"max_tokens\":5,"
+                      "\"guided_regex\":\"[a-z]+\",\"echo\":false,\"logprobs\":null,"
+                      "\"best_of\":1,\"user\":\"u\"}";
+    assert_int_equal(sx_rpc_openai_completion_parse(req, strlen(req), NULL, &r, &e), SX_OK);
+    assert_int_equal(r.completion, 1);
+    assert_string_equal(r.prompt, "<|im_start|>user\nhi");
+    assert_null(r.msgs);
+    assert_int_equal(r.mode, SX_RPC_REGEX);
+    sx_rpc_result res = {0};
+    res.text = "abc";
+    res.text_len = 3;
+    res.finish_reason = "stop";
+    json_t *out = json_string("abc");
+    res.output = out;
+    char *body;
+    size_t len;
+    assert_int_equal(sx_rpc_openai_response_dump(&r, "chatcmpl-strux-9", 1, "strux", &res, &body,
+                                                 &len), SX_OK);
+    json_t *a = json_loads(body, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(a, "object")), "text_completion");
+    assert_string_equal(json_string_value(json_object_get(a, "id")), "cmpl-strux-9");
+    json_t *c0 = json_array_get(json_object_get(a, "choices"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "text")), "abc");
+    assert_null(json_object_get(c0, "message"));
+    json_decref(a);
+    free(body);
+    json_decref(out);
+    sx_rpc_req_free(&r);
+    static const char *const bad[][2] = {
+        {"{\"prompt\":\"x\",\"messages\":[]}", "/messages"},
+        {"{\"prompt\":\"x\",\"tools\":[]}", "/tools"},
+        {"{\"prompt\":\"x\",\"echo\":true}", "/echo"},
+        {"{\"prompt\":\"x\",\"suffix\":\"y\"}", "/suffix"},
+        {"{\"prompt\":\"x\",\"logprobs\":2}", "/logprobs"},
+        {"{\"prompt\":\"x\",\"stream\":true}", "/stream"},
+        {"{\"prompt\":[\"x\",\"y\"]}", "/prompt"},
+        {"{\"prompt\":[1,2]}", "/prompt"},
+        {"{\"prompt\":\"\"}", "/prompt"},
+        {"{\"max_tokens\":3}", ""},
+        {"{\"prompt\":\"x\",\"temprature\":1}", "/temprature"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = sx_rpc_openai_completion_parse(bad[i][0], strlen(bad[i][0]), NULL, &r, &e);
+        if (rc == SX_OK || strcmp(e.pointer, bad[i][1])) {
+            fprintf(stderr, "%s: rc %d pointer %s\n", bad[i][0], rc, e.pointer);
+            fail();
+        }
+    }
+    /* and prompt is not a chat member */
+    orefused("{" MSGS ",\"prompt\":\"x\"}", "/prompt");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -637,6 +1057,11 @@ int main(void)
         cmocka_unit_test(outputs_keep_the_models_digits),
         cmocka_unit_test(big_numbers_in_requests),
         cmocka_unit_test(speculate_field),
+        cmocka_unit_test(openai_nothing_ignored),
+        cmocka_unit_test(openai_vllm_fields),
+        cmocka_unit_test(openai_label_content_and_model),
+        cmocka_unit_test(openai_tools),
+        cmocka_unit_test(openai_completions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

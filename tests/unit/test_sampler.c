@@ -734,6 +734,94 @@ static void repetition_penalty_is_ctrl(void **state)
     sx_sampler_free(s);
 }
 
+
+/* logit_bias is added to allowed logits only: -100 on the greedy token
+ * changes the choice, +100 on a masked token leaves it masked (the grammar
+ * outranks the bias), the log-probs are those of the biased logits, and
+ * the sampler keeps its own copy of the bias. */
+static void logit_bias_applies_before_the_draw(void **state)
+{
+    (void)state;
+    enum { V = 8 };
+    const float l0[V] = {1.0f, 3.0f, 2.5f, -1.0f, -2.0f, 0.0f, 0.5f, -0.5f};
+    float l[V], want[V];
+    double ref[V];
+    int32_t ids[2] = {1, 4};
+    float vals[2] = {-100.0f, 100.0f};
+    sx_sampling p = params(0, 0, 1, 0);
+    p.top_n = V;
+    p.bias_ids = ids;
+    p.bias_vals = vals;
+    p.n_bias = 2;
+    sx_sampler *s = mk(&p, V, V);
+    ids[0] = 7; /* the sampler copied them */
+    sx_sample out;
+    sx_error e;
+    uint32_t *mask = mask_new(V);
+    for (int t = 0; t < V; t++)
+        if (t != 4)
+            mask_set(mask, t);
+    memcpy(l, l0, sizeof l);
+    assert_int_equal(sx_sampler_sample(s, l, mask, &out, &e), SX_OK);
+    assert_int_equal(out.token, 2); /* 1 lost 100; 4 is masked */
+    memcpy(want, l0, sizeof l);
+    want[1] -= 100.0f;
+    ref_logsoftmax(want, mask, V, V, ref);
+    assert_true(fabs(out.logprob - ref[2]) < 1e-5);
+    /* unmasked, +100 wins */
+    memcpy(l, l0, sizeof l);
+    assert_int_equal(sx_sampler_sample(s, l, NULL, &out, &e), SX_OK);
+    assert_int_equal(out.token, 4);
+    /* the only allowed token is still returned, biased or not */
+    uint32_t *one = mask_new(V);
+    mask_set(one, 1);
+    memcpy(l, l0, sizeof l);
+    assert_int_equal(sx_sampler_sample(s, l, one, &out, &e), SX_OK);
+    assert_int_equal(out.token, 1);
+    sx_sampler_free(s);
+    free(one);
+    free(mask);
+    /* ids past the vocabulary and values out of range are refused */
+    ids[0] = V;
+    assert_int_equal(sx_sampler_new(&p, V, V, &s, &e), SX_EINVAL);
+    ids[0] = 1;
+    vals[0] = -101.0f;
+    assert_int_equal(sx_sampler_new(&p, V, V, &s, &e), SX_EINVAL);
+}
+
+/* OpenAI's penalties: frequency per occurrence, presence once per token. */
+static void presence_and_frequency_penalties(void **state)
+{
+    (void)state;
+    enum { V = 8 };
+    const float l0[V] = {1.0f, 3.0f, 2.5f, -1.0f, -2.0f, 0.0f, 0.5f, -0.5f};
+    float l[V], want[V];
+    double ref[V];
+    sx_sampling p = params(0, 0, 1, 0);
+    p.top_n = V;
+    p.presence_penalty = 0.25f;
+    p.frequency_penalty = 0.5f;
+    sx_sampler *s = mk(&p, V, V);
+    int hist[] = {1, 3, 1, 5};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(sx_sampler_accept(s, hist[i]), SX_OK);
+    sx_sample out;
+    sx_error e;
+    memcpy(l, l0, sizeof l);
+    memcpy(want, l0, sizeof l);
+    want[1] -= 2 * 0.5f + 0.25f; /* 1.75 */
+    want[3] -= 0.5f + 0.25f;
+    want[5] -= 0.5f + 0.25f;
+    assert_int_equal(sx_sampler_sample(s, l, NULL, &out, &e), SX_OK);
+    assert_int_equal(out.token, 2); /* 2.5 now beats 1.75 */
+    ref_logsoftmax(want, NULL, V, V, ref);
+    for (int i = 0; i < out.n_top; i++)
+        assert_true(fabs(out.top_logprobs[i] - ref[out.top_ids[i]]) < 1e-5);
+    sx_sampler_free(s);
+    p.presence_penalty = 2.5f;
+    assert_int_equal(sx_sampler_new(&p, V, V, &s, &e), SX_EINVAL);
+}
+
 static int greedy_with_history(sx_sampling *p, const int *hist, int nh, const float *l0, int V,
                                const uint32_t *mask, uint8_t *member)
 {
@@ -1017,6 +1105,8 @@ int main(void)
         cmocka_unit_test(truncated_distribution_matches),
         cmocka_unit_test(select_matches_sort),
         cmocka_unit_test(repetition_penalty_is_ctrl),
+        cmocka_unit_test(logit_bias_applies_before_the_draw),
+        cmocka_unit_test(presence_and_frequency_penalties),
         cmocka_unit_test(no_repeat_ngram_bans),
         cmocka_unit_test(seeded_and_reproducible),
         cmocka_unit_test(logprobs_sum_to_one),

@@ -68,6 +68,9 @@ static void usage(FILE *f)
         "                           neither --listen nor --http is given)\n"
         "  --http HOST:PORT         also serve HTTP: /v1/chat/completions, /v1/strux,\n"
         "                           /v1/models, /health, /metrics (default: off)\n"
+        "  --api-key-file FILE      HTTP routes but /health need \"Authorization: Bearer\n"
+        "                           KEY\" with the key in FILE (trailing newline ignored)\n"
+        "  --api-key KEY            the same with the key given here (visible in ps)\n"
         "engine and batching\n"
         "  --threads N              CPU threads for the forward pass (default: all online CPUs)\n"
         "  --max-batch N            requests generating at once (default 32)\n"
@@ -142,6 +145,8 @@ int main(int argc, char **argv)
      * exit lets a leak checker see them freed (nng's own advice) */
     atexit(nng_fini);
     const char *model_dir = NULL, *tok_path = NULL, *model_name = NULL, *http = NULL;
+    const char *api_key = NULL, *api_key_file = NULL;
+    char *key_buf = NULL; /* --api-key-file's text */
     const char *listen[MAX_LISTEN];
     int n_listen = 0, quiet = 0, int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0, bvariant = 0;
     long threads = 0, max_batch = 32, kv_tokens = 65536, prefill = 256, mask_threads = 1;
@@ -166,6 +171,10 @@ int main(int argc, char **argv)
             model_name = v;
         } else if (!strcmp(a, "--http")) {
             http = v;
+        } else if (!strcmp(a, "--api-key")) {
+            api_key = v;
+        } else if (!strcmp(a, "--api-key-file")) {
+            api_key_file = v;
         } else if (!strcmp(a, "--listen")) {
             if (n_listen == MAX_LISTEN) {
                 fprintf(stderr, "struxd: at most %d --listen addresses\n", MAX_LISTEN);
@@ -277,6 +286,29 @@ int main(int argc, char **argv)
     if (!n_listen && !http)
         listen[n_listen++] = "tcp://127.0.0.1:7400";
 
+    if (api_key && api_key_file) {
+        fprintf(stderr, "struxd: give --api-key or --api-key-file, not both\n");
+        return 2;
+    }
+    if (api_key_file) {
+        sx_error kerr;
+        size_t klen = 0;
+        if (sx_file_read(api_key_file, &key_buf, &klen, &kerr)) {
+            fprintf(stderr, "struxd: --api-key-file: %s\n", kerr.msg);
+            return 2;
+        }
+        while (klen && (key_buf[klen - 1] == '\n' || key_buf[klen - 1] == '\r' ||
+                        key_buf[klen - 1] == ' '))
+            klen--;
+        key_buf[klen] = 0;
+        api_key = key_buf;
+    }
+    if (api_key && (!*api_key || strlen(api_key) > 4096 || strpbrk(api_key, " \t\r\n"))) {
+        fprintf(stderr, "struxd: the API key must be 1..4096 characters without spaces\n");
+        free(key_buf);
+        return 2;
+    }
+
     /* Signals are taken synchronously by the main thread; every other
      * thread (nng's, ours) inherits the block. */
     sigset_t sigs;
@@ -358,6 +390,7 @@ int main(int argc, char **argv)
     so.n_listen = n_listen;
     so.http = http;
     so.model_name = model_name;
+    so.api_key = api_key;
     so.limits.max_request_bytes = (size_t)max_req;
     so.limits.max_schema_bytes = (size_t)max_schema;
     so.limits.max_tokens = (int)max_tokens;
@@ -442,5 +475,6 @@ done:
     sx_vocab_free(vocab);
     sx_tok_free(tok);
     sx_model_free(model);
+    free(key_buf);
     return status;
 }
