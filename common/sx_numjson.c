@@ -125,7 +125,7 @@ static json_t *read_number(nj *p)
         long long x = strtoll(buf, NULL, 10);
         if (errno != ERANGE) {
             v = json_integer((json_int_t)x);
-            keep = len == 2 && buf[0] == '-'; /* "-0": written as it was */
+            keep = len == 2 && buf[0] == '-' && buf[1] == '0'; /* "-0": as written */
         }
     }
     if (!v) {

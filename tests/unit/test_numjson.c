@@ -112,6 +112,16 @@ static void reader_keeps_text(void **state)
     assert_null(sx_numtab_find(&tab2, json_array_get(v, 0), NULL));
     json_decref(v);
     sx_numtab_free(&tab2);
+    /* negative one-digit integers are plain int64s (only "-0" keeps its text) */
+    sx_numtab tn = {0};
+    v = sx_numjson_loadb("[-1, -9, -0, -10]", 17, 0, &tn, &je);
+    assert_non_null(v);
+    assert_int_equal(tn.n, 1);
+    assert_null(sx_numtab_find(&tn, json_array_get(v, 0), NULL));
+    assert_non_null(sx_numtab_find(&tn, json_array_get(v, 2), NULL));
+    assert_int_equal(json_integer_value(json_array_get(v, 1)), -9);
+    json_decref(v);
+    sx_numtab_free(&tn);
     sx_numtab td = {0};
     assert_null(sx_numjson_loadb("{\"a\":1,\"a\":2}", 13, SX_NUMJSON_REJECT_DUPLICATES, &td, &je));
     assert_string_equal(je.text, "duplicate object key");
