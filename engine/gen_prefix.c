@@ -31,7 +31,7 @@ static gen_prefix *find(sx_gen *g, const int32_t *t, int n, uint64_t h)
 static void drop(sx_gen *g, int i)
 {
     gen_prefix *p = &g->prefixes[i];
-    sx_engine_seq_free(g->e, p->kv);
+    sx_backend_seq_free(g->e, p->kv);
     g->kv_reserved -= p->len;
     free(p->tokens);
     g->prefixes[i] = g->prefixes[--g->n_prefixes];
@@ -63,7 +63,7 @@ int gen_prefix_admit(sx_gen *g, gen_seq *s)
     s->cache_at = 0;
     if (P > 0 && P < s->n_prompt) {
         gen_prefix *hit = find(g, s->prompt, P, hash_tokens(s->prompt, P));
-        if (hit && sx_engine_seq_fork(g->e, hit->kv, P, &s->kv, NULL) == SX_OK) {
+        if (hit && sx_backend_seq_fork(g->e, hit->kv, P, &s->kv, NULL) == SX_OK) {
             hit->used = ++g->clock;
             s->n_fed = s->n_cached = P;
             return SX_OK;
@@ -71,7 +71,7 @@ int gen_prefix_admit(sx_gen *g, gen_seq *s)
         if (!hit)
             s->cache_at = P;
     }
-    return sx_engine_seq_new(g->e, &s->kv, NULL);
+    return sx_backend_seq_new(g->e, &s->kv, NULL);
 }
 
 /* Keeps engine sequence kv (holding exactly the prefix t[0..P)) as an
@@ -84,7 +84,7 @@ static gen_prefix *keep(sx_gen *g, const int32_t *t, int P, uint64_t h, int kv)
     /* only with room to spare: requests come first */
     if (!copy || g->kv_reserved + P > g->kv_capacity) {
         free(copy);
-        sx_engine_seq_free(g->e, kv);
+        sx_backend_seq_free(g->e, kv);
         return NULL;
     }
     memcpy(copy, t, (size_t)P * sizeof *copy);
@@ -102,7 +102,7 @@ void gen_prefix_store(sx_gen *g, gen_seq *s)
     int kv;
     if (find(g, s->prompt, P, h))
         return; /* another request stored it meanwhile */
-    if (sx_engine_seq_fork(g->e, s->kv, P, &kv, NULL) == SX_OK)
+    if (sx_backend_seq_fork(g->e, s->kv, P, &kv, NULL) == SX_OK)
         keep(g, s->prompt, P, h, kv);
 }
 
@@ -116,23 +116,23 @@ int sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int P, int
     gen_prefix *hit = find(g, prompt, P, h);
     if (!hit) {
         int kv;
-        if (sx_engine_seq_new(g->e, &kv, NULL))
+        if (sx_backend_seq_new(g->e, &kv, NULL))
             return SX_OK; /* no free sequence: the caller prefills itself */
         float *row = malloc((size_t)g->vocab_rows * sizeof *row);
         int rc = row ? SX_OK : sx_err_set(err, SX_ENOMEM, "out of memory");
         for (int off = 0; !rc && off < P; off += g->o.prefill_chunk) {
             int n = P - off < g->o.prefill_chunk ? P - off : g->o.prefill_chunk;
             sx_step_item it = {.seq = kv, .tokens = prompt + off, .n = n, .logits_all = 0};
-            rc = sx_engine_step(g->e, &it, 1, row, err);
+            rc = sx_backend_step(g->e, &it, 1, row, err);
         }
         free(row);
         if (rc) {
-            sx_engine_seq_free(g->e, kv);
+            sx_backend_seq_free(g->e, kv);
             return rc;
         }
         if (!(hit = keep(g, prompt, P, h, kv)))
             return SX_OK;
     }
     hit->used = ++g->clock;
-    return sx_engine_seq_fork(g->e, hit->kv, P, seq, err);
+    return sx_backend_seq_fork(g->e, hit->kv, P, seq, err);
 }
