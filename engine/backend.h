@@ -78,6 +78,8 @@ typedef struct sx_engine_opts {
                               * move by f32 rounding with the batch.  The
                               * environment's STRUX_BATCH_INVARIANT=0 sets
                               * it too.  SX_ACT_BF16 is never invariant. */
+    int     device;          /* the GPU's ordinal for a CUDA backend (cuda:N);
+                              * the CPU engine ignores it */
 } sx_engine_opts;
 
 /* One batched step.  items[i].tokens[0..n) are appended to sequence
