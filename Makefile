@@ -87,22 +87,11 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# EMU=1 (make emu): the tools link the CUDA backend built on the emulator.
-# -u pulls the backend in by name: engine/backend.c only refers to it weakly,
-# so a build without it answers --device cuda with "built without CUDA".
-EMU       ?= 0
-EMU_LIB   := $(BUILD)/libstrux_cuda_emu.a
-ifeq ($(EMU),1)
-  TOOL_GPU_DEP := $(EMU_LIB)
-  TOOL_GPU     := -Wl,-u,sx_cuda_backend_open $(EMU_LIB)
-  TOOL_GPU_SYS := -lstdc++
-endif
+$(BUILD)/strux: $(TOOL_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LDLIBS)
 
-$(BUILD)/strux: $(TOOL_OBJ) $(LIB) $(TOOL_GPU_DEP)
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(TOOL_GPU) $(LIB) $(LDLIBS) $(TOOL_GPU_SYS)
-
-$(BUILD)/struxd: $(D_OBJ) $(LIB) $(TOOL_GPU_DEP)
-	$(CC) $(LDFLAGS) -o $@ $(D_OBJ) $(TOOL_GPU) $(LIB) $(LDLIBS) $(TOOL_GPU_SYS)
+$(BUILD)/struxd: $(D_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(D_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_HOBJ) $(LIB)
 	@mkdir -p $(dir $@)
@@ -151,21 +140,30 @@ cuda:
 	$(MAKE) CUDA=1 $(CU_LIB) $(BUILD)/strux_gpu_tests $(BUILD)/cuda/strux $(BUILD)/cuda/struxd
 
 # --- the CUDA backend on the CPU emulation (tests/gpu/emu) -----------------------
+# make emu: the same .cu sources compiled by g++ against the emulated CUDA
+# runtime and cuBLAS, linked with $(BUILD)'s objects into $(EMU_DIR)/strux and
+# $(EMU_DIR)/struxd.  -u pulls the backend in by name: engine/backend.c only
+# refers to it weakly, so a build without it answers --device cuda with
+# "built without CUDA".
+EMU_DIR   ?= build-emu
 EMU_CXXFLAGS := -std=c++17 -O2 -g -DSX_CUDA_EMU -Itests/gpu/emu/include -I. -Wall -Wextra -Werror \
                 -Wno-unused-parameter -Wno-unknown-pragmas -Wno-sign-compare -fno-strict-aliasing \
                 -MMD -MP
-EMU_OBJ   := $(CU_SRC:%.cu=$(BUILD)/emu/%.o) $(BUILD)/emu/cuda_emu.o
-$(BUILD)/emu/%.o: %.cu
+EMU_OBJ   := $(CU_SRC:%.cu=$(EMU_DIR)/cu/%.o) $(EMU_DIR)/cu/cuda_emu.o
+EMU_LIB   := $(EMU_DIR)/libstrux_cuda_emu.a
+$(EMU_DIR)/cu/%.o: %.cu
 	@mkdir -p $(dir $@)
 	g++ $(EMU_CXXFLAGS) -x c++ -c $< -o $@
-$(BUILD)/emu/cuda_emu.o: tests/gpu/emu/cuda_emu.cpp
+$(EMU_DIR)/cu/cuda_emu.o: tests/gpu/emu/cuda_emu.cpp
 	@mkdir -p $(dir $@)
 	g++ $(EMU_CXXFLAGS) -c $< -o $@
 $(EMU_LIB): $(EMU_OBJ)
 	rm -f $@ && ar rcs $@ $^
-
-emu:
-	$(MAKE) EMU=1 CUDA=0 BUILD=build-emu build-emu/strux build-emu/struxd
+$(EMU_DIR)/strux: $(TOOL_OBJ) $(EMU_LIB) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) -Wl,-u,sx_cuda_backend_open $(EMU_LIB) $(LIB) $(LDLIBS) -lstdc++
+$(EMU_DIR)/struxd: $(D_OBJ) $(EMU_LIB) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(D_OBJ) -Wl,-u,sx_cuda_backend_open $(EMU_LIB) $(LIB) $(LDLIBS) -lstdc++
+emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd
 
 # --- fuzzing (clang libFuzzer) -------------------------------------------------
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
@@ -198,4 +196,4 @@ fixtures:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(shell find $(BUILD)/obj $(BUILD)/emu build-fuzz/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(EMU_DIR)/cu build-fuzz/obj -name '*.d' 2>/dev/null)
