@@ -145,7 +145,7 @@ cuda:
 # $(EMU_DIR)/struxd.  -u pulls the backend in by name: engine/backend.c only
 # refers to it weakly, so a build without it answers --device cuda with
 # "built without CUDA".
-EMU_DIR   ?= build-emu
+EMU_DIR   ?= $(BUILD)-emu
 EMU_CXXFLAGS := -std=c++17 -O2 -g -DSX_CUDA_EMU -Itests/gpu/emu/include -I. -Wall -Wextra -Werror \
                 -Wno-unused-parameter -Wno-unknown-pragmas -Wno-sign-compare -fno-strict-aliasing \
                 -MMD -MP
