@@ -8,7 +8,10 @@
 #   tools/struxd/*.c                -> $(BUILD)/struxd   (the server)
 #   tests/unit/test_*.c             -> $(BUILD)/tests/test_*   (one cmocka binary each)
 #   tests/fuzz/fuzz_*.c             -> build-fuzz/fuzz_*         (clang libFuzzer)
-#   kernels/*.cu                    -> $(BUILD)/libstrux_cuda.a  (when nvcc is found; CUDA=0 skips)
+#   kernels/*.cu engine/cuda/*.cu   -> $(BUILD)/libstrux_cuda.a  (when nvcc is found; CUDA=0 skips)
+#   make cuda                       -> also $(BUILD)/cuda/strux, $(BUILD)/cuda/struxd (--device cuda)
+#   make emu                        -> build-emu/strux, build-emu/struxd: the CUDA backend on the CPU
+#                                      emulation of tests/gpu/emu (slow; for tests without a GPU)
 # The layout's dependency rules are checked by tools/check_layout.py (make check-layout).
 
 BUILD    ?= build
@@ -48,7 +51,7 @@ TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(wildcard tests/unit/helpers/*.c)
 TEST_HOBJ := $(TEST_HELP:%.c=$(BUILD)/obj/%.o)
 
-CU_SRC    := $(sort $(shell find kernels -name '*.cu'))
+CU_SRC    := $(sort $(shell find kernels engine/cuda -name '*.cu'))
 CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
 CU_LIB    := $(BUILD)/libstrux_cuda.a
 GPU_TEST_SRC := $(wildcard tests/gpu/*.c)
@@ -63,14 +66,14 @@ ifeq ($(CUDA),1)
   ALL += $(CU_LIB) $(BUILD)/strux_gpu_tests
 endif
 
-.PHONY: all deps test test-run check-layout asan fuzz fuzz-smoke run bench fixtures clean cuda help
+.PHONY: all deps test test-run check-layout asan fuzz fuzz-smoke run bench fixtures clean cuda emu help
 # keep objects made through pattern chains (tests, fuzz) between runs
 .SECONDARY:
 all: $(ALL)
 
 help:
-	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
-	@echo "targets: all deps test check-layout asan fuzz fuzz-smoke run bench fixtures cuda clean"
+	@sed -n '1,15p' Makefile | sed 's/^# \{0,1\}//'
+	@echo "targets: all deps test check-layout asan fuzz fuzz-smoke run bench fixtures cuda emu clean"
 
 deps:
 	@bash tools/install_deps.sh
@@ -124,8 +127,43 @@ $(BUILD)/strux_gpu_tests: $(GPU_TEST_SRC) $(CU_LIB) $(LIB)
 	$(CC) $(CSTD) $(OPT) $(WARN) -I. -I$(CUDA_HOME)/include -o $@ $(GPU_TEST_SRC) $(CU_LIB) $(LIB) \
 	  -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ $(LDLIBS)
 
+CUDA_LINK := -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++
+$(BUILD)/cuda/strux: $(TOOL_OBJ) $(CU_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) -Wl,-u,sx_cuda_backend_open $(CU_LIB) $(LIB) $(CUDA_LINK) $(LDLIBS)
+
+$(BUILD)/cuda/struxd: $(D_OBJ) $(CU_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(D_OBJ) -Wl,-u,sx_cuda_backend_open $(CU_LIB) $(LIB) $(CUDA_LINK) $(LDLIBS)
+
 cuda:
-	$(MAKE) CUDA=1 $(CU_LIB) $(BUILD)/strux_gpu_tests
+	$(MAKE) CUDA=1 $(CU_LIB) $(BUILD)/strux_gpu_tests $(BUILD)/cuda/strux $(BUILD)/cuda/struxd
+
+# --- the CUDA backend on the CPU emulation (tests/gpu/emu) -----------------------
+# make emu: the same .cu sources compiled by g++ against the emulated CUDA
+# runtime and cuBLAS, linked with $(BUILD)'s objects into $(EMU_DIR)/strux and
+# $(EMU_DIR)/struxd.  -u pulls the backend in by name: engine/backend.c only
+# refers to it weakly, so a build without it answers --device cuda with
+# "built without CUDA".
+EMU_DIR   ?= $(BUILD)-emu
+EMU_CXXFLAGS := -std=c++17 -O2 -g -DSX_CUDA_EMU -Itests/gpu/emu/include -I. -Wall -Wextra -Werror \
+                -Wno-unused-parameter -Wno-unknown-pragmas -Wno-sign-compare -fno-strict-aliasing \
+                -MMD -MP
+EMU_OBJ   := $(CU_SRC:%.cu=$(EMU_DIR)/cu/%.o) $(EMU_DIR)/cu/cuda_emu.o
+EMU_LIB   := $(EMU_DIR)/libstrux_cuda_emu.a
+$(EMU_DIR)/cu/%.o: %.cu
+	@mkdir -p $(dir $@)
+	g++ $(EMU_CXXFLAGS) -x c++ -c $< -o $@
+$(EMU_DIR)/cu/cuda_emu.o: tests/gpu/emu/cuda_emu.cpp
+	@mkdir -p $(dir $@)
+	g++ $(EMU_CXXFLAGS) -c $< -o $@
+$(EMU_LIB): $(EMU_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(EMU_DIR)/strux: $(TOOL_OBJ) $(EMU_LIB) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) -Wl,-u,sx_cuda_backend_open $(EMU_LIB) $(LIB) $(LDLIBS) -lstdc++
+$(EMU_DIR)/struxd: $(D_OBJ) $(EMU_LIB) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(D_OBJ) -Wl,-u,sx_cuda_backend_open $(EMU_LIB) $(LIB) $(LDLIBS) -lstdc++
+emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd
 
 # --- fuzzing (clang libFuzzer) -------------------------------------------------
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
@@ -158,4 +196,4 @@ fixtures:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(shell find $(BUILD)/obj build-fuzz/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(EMU_DIR)/cu build-fuzz/obj -name '*.d' 2>/dev/null)

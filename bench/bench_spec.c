@@ -72,25 +72,25 @@ static double uni(void)
 
 #define DIE(...) do { fprintf(stderr, "bench_spec: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
-static void step(sx_engine *e, int seq, const int32_t *t, int n, int all, float *logits)
+static void step(sx_backend *e, int seq, const int32_t *t, int n, int all, float *logits)
 {
     sx_error err;
     sx_step_item it = {seq, t, n, all, NULL};
-    if (sx_engine_step(e, &it, 1, logits, &err))
+    if (sx_backend_step(e, &it, 1, logits, &err))
         DIE("step: %s", err.msg);
 }
 
-static void truncate_to(sx_engine *e, int seq, int len)
+static void truncate_to(sx_backend *e, int seq, int len)
 {
     sx_error err;
-    if (sx_engine_seq_truncate(e, seq, len, &err))
+    if (sx_backend_seq_truncate(e, seq, len, &err))
         DIE("truncate: %s", err.msg);
 }
 
 /* The verify loop at per-token acceptance a over the greedy sequence ref
  * (ref[0] follows the context); returns seconds, counts passes and
  * mismatches with plain greedy. */
-static double controlled(sx_engine *e, int seq, int ctx, const int32_t *ref, int n, int k,
+static double controlled(sx_backend *e, int seq, int ctx, const int32_t *ref, int n, int k,
                          double a, int V, float *logits, int *passes, int *wrong)
 {
     int32_t in[17];
@@ -148,7 +148,7 @@ static void on_event(const sx_gen_event *ev, void *ctx)
 }
 
 /* decode tokens/s after the first token */
-static double run_gen(sx_engine *e, sx_engine *draft, const sx_tokenizer *tok, const sx_ids *p,
+static double run_gen(sx_backend *e, sx_backend *draft, const sx_tokenizer *tok, const sx_ids *p,
                       int spec, int k, int max_tokens, e2e *r, int64_t *drafted, int64_t *acc)
 {
     sx_gen *g;
@@ -199,11 +199,11 @@ int main(int argc, char **argv)
             "[--rounds N] [--tokenizer FILE]");
     sx_error err;
     sx_model *m;
-    sx_engine *e, *de;
+    sx_backend *e, *de;
     if (sx_model_load(dir, &m, &err))
         DIE("%s", err.msg);
     sx_engine_opts o = {.n_threads = threads, .max_seqs = 8, .kv_tokens = 16384};
-    if (sx_engine_new(m, &o, &e, &err))
+    if (sx_backend_open("cpu", m, &o, &e, &err))
         DIE("%s", err.msg);
     int V = m->cfg.vocab_rows;
     float *logits = malloc((size_t)(k + 1) * (size_t)V * sizeof *logits);
@@ -214,10 +214,10 @@ int main(int argc, char **argv)
         prompt[i] = (int32_t)(uni() * 151000);
     printf("model: %s (%d layers, hidden %d)\nthreads: %d, cpu path %s\nk: %d, context %d, "
            "%d tokens, %d rounds\n", dir, m->cfg.n_layers, m->cfg.hidden, threads,
-           sx_engine_cpu_path(e), k, ctx, n_tok, rounds);
+           sx_backend_describe(e), k, ctx, n_tok, rounds);
 
     int seq;
-    if (sx_engine_seq_new(e, &seq, &err))
+    if (sx_backend_seq_new(e, &seq, &err))
         DIE("%s", err.msg);
     step(e, seq, prompt, ctx, 0, logits);
     int32_t first = argmax(logits, V);
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
                (double)(n_tok - 1) / passes);
         free(ts);
     }
-    sx_engine_seq_free(e, seq);
+    sx_backend_seq_free(e, seq);
 
     /* 4. end to end through sx_gen */
     char path[4096];
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
         sx_tok_load(path, &tok, &err))
         DIE("%s", err.msg);
     sx_tok_set_n_rows(tok, V);
-    if (sx_engine_new(m, &o, &de, &err))
+    if (sx_backend_open("cpu", m, &o, &de, &err))
         DIE("%s", err.msg);
     const char *doc = "Order 4471 ships to Jane Doe, 12 Harbour Street, Leith, Edinburgh EH6 6LX; "
                       "order 4471 ships to Jane Doe, 12 Harbour Street, Leith, Edinburgh EH6 6LX; "
@@ -336,8 +336,8 @@ int main(int argc, char **argv)
     sx_ids_free(&p);
     free(res);
     sx_tok_free(tok);
-    sx_engine_free(de);
-    sx_engine_free(e);
+    sx_backend_close(de);
+    sx_backend_close(e);
     sx_model_free(m);
     free(logits), free(prompt), free(ref), free(td), free(tv), free(tp);
     return 0;

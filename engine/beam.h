@@ -42,7 +42,7 @@
  * hypothesis, so a tight max_tokens still returns complete documents.
  *
  * KV cache: the prompt is prefilled once; beams are forks of its engine
- * sequence (sx_engine_seq_fork shares full blocks), and when one beam has
+ * sequence (sx_backend_seq_fork shares full blocks), and when one beam has
  * several children the others fork it, so no beam ever copies the prompt.
  *
  * Ownership: borrows the engine and grammar for the call; the result's
@@ -53,7 +53,7 @@
 
 #include <stdint.h>
 #include "common/sx_error.h"
-#include "engine/cpu/engine.h"
+#include "engine/backend.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
 
@@ -96,7 +96,7 @@ typedef struct sx_beam_result {
     int64_t      forks;    /* engine sequence forks (a beam with a second child) */
 } sx_beam_result;
 
-int  sx_beam_run(sx_engine *e, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
+int  sx_beam_run(sx_backend *e, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
                  sx_beam_result *out, sx_error *err);
 void sx_beam_result_free(sx_beam_result *r);
 

@@ -23,7 +23,7 @@ static void seq_free(sx_gen *g, gen_seq *s)
 {
     gen_spec_free(g, s);
     if (s->kv >= 0)
-        sx_engine_seq_free(g->e, s->kv);
+        sx_backend_seq_free(g->e, s->kv);
     g->kv_reserved -= s->held;
     sx_matcher_free(s->m);
     sx_sampler_free(s->s);
@@ -33,7 +33,7 @@ static void seq_free(sx_gen *g, gen_seq *s)
     free(s);
 }
 
-int sx_gen_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts, sx_gen_cb cb,
+int sx_gen_new(sx_backend *e, const sx_tokenizer *tok, const sx_gen_opts *opts, sx_gen_cb cb,
                void *cb_ctx, sx_gen **out, sx_error *err)
 {
     *out = NULL;
@@ -57,11 +57,11 @@ int sx_gen_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts, s
         if (opts->mask_threads > 0)
             g->o.mask_threads = opts->mask_threads;
     }
-    g->vocab_rows = sx_engine_model(e)->cfg.vocab_rows;
+    g->vocab_rows = sx_backend_model(e)->cfg.vocab_rows;
     g->mask_words = (g->vocab_rows + 31) / 32;
     g->eos[0] = sx_tok_find(tok, "<|im_end|>", 10);
     g->eos[1] = sx_tok_find(tok, "<|endoftext|>", 13);
-    g->kv_capacity = sx_engine_free_tokens(e);
+    g->kv_capacity = sx_backend_free_tokens(e);
     g->o.prefix_cache_tokens = !opts || !opts->prefix_cache_tokens ? g->kv_capacity
                                : opts->prefix_cache_tokens < 0   ? 0
                                                                  : opts->prefix_cache_tokens;

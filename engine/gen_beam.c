@@ -33,7 +33,7 @@ typedef struct hyp {
 } hyp;
 
 typedef struct run {
-    sx_engine        *e;
+    sx_backend       *e;
     const sx_beam_params *p;
     int               B, K, V, mask_words;
     beam              run[SX_BEAM_MAX], next[SX_BEAM_MAX];
@@ -49,10 +49,10 @@ typedef struct run {
     sx_ids            cids;
 } run;
 
-static void beam_drop(sx_engine *e, beam *b)
+static void beam_drop(sx_backend *e, beam *b)
 {
     if (b->kv >= 0)
-        sx_engine_seq_free(e, b->kv);
+        sx_backend_seq_free(e, b->kv);
     sx_matcher_free(b->m);
     free(b->ids);
     memset(b, 0, sizeof *b);
@@ -279,7 +279,7 @@ static int advance(run *r, sx_error *err)
                 goto fail;
             }
         } else {
-            if ((rc = sx_engine_seq_fork(r->e, par->kv, sx_engine_seq_len(r->e, par->kv), &nb->kv, err)) ||
+            if ((rc = sx_backend_seq_fork(r->e, par->kv, sx_backend_seq_len(r->e, par->kv), &nb->kv, err)) ||
                 (r->p->grammar && (rc = replay(r->p, par, pick[j]->tok, &nb->m, err)))) {
                 n_next = j + 1;
                 goto fail;
@@ -301,13 +301,13 @@ fail:
 static int prefill(run *r, const int32_t *prompt, int n_prompt, sx_error *err)
 {
     int chunk = r->p->prefill_chunk > 0 ? r->p->prefill_chunk : 512, rc;
-    if ((rc = sx_engine_seq_new(r->e, &r->run[0].kv, err)))
+    if ((rc = sx_backend_seq_new(r->e, &r->run[0].kv, err)))
         return rc;
     r->n_run = 1;
     for (int at = 0; at < n_prompt; at += chunk) {
         int n = n_prompt - at < chunk ? n_prompt - at : chunk;
         sx_step_item it = {.seq = r->run[0].kv, .tokens = prompt + at, .n = n};
-        if ((rc = sx_engine_step(r->e, &it, 1, r->logits, err)))
+        if ((rc = sx_backend_step(r->e, &it, 1, r->logits, err)))
             return rc;
     }
     if (r->p->grammar)
@@ -320,10 +320,10 @@ static int decode(run *r, sx_error *err)
     sx_step_item items[SX_BEAM_MAX];
     for (int b = 0; b < r->n_run; b++)
         items[b] = (sx_step_item){.seq = r->run[b].kv, .tokens = &r->run[b].ids[r->run[b].n - 1], .n = 1};
-    return sx_engine_step(r->e, items, r->n_run, r->logits, err);
+    return sx_backend_step(r->e, items, r->n_run, r->logits, err);
 }
 
-static int check(const sx_engine *e, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
+static int check(const sx_backend *e, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
                  sx_error *err)
 {
     if (p->num_beams < 1 || p->num_beams > SX_BEAM_MAX)
@@ -340,14 +340,14 @@ static int check(const sx_engine *e, const int32_t *prompt, int n_prompt, const 
         return sx_err_set(err, SX_EINVAL, "length_penalty must be finite");
     if (n_prompt < 1)
         return sx_err_set(err, SX_EINVAL, "beam search needs a prompt");
-    int V = sx_engine_model(e)->cfg.vocab_rows;
+    int V = sx_backend_model(e)->cfg.vocab_rows;
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= V)
             return sx_err_set(err, SX_EINVAL, "prompt token %d out of range", (int)prompt[i]);
     return SX_OK;
 }
 
-int sx_beam_run(sx_engine *e, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
+int sx_beam_run(sx_backend *e, const int32_t *prompt, int n_prompt, const sx_beam_params *p,
                 sx_beam_result *out, sx_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -361,12 +361,12 @@ int sx_beam_run(sx_engine *e, const int32_t *prompt, int n_prompt, const sx_beam
     r->p = p;
     r->B = p->num_beams;
     r->K = (1 + p->n_eos > 2 ? 1 + p->n_eos : 2) * r->B;
-    r->V = sx_engine_model(e)->cfg.vocab_rows;
+    r->V = sx_backend_model(e)->cfg.vocab_rows;
     r->mask_words = (r->V + 31) / 32;
     for (int b = 0; b < SX_BEAM_MAX; b++)
         r->run[b].kv = r->next[b].kv = -1;
     sx_engine_lm_stats st0, st1;
-    sx_engine_lm_stats_get(e, &st0);
+    sx_backend_lm_stats_get(e, &st0);
     r->c = malloc((size_t)r->K * sizeof *r->c);
     r->logits = malloc((size_t)r->B * (size_t)r->V * sizeof *r->logits);
     r->mask = malloc((size_t)r->mask_words * sizeof *r->mask);
@@ -449,7 +449,7 @@ int sx_beam_run(sx_engine *e, const int32_t *prompt, int n_prompt, const sx_beam
         h->ids = NULL;
     }
     out->forks = r->forks;
-    sx_engine_lm_stats_get(e, &st1);
+    sx_backend_lm_stats_get(e, &st1);
     out->tokens_run = st1.tokens - st0.tokens;
     rc = SX_OK;
     goto done;

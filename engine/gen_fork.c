@@ -33,7 +33,7 @@ static void detach(sx_gen *g, gen_seq *f)
 static void fork_one(sx_gen *g, gen_seq *l, gen_seq *f)
 {
     int at = l->n_prompt - 1, kv = -1, rc;
-    while ((rc = sx_engine_seq_fork(g->e, l->kv, at, &kv, NULL)) && gen_prefix_evict(g))
+    while ((rc = sx_backend_seq_fork(g->e, l->kv, at, &kv, NULL)) && gen_prefix_evict(g))
         ; /* no free engine sequence: a cached prefix holds one */
     if (rc) {
         detach(g, f);

@@ -50,7 +50,7 @@ typedef struct gen_prefix {
 #define GEN_PREFIXES 16
 
 struct sx_gen {
-    sx_engine          *e;
+    sx_backend         *e;
     const sx_tokenizer *tok;
     sx_gen_opts         o;
     sx_gen_cb           cb;
@@ -74,7 +74,7 @@ struct sx_gen {
     uint8_t            *cbuf;         /* shortest-completion bytes */
     sx_ids              cids;         /* ... and their tokens */
     int                 cap_rows;     /* logits rows allocated */
-    sx_engine          *draft;        /* SX_SPEC_DRAFT's model, borrowed */
+    sx_backend         *draft;        /* SX_SPEC_DRAFT's model, borrowed */
     float              *draft_logits; /* one row of it */
     int64_t             spec_drafted, spec_accepted;
     /* mask workers: fill masks while the forward pass runs */

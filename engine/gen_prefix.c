@@ -50,7 +50,7 @@ static gen_prefix *longest(sx_gen *g, const int32_t *t, int n, int *len)
 static void drop(sx_gen *g, int i)
 {
     gen_prefix *p = &g->prefixes[i];
-    sx_engine_seq_free(g->e, p->kv);
+    sx_backend_seq_free(g->e, p->kv);
     g->kv_reserved -= p->len;
     g->prefix_tokens -= p->len;
     free(p->tokens);
@@ -85,7 +85,7 @@ int gen_prefix_admit(sx_gen *g, gen_seq *s)
     /* at least the last prompt token is run: its logits are the first sample's */
     gen_prefix *hit = longest(g, s->prompt, s->n_prompt - 1, &L);
     if (hit && (L >= GEN_PREFIX_MIN || (P > 0 && L >= P)) &&
-        sx_engine_seq_fork(g->e, hit->kv, L, &s->kv, NULL) == SX_OK) {
+        sx_backend_seq_fork(g->e, hit->kv, L, &s->kv, NULL) == SX_OK) {
         hit->used = ++g->clock;
         s->n_fed = s->n_cached = L;
         g->pstats.hits++;
@@ -96,7 +96,7 @@ int gen_prefix_admit(sx_gen *g, gen_seq *s)
     }
     if (P > L && P < s->n_prompt)
         s->cache_at = P;
-    return s->kv >= 0 ? SX_OK : sx_engine_seq_new(g->e, &s->kv, NULL);
+    return s->kv >= 0 ? SX_OK : sx_backend_seq_new(g->e, &s->kv, NULL);
 }
 
 /* Keeps engine sequence kv (holding exactly t[0..P)) as an entry, in
@@ -111,7 +111,7 @@ static gen_prefix *keep(sx_gen *g, const int32_t *t, int P, int kv)
         else
             i++;
     if (P > g->o.prefix_cache_tokens) {
-        sx_engine_seq_free(g->e, kv);
+        sx_backend_seq_free(g->e, kv);
         return NULL;
     }
     while (g->n_prefixes && (g->n_prefixes == GEN_PREFIXES ||
@@ -121,7 +121,7 @@ static gen_prefix *keep(sx_gen *g, const int32_t *t, int P, int kv)
     /* only with room to spare: requests come first */
     if (!copy || g->kv_reserved + P > g->kv_capacity) {
         free(copy);
-        sx_engine_seq_free(g->e, kv);
+        sx_backend_seq_free(g->e, kv);
         return NULL;
     }
     memcpy(copy, t, (size_t)P * sizeof *copy);
@@ -142,7 +142,7 @@ static void store(sx_gen *g, gen_seq *s, int P)
     longest(g, s->prompt, P, &L);
     if (L == P)
         return; /* held already (another request stored it meanwhile) */
-    if (sx_engine_seq_fork(g->e, s->kv, P, &kv, NULL) == SX_OK)
+    if (sx_backend_seq_fork(g->e, s->kv, P, &kv, NULL) == SX_OK)
         keep(g, s->prompt, P, kv);
 }
 
@@ -170,18 +170,18 @@ int sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int P, int
     if (L < P) {
         int kv;
         g->pstats.misses++;
-        if (sx_engine_seq_new(g->e, &kv, NULL))
+        if (sx_backend_seq_new(g->e, &kv, NULL))
             return SX_OK; /* no free sequence: the caller prefills itself */
         float *row = malloc((size_t)g->vocab_rows * sizeof *row);
         int rc = row ? SX_OK : sx_err_set(err, SX_ENOMEM, "out of memory");
         for (int off = 0; !rc && off < P; off += g->o.prefill_chunk) {
             int n = P - off < g->o.prefill_chunk ? P - off : g->o.prefill_chunk;
             sx_step_item it = {.seq = kv, .tokens = prompt + off, .n = n, .logits_all = 0};
-            rc = sx_engine_step(g->e, &it, 1, row, err);
+            rc = sx_backend_step(g->e, &it, 1, row, err);
         }
         free(row);
         if (rc) {
-            sx_engine_seq_free(g->e, kv);
+            sx_backend_seq_free(g->e, kv);
             return rc;
         }
         if (!(hit = keep(g, prompt, P, kv)))
@@ -191,7 +191,7 @@ int sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int P, int
         g->pstats.cached_tokens += P;
     }
     hit->used = ++g->clock;
-    return sx_engine_seq_fork(g->e, hit->kv, P, seq, err);
+    return sx_backend_seq_fork(g->e, hit->kv, P, seq, err);
 }
 
 void sx_gen_prefix_stats_get(const sx_gen *g, sx_gen_prefix_stats *out)

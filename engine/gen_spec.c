@@ -17,11 +17,11 @@ int sx_gen_speculate_parse(const char *name)
     return -1;
 }
 
-int sx_gen_set_draft(sx_gen *g, sx_engine *draft, sx_error *err)
+int sx_gen_set_draft(sx_gen *g, sx_backend *draft, sx_error *err)
 {
-    if (draft && sx_engine_model(draft)->cfg.vocab_rows != g->vocab_rows)
+    if (draft && sx_backend_model(draft)->cfg.vocab_rows != g->vocab_rows)
         return sx_err_set(err, SX_EINVAL, "the draft model has %d vocabulary rows, the model %d",
-                          sx_engine_model(draft)->cfg.vocab_rows, g->vocab_rows);
+                          sx_backend_model(draft)->cfg.vocab_rows, g->vocab_rows);
     for (gen_seq *s = g->head; s; s = s->next)
         if (s->spec && s->spec->dkv >= 0)
             return sx_err_set(err, SX_EINVAL, "the draft model is in use");
@@ -94,7 +94,7 @@ void gen_spec_free(sx_gen *g, gen_seq *s)
     if (!sp)
         return;
     if (sp->dkv >= 0 && g->draft)
-        sx_engine_seq_free(g->draft, sp->dkv);
+        sx_backend_seq_free(g->draft, sp->dkv);
     free(sp->ctx);
     free(sp->masks);
     free(sp->dtok);
@@ -163,7 +163,7 @@ int gen_spec_prepare(sx_gen *g, gen_seq *s, sx_step_item *it)
     if (nd == 0)
         return SX_OK;
     sp->n0 = s->n_feed;
-    sp->base = sx_engine_seq_len(g->e, s->kv);
+    sp->base = sx_backend_seq_len(g->e, s->kv);
     for (int j = 0; j < nd; j++)
         if ((rc = gen_feed_push(s, sp->draft[j])))
             return rc;
@@ -202,7 +202,7 @@ int gen_spec_verify(sx_gen *g, gen_seq *s, float *rows)
     if (s->state == GS_DONE)
         return SX_OK;
     sx_error err;
-    if (sx_engine_seq_truncate(g->e, s->kv, sp->base + sp->n0 + kept, &err))
+    if (sx_backend_seq_truncate(g->e, s->kv, sp->base + sp->n0 + kept, &err))
         return SX_EINTERNAL;
     return SX_OK;
 }

@@ -31,7 +31,7 @@ int gen_spec_draft_ngram(const gen_spec *sp, int max, int32_t *out)
 static void drop_draft_seq(sx_gen *g, gen_spec *sp)
 {
     if (sp->dkv >= 0)
-        sx_engine_seq_free(g->draft, sp->dkv);
+        sx_backend_seq_free(g->draft, sp->dkv);
     sp->dkv = -1;
     sp->n_dtok = 0;
 }
@@ -54,10 +54,10 @@ static int draft_run(sx_gen *g, gen_spec *sp, const uint32_t *mask)
     if (p == L)
         p = L - 1; /* its logits are needed again: run the last one */
     if (sp->dkv < 0) {
-        if (sx_engine_seq_new(g->draft, &sp->dkv, &err))
+        if (sx_backend_seq_new(g->draft, &sp->dkv, &err))
             return -1;
         p = 0;
-    } else if (sx_engine_seq_truncate(g->draft, sp->dkv, p, &err)) {
+    } else if (sx_backend_seq_truncate(g->draft, sp->dkv, p, &err)) {
         return -1;
     }
     sp->n_dtok = p;
@@ -70,7 +70,7 @@ static int draft_run(sx_gen *g, gen_spec *sp, const uint32_t *mask)
         }
         int last = sp->n_dtok + n == L;
         sx_step_item it = {sp->dkv, chunk, n, 0, last ? mask : NULL};
-        if (sx_engine_step(g->draft, &it, 1, g->draft_logits, &err))
+        if (sx_backend_step(g->draft, &it, 1, g->draft_logits, &err))
             return -1;
         for (int i = 0; i < n; i++)
             if (gen_spec_push(&sp->dtok, &sp->n_dtok, &sp->cap_dtok, chunk[i]))

@@ -365,7 +365,7 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
     }
     gen_masks_post(g, mj, n_jobs);
     sx_error serr;
-    rc = sx_engine_step_masked(g->e, g->items, n, g->logits, masks_ready, g, &serr);
+    rc = sx_backend_step_masked(g->e, g->items, n, g->logits, masks_ready, g, &serr);
     gen_masks_wait(g);
     free(mj);
     if (rc) {

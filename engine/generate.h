@@ -6,7 +6,7 @@
  * (engine.h), engine/sampler/ (sampler.h).  engine/ never includes rpc/
  * (tools/check_layout.py).
  *
- * An sx_gen drives one sx_engine: callers add requests (a prompt in token
+ * An sx_gen drives one sx_backend (engine/backend.h): callers add requests (a prompt in token
  * ids, an optional compiled grammar, sampling params, a token budget) and
  * call sx_gen_step repeatedly.  Each step runs one batched forward pass over
  * every live sequence: new sequences are prefilled in chunks of at most
@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "common/sx_error.h"
-#include "engine/cpu/engine.h"
+#include "engine/backend.h"
 #include "engine/sampler/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
@@ -122,7 +122,7 @@ typedef struct sx_gen_event {
 
 typedef void (*sx_gen_cb)(const sx_gen_event *ev, void *ctx);
 
-int  sx_gen_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
+int  sx_gen_new(sx_backend *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
                 sx_gen_cb cb, void *cb_ctx, sx_gen **out, sx_error *err);
 void sx_gen_free(sx_gen *g);   /* cancels what is live, without events */
 
@@ -138,7 +138,7 @@ void sx_gen_cancel(sx_gen *g, int handle);
 /* A new engine sequence holding the first prefix_len tokens of prompt,
  * forked from the prefix cache; on a miss the prefix is prefilled here
  * (one or more engine steps) and kept for later requests.  The caller owns
- * *seq (sx_engine_seq_free).  *seq = -1 with SX_OK when there is nothing to
+ * *seq (sx_backend_seq_free).  *seq = -1 with SX_OK when there is nothing to
  * reuse (prefix_len outside 1..n_prompt-1, or no room to keep it). */
 int  sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int prefix_len, int *seq,
                        sx_error *err);
@@ -154,7 +154,7 @@ void sx_gen_prefix_stats_get(const sx_gen *g, sx_gen_prefix_stats *out);
  * Qwen3 with the same tokenizer (its own KV cache; sequences of it are made
  * and freed here).  Borrowed: it must outlive g.  NULL = none; requests
  * asking for a draft model are then refused (SX_EINVAL). */
-int  sx_gen_set_draft(sx_gen *g, sx_engine *draft, sx_error *err);
+int  sx_gen_set_draft(sx_gen *g, sx_backend *draft, sx_error *err);
 /* Since g was made: draft tokens proposed and draft tokens accepted. */
 void sx_gen_spec_stats(const sx_gen *g, int64_t *drafted, int64_t *accepted);
 /* Runs one step.  *n_live receives the number of requests still running or

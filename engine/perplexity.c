@@ -107,7 +107,7 @@ static int row_argmax(const float *row, int n)
 }
 
 typedef struct ppl_run {
-    sx_engine          *e;
+    sx_backend         *e;
     const int32_t      *ids;
     const sx_tokenizer *tok;
     int                 chunk, rows;
@@ -123,12 +123,12 @@ typedef struct ppl_run {
 static int run_window(ppl_run *r, const ppl_window *w, sx_error *err)
 {
     int seq = -1, rseq = -1;
-    sx_engine *ref = r->opts->ref;
-    int rc = sx_engine_seq_new(r->e, &seq, err);
+    sx_backend *ref = r->opts->ref;
+    int rc = sx_backend_seq_new(r->e, &seq, err);
     if (rc)
         return rc;
-    if (ref && (rc = sx_engine_seq_new(ref, &rseq, err))) {
-        sx_engine_seq_free(r->e, seq);
+    if (ref && (rc = sx_backend_seq_new(ref, &rseq, err))) {
+        sx_backend_seq_free(r->e, seq);
         return rc;
     }
     /* row of local position j predicts token begin+j+1 */
@@ -145,11 +145,11 @@ static int run_window(ppl_run *r, const ppl_window *w, sx_error *err)
             .n = (int)(c1 - c0),
             .logits_all = c0 >= row0,
         };
-        if ((rc = sx_engine_step(r->e, &it, 1, r->logits, err)))
+        if ((rc = sx_backend_step(r->e, &it, 1, r->logits, err)))
             goto fail;
         if (ref) {
             it.seq = rseq;
-            if ((rc = sx_engine_step(ref, &it, 1, r->ref_logits, err))) {
+            if ((rc = sx_backend_step(ref, &it, 1, r->ref_logits, err))) {
                 sx_err_prefix(err, "reference engine");
                 goto fail;
             }
@@ -180,18 +180,18 @@ static int run_window(ppl_run *r, const ppl_window *w, sx_error *err)
         c0 = c1;
     }
 fail:
-    sx_engine_seq_free(r->e, seq);
+    sx_backend_seq_free(r->e, seq);
     if (ref)
-        sx_engine_seq_free(ref, rseq);
+        sx_backend_seq_free(ref, rseq);
     return rc;
 }
 
-int sx_ppl_run(sx_engine *e, const int32_t *ids, size_t n, const sx_tokenizer *tok,
+int sx_ppl_run(sx_backend *e, const int32_t *ids, size_t n, const sx_tokenizer *tok,
                const sx_ppl_opts *opts, sx_ppl_result *out, sx_error *err)
 {
     if (!e || !opts || !out || (!ids && n))
         return sx_err_set(err, SX_EINVAL, "sx_ppl_run: missing argument");
-    const sx_qwen3_config *cfg = &sx_engine_model(e)->cfg;
+    const sx_qwen3_config *cfg = &sx_backend_model(e)->cfg;
     int64_t n_windows = 0;
     ppl_run r = {.e = e, .ids = ids, .tok = tok, .opts = opts, .rows = cfg->vocab_rows};
     int rc = sx_ppl_plan((int64_t)n, opts->window, opts->stride, &r.total, &n_windows, err);
@@ -208,9 +208,9 @@ int sx_ppl_run(sx_engine *e, const int32_t *ids, size_t n, const sx_tokenizer *t
     r.chunk = opts->chunk > 0 ? opts->chunk : DEFAULT_CHUNK;
     if (r.chunk > opts->window)
         r.chunk = opts->window;
-    if (opts->ref && sx_engine_model(opts->ref)->cfg.vocab_rows != r.rows)
+    if (opts->ref && sx_backend_model(opts->ref)->cfg.vocab_rows != r.rows)
         return sx_err_set(err, SX_EINVAL, "perplexity: the reference engine's model has %d rows, "
-                          "not %d", sx_engine_model(opts->ref)->cfg.vocab_rows, r.rows);
+                          "not %d", sx_backend_model(opts->ref)->cfg.vocab_rows, r.rows);
     r.logits = malloc((size_t)r.chunk * (size_t)r.rows * sizeof *r.logits);
     if (opts->ref)
         r.ref_logits = malloc((size_t)r.chunk * (size_t)r.rows * sizeof *r.ref_logits);

@@ -1,4 +1,4 @@
-/* sx_ppl: sliding-window perplexity of a token sequence under an sx_engine.
+/* sx_ppl: sliding-window perplexity of a token sequence under an sx_backend.
  *
  * Public header of engine/ itself (perplexity.c), beside generate.h.
  *
@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #include "common/sx_error.h"
-#include "engine/cpu/engine.h"
+#include "engine/backend.h"
 #include "engine/tokenizer/tokenizer.h"
 
 /* Called on the calling thread after each chunk with the tokens scored so
@@ -57,7 +57,7 @@ typedef struct sx_ppl_opts {
     int                chunk;    /* tokens per engine step; 0 = 64 */
     sx_ppl_progress_fn progress; /* may be NULL */
     void              *ctx;
-    sx_engine         *ref;      /* may be NULL: the KL reference (borrowed) */
+    sx_backend        *ref;      /* may be NULL: the KL reference (borrowed) */
 } sx_ppl_opts;
 
 typedef struct sx_ppl_result {
@@ -84,7 +84,7 @@ int sx_ppl_plan(int64_t n, int window, int stride, int64_t *n_scored, int64_t *n
  * an id outside the model's rows (err->offset = its index); SX_ELIMIT when a
  * window does not fit the engine's KV cache or the model's max positions.
  * *out is written only on success. */
-int sx_ppl_run(sx_engine *e, const int32_t *ids, size_t n, const sx_tokenizer *tok,
+int sx_ppl_run(sx_backend *e, const int32_t *ids, size_t n, const sx_tokenizer *tok,
                const sx_ppl_opts *opts, sx_ppl_result *out, sx_error *err);
 
 #endif

@@ -1,6 +1,6 @@
 // The masked sampler on the GPU: one block per sequence, following the CPU
 // sampler (engine/sampler/sampler_plan.c, engine/sampler/sampler.c) step for step, with the
-// same weights, keys and RNG (kernels/sx_sample_math.h), so that both pick
+// same weights, keys and RNG (common/sx_sample_math.h), so that both pick
 // the same token from the same row and (seed, draw).
 //
 // Candidates are a rank prefix (logit descending, id ascending) described by
@@ -22,7 +22,7 @@ extern "C" {
 #include "kernels/sx_kernels.h"
 }
 
-#include "kernels/sx_sample_math.h"
+#include "common/sx_sample_math.h"
 
 // threads per block (one block per sequence); a multiple of 32, at most
 // 1024.  Overridable so that a CPU emulation can run the kernel with fewer.

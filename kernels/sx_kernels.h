@@ -28,7 +28,7 @@ int sx_cuda_apply_mask(float *d_logits, const uint32_t *d_mask, int n_rows, int 
  * operations and definitions it follows: mask (rows >= vocab_valid too),
  * repetition penalty over hist, no-repeat-n-gram, log-softmax, then for
  * temperature > 0 top-k, top-p, min-p and a draw keyed by (seed, draw)
- * through kernels/sx_sample_math.h; temperature 0 is argmax, ties to the
+ * through common/sx_sample_math.h; temperature 0 is argmax, ties to the
  * lowest id.  Per-row parameters, in device memory: */
 typedef struct sx_cuda_sample_args {
     float    temperature;        /* 0 = greedy */

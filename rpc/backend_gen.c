@@ -1,16 +1,16 @@
-/* The real sx_rpc_backend: sx_gen over an sx_engine. */
+/* The real sx_rpc_backend: sx_gen over an sx_backend (engine/backend.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rpc/server.h"
 
 typedef struct gen_backend {
-    sx_engine          *e;
+    sx_backend         *e;
     const sx_tokenizer *tok;
     sx_gen_opts         o;
     sx_gen             *g;
     int64_t             kv_capacity;
-    sx_engine          *draft;
+    sx_backend         *draft;
 } gen_backend;
 
 static int gb_bind(void *b, sx_gen_cb cb, void *cb_ctx, sx_error *err)
@@ -34,7 +34,7 @@ static void gb_spec_stats(void *b, int64_t *drafted, int64_t *accepted)
         sx_gen_spec_stats(gb->g, drafted, accepted);
 }
 
-int sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_engine *draft, sx_error *err)
+int sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_backend *draft, sx_error *err)
 {
     gen_backend *gb = b->b;
     if (gb->g)
@@ -109,7 +109,7 @@ static void gb_free(void *b)
 
 static void gb_lm_stats(void *b, sx_engine_lm_stats *out)
 {
-    sx_engine_lm_stats_get(((gen_backend *)b)->e, out);
+    sx_backend_lm_stats_get(((gen_backend *)b)->e, out);
 }
 
 static const sx_rpc_backend_ops gen_ops = {
@@ -119,7 +119,7 @@ static const sx_rpc_backend_ops gen_ops = {
     .prefix_stats = gb_prefix_stats,
 };
 
-int sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
+int sx_rpc_gen_backend_new(sx_backend *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
                            sx_rpc_backend *out, sx_error *err)
 {
     out->ops = NULL;
@@ -133,7 +133,7 @@ int sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_o
         gb->o = *opts;
     if (gb->o.prefill_chunk <= 0)
         gb->o.prefill_chunk = 256;
-    gb->kv_capacity = sx_engine_free_tokens(e);
+    gb->kv_capacity = sx_backend_free_tokens(e);
     out->ops = &gen_ops;
     out->b = gb;
     return SX_OK;

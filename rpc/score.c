@@ -26,12 +26,12 @@ static double log_softmax_at(const float *row, int n, int32_t tok)
     return (double)row[tok] - mx - log(sum);
 }
 
-int sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, int n_prompt,
+int sx_rpc_score_labels(sx_backend *e, int vocab_valid, const int32_t *prompt, int n_prompt,
                         int base_in, int n_base, const sx_ids *labels, size_t n_labels, int chunk,
                         double *logp, sx_error *err)
 {
     int base = base_in; /* ours from here on, whatever happens */
-    const int rows = sx_engine_model(e)->cfg.vocab_rows;
+    const int rows = sx_backend_model(e)->cfg.vocab_rows;
     if (vocab_valid <= 0 || vocab_valid > rows)
         vocab_valid = rows;
     if (chunk <= 0)
@@ -61,12 +61,12 @@ int sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, in
         rc = sx_err_set(err, SX_ENOMEM, "out of memory");
         goto fail;
     }
-    if (base < 0 && (rc = sx_engine_seq_new(e, &base, err)))
+    if (base < 0 && (rc = sx_backend_seq_new(e, &base, err)))
         goto fail;
     for (int off = n_base; off < n_prompt; off += chunk) {
         int n = n_prompt - off < chunk ? n_prompt - off : chunk;
         sx_step_item it = {.seq = base, .tokens = prompt + off, .n = n, .logits_all = 0};
-        if ((rc = sx_engine_step(e, &it, 1, logits, err)))
+        if ((rc = sx_backend_step(e, &it, 1, logits, err)))
             goto fail;
     }
     /* the first token of every label is predicted by the prompt's last row */
@@ -84,7 +84,7 @@ int sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, in
                 break;
             used += need;
             if (need > 0) {
-                if ((rc = sx_engine_seq_fork(e, base, n_prompt, &forks[n_forks], err)))
+                if ((rc = sx_backend_seq_fork(e, base, n_prompt, &forks[n_forks], err)))
                     goto fail;
                 items[n_items++] = (sx_step_item){.seq = forks[n_forks], .tokens = labels[next].v,
                                                   .n = (int)need, .logits_all = 1};
@@ -92,22 +92,22 @@ int sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, in
             }
             next++;
         }
-        if (n_items > 0 && (rc = sx_engine_step(e, items, n_items, logits, err)))
+        if (n_items > 0 && (rc = sx_backend_step(e, items, n_items, logits, err)))
             goto fail;
         const float *row = logits;
         for (size_t i = first; i < next; i++)
             for (size_t t = 1; t < labels[i].n; t++, row += rows)
                 logp[i] += log_softmax_at(row, vocab_valid, labels[i].v[t]);
         for (int k = 0; k < n_forks; k++)
-            sx_engine_seq_free(e, forks[k]);
+            sx_backend_seq_free(e, forks[k]);
         n_forks = 0;
     }
     rc = SX_OK;
 fail:
     for (int k = 0; k < n_forks; k++)
-        sx_engine_seq_free(e, forks[k]);
+        sx_backend_seq_free(e, forks[k]);
     if (base >= 0)
-        sx_engine_seq_free(e, base);
+        sx_backend_seq_free(e, base);
     free(logits);
     free(items);
     return rc;

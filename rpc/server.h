@@ -28,7 +28,7 @@
 
 #include "common/sx_error.h"
 #include "engine/beam.h"
-#include "engine/cpu/engine.h"
+#include "engine/backend.h"
 #include "engine/generate.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
@@ -72,12 +72,12 @@ typedef struct sx_rpc_backend {
 
 /* The real backend: an sx_gen over `e` (created at bind).  It borrows the
  * engine and tokenizer; sx_rpc_backend_free releases what it made. */
-int  sx_rpc_gen_backend_new(sx_engine *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
+int  sx_rpc_gen_backend_new(sx_backend *e, const sx_tokenizer *tok, const sx_gen_opts *opts,
                             sx_rpc_backend *out, sx_error *err);
 void sx_rpc_backend_free(sx_rpc_backend *b);
 /* The draft model of speculate "draft" for the real backend (before the
  * server starts; sx_gen_set_draft).  Borrowed: it must outlive b. */
-int  sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_engine *draft, sx_error *err);
+int  sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_backend *draft, sx_error *err);
 
 /* Exact label scoring on the engine: the prompt is prefilled once into a
  * sequence (chunks of `chunk` tokens), each label is run on a fork that
@@ -86,7 +86,7 @@ int  sx_rpc_gen_backend_set_draft(sx_rpc_backend *b, sx_engine *draft, sx_error 
  * `base`: -1, or a sequence already holding the first n_base (< n_prompt)
  * prompt tokens, which the call takes over.  Sequences are freed before
  * returning. */
-int  sx_rpc_score_labels(sx_engine *e, int vocab_valid, const int32_t *prompt, int n_prompt,
+int  sx_rpc_score_labels(sx_backend *e, int vocab_valid, const int32_t *prompt, int n_prompt,
                          int base, int n_base, const sx_ids *labels, size_t n_labels, int chunk,
                          double *logp, sx_error *err);
 

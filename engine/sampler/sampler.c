@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "engine/sampler/sampler_internal.h"
-#include "kernels/sx_sample_math.h"
+#include "common/sx_sample_math.h"
 
 #define NGRAM_MAX 1024
 

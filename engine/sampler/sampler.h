@@ -1,7 +1,7 @@
 /* sx_sampler: turns one row of logits into a token, for one sequence.
  *
  * Contract of engine/sampler/; shares its arithmetic with the GPU sampler
- * through kernels/sx_sample_math.h.
+ * through common/sx_sample_math.h.
  *
  * Order of operations (fixed, documented because results depend on it):
  *   1. the grammar bitmask: tokens whose bit is 0 get -inf (rows past the

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "engine/sampler/sampler_internal.h"
-#include "kernels/sx_sample_math.h"
+#include "common/sx_sample_math.h"
 
 static int test_and_set(uint32_t *bits, int32_t t)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "engine/sampler/sampler_internal.h"
-#include "kernels/sx_sample_math.h"
+#include "common/sx_sample_math.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__)

@@ -6,6 +6,9 @@
 #   mask       the grammar-mask kernel
 #   refengine  the GPU engine against the kernels' references composed
 #   engine     GPU engine vs CPU engine parity, tiny random model
+#   service    struxd --device cuda on the 0.6B shape, schema requests at
+#              concurrency 1/8/64: tok/s per sequence and in aggregate, TTFT
+#              (tests/gpu/service.sh; service.json)
 #   bench      decode tokens/s (0.6B, 1.7B shapes), batched 8/64/256, TTFT 1k
 #   engine-0.6b  parity on the 0.6B-shaped random model
 #   sampler    the masked GPU sampler (parity, 10^6 draws, distribution)
@@ -16,7 +19,9 @@
 # default /tmp/strux-gpu-models), GPU_GROUPS (override the list, entries
 # name:seconds), DEADLINE_S (default 470), STRUX_GPU_TESTS (a prebuilt test
 # binary: skips the build; tests/gpu/emu builds one for trying this script
-# without a GPU, together with a stand-in nvidia-smi on PATH).
+# without a GPU, together with a stand-in nvidia-smi on PATH), STRUX_GPU_TOOLS
+# (strux and struxd with the CUDA backend for the service group; default
+# $BUILD/cuda, built here; build-emu after `make emu`).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 start=$(date +%s)
@@ -48,7 +53,8 @@ if [ -z "$NVCC_BIN" ]; then
 fi
 say "building ($B, $(nproc) jobs, $($NVCC_BIN --version | tail -1))"
 if ! make --no-print-directory -j"$(nproc)" BUILD="$B" CUDA=1 \
-        "$B/libstrux.a" "$B/libstrux_cuda.a" "$B/strux_gpu_tests" > "$WORK/build.log" 2>&1; then
+        "$B/libstrux.a" "$B/libstrux_cuda.a" "$B/strux_gpu_tests" "$B/cuda/strux" "$B/cuda/struxd" \
+        > "$WORK/build.log" 2>&1; then
     tail -40 "$WORK/build.log"
     echo "FATAL: CUDA build failed" >&2
     [ -n "$OUTDIR" ] && cp "$WORK/build.log" "$OUTDIR/gpu_build.log"
@@ -60,7 +66,9 @@ mkdir -p "$MODELS"
 
 # --- groups -------------------------------------------------------------------
 # name:limit in seconds
-DEFAULT_GROUPS="kernels:90 mask:20 refengine:60 engine:90 bench:200 engine-0.6b:120 sampler:150"
+DEFAULT_GROUPS="kernels:90 mask:20 refengine:60 engine:90 service:150 bench:200 engine-0.6b:120 sampler:150"
+# strux and struxd with the CUDA backend, for the service group
+TOOLS=${STRUX_GPU_TOOLS:-$B/cuda}
 results=()
 summary="$WORK/summary.txt"
 : > "$summary"
@@ -83,15 +91,23 @@ for entry in ${GPU_GROUPS:-$DEFAULT_GROUPS}; do
     json="$WORK/$safe.json"
     rm -f "$json"
     t0=$(date +%s)
-    timeout -k 5 "$lim" "$BIN" --require-gpu --dir "$MODELS" --json "$json" "$g" \
-        > "$WORK/$safe.log" 2>&1
-    rc=$?
+    if [ "$g" = service ]; then
+        OUT="$WORK" timeout -k 5 "$lim" bash tests/gpu/service.sh "$TOOLS" "$MODELS" "$lim" \
+            > "$WORK/$safe.log" 2>&1
+        rc=$?
+        [ -s "$WORK/service.json" ] && mv "$WORK/service.json" "$json"
+        sed -i 's/^service: /gpu: service /' "$WORK/$safe.log"
+    else
+        timeout -k 5 "$lim" "$BIN" --require-gpu --dir "$MODELS" --json "$json" "$g" \
+            > "$WORK/$safe.log" 2>&1
+        rc=$?
+    fi
     dt=$(( $(date +%s) - t0 ))
     line=$(grep -E '^gpu: ' "$WORK/$safe.log" | tail -1)
     [ $rc -eq 124 ] && line="TIMEOUT after ${lim}s"
     say "$g: rc $rc in ${dt}s: $line"
     grep -E '^(FAIL|  |    |\||GPU|engine|kernels)' "$WORK/$safe.log" | head -60
-    { echo "== $g (rc $rc, ${dt}s): $line"; grep -E '^(FAIL|  |    |\||GPU|engine|kernels)' "$WORK/$safe.log" | head -80; } >> "$summary"
+    { echo "== $g (rc $rc, ${dt}s): $line"; grep -E '^(FAIL|  |    |\||GPU|engine|kernels|gpu: service)' "$WORK/$safe.log" | head -80; } >> "$summary"
     if [ $rc -ne 0 ]; then
         fail=1
         tail -20 "$WORK/$safe.log"

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "engine/model/model.h"
-#include "kernels/engine_cuda.h"
+#include "engine/cuda/engine_cuda.h"
 
 int sx_gpu_bench(const char *dir, const char *shapes, FILE *json);
 

@@ -1,4 +1,4 @@
-/* End-to-end parity of the GPU engine (kernels/engine_cuda.h) with the CPU
+/* End-to-end parity of the GPU engine (engine/cuda/engine_cuda.h) with the CPU
  * engine (engine/cpu/engine.h) on random-weight Qwen3 models written with
  * sx_model_write_random: the same steps on both (mixed prefill + decode,
  * logits_all, fork, truncate, a prompt longer than one pass), then the GPU
@@ -27,7 +27,7 @@
 
 #include "engine/cpu/engine.h"
 #include "engine/model/model.h"
-#include "kernels/engine_cuda.h"
+#include "engine/cuda/engine_cuda.h"
 
 void sx_gpu_test_engine(int *passed, int *failed, const char *shape, const char *dir);
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kernels/engine_cuda.h"
+#include "engine/cuda/engine_cuda.h"
 #include "kernels/sx_kernels.h"
 
 static int passed, failed;

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 
 #include "engine/model/model.h"
-#include "kernels/engine_cuda.h"
+#include "engine/cuda/engine_cuda.h"
 #include "kernels/sx_bf16.h"
 #include "kernels/sx_kernels.h"
 

@@ -32,7 +32,7 @@
 #define REF "tests/fixtures/beam_ref.json"
 
 static sx_model *MODEL;
-static sx_engine *ENG;
+static sx_backend *ENG;
 static sx_tokenizer *TOK;
 static sx_vocab *VOC;
 static json_t *DOC;
@@ -75,7 +75,7 @@ static int setup(void **state)
     eo.n_threads = 2;
     eo.max_seqs = 16;
     eo.kv_tokens = 8192;
-    if (sx_engine_new(MODEL, &eo, &ENG, &err)) {
+    if (sx_backend_open("cpu", MODEL, &eo, &ENG, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
@@ -86,7 +86,7 @@ static int teardown(void **state)
 {
     (void)state;
     char cmd[512];
-    sx_engine_free(ENG);
+    sx_backend_close(ENG);
     sx_model_free(MODEL);
     sx_vocab_free(VOC);
     sx_tok_free(TOK);
@@ -339,7 +339,7 @@ static void shares_the_prompt(void **state)
     int32_t prompt[P];
     for (int i = 0; i < P; i++)
         prompt[i] = (int32_t)((i * 7919 + 13) % 150000);
-    int64_t free0 = sx_engine_free_tokens(ENG);
+    int64_t free0 = sx_backend_free_tokens(ENG);
     sx_beam_params p = {.num_beams = B, .num_return = B, .length_penalty = 1.0f,
                         .early_stopping = SX_BEAM_EARLY_NEVER, .max_tokens = M};
     sx_beam_result r;
@@ -351,7 +351,7 @@ static void shares_the_prompt(void **state)
     assert_int_equal(r.steps, M - 1);
     assert_true(r.tokens_run <= P + (int64_t)B * (M - 1));
     assert_true(r.forks >= B - 1);
-    assert_int_equal(sx_engine_free_tokens(ENG), free0);
+    assert_int_equal(sx_backend_free_tokens(ENG), free0);
     sx_beam_result_free(&r);
 }
 

@@ -24,7 +24,7 @@
 static sx_tokenizer *TOK;
 static sx_vocab *VOC;
 static sx_model *MODEL;
-static sx_engine *ENG;
+static sx_backend *ENG;
 static char DIR_[256];
 
 #define MAXR 16
@@ -88,7 +88,7 @@ static int setup(void **state)
     eo.n_threads = 2;
     eo.max_seqs = 16;
     eo.kv_tokens = 16384;
-    if (sx_engine_new(MODEL, &eo, &ENG, &err)) {
+    if (sx_backend_open("cpu", MODEL, &eo, &ENG, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
@@ -99,7 +99,7 @@ static int teardown(void **state)
 {
     (void)state;
     char cmd[512];
-    sx_engine_free(ENG);
+    sx_backend_close(ENG);
     sx_model_free(MODEL);
     sx_vocab_free(VOC);
     sx_tok_free(TOK);
@@ -452,8 +452,8 @@ static void prefix_cache_is_invisible(void **state)
     int seq;
     assert_int_equal(sx_gen_prefix_seq(g, p[2].v, (int)p[2].n, P, &seq, NULL), SX_OK);
     assert_true(seq >= 0);
-    assert_int_equal(sx_engine_seq_len(ENG, seq), P);
-    sx_engine_seq_free(ENG, seq);
+    assert_int_equal(sx_backend_seq_len(ENG, seq), P);
+    sx_backend_seq_free(ENG, seq);
     assert_int_equal(sx_gen_prefix_seq(g, p[2].v, (int)p[2].n, 0, &seq, NULL), SX_OK);
     assert_int_equal(seq, -1);
     sx_gen_free(g);
@@ -468,7 +468,7 @@ static int64_t run_choices(const sx_gen_opts *go, const sx_ids *p, sx_gen_params
                            result *r, int cancel_leader)
 {
     sx_engine_lm_stats a, b;
-    sx_engine_lm_stats_get(ENG, &a);
+    sx_backend_lm_stats_get(ENG, &a);
     sx_gen *g;
     sx_error err;
     assert_int_equal(sx_gen_new(ENG, TOK, go, on_event, NULL, &g, NULL), 0);
@@ -492,7 +492,7 @@ static int64_t run_choices(const sx_gen_opts *go, const sx_ids *p, sx_gen_params
     }
     run_all(g);
     sx_gen_free(g);
-    sx_engine_lm_stats_get(ENG, &b);
+    sx_backend_lm_stats_get(ENG, &b);
     return b.tokens - a.tokens;
 }
 

@@ -472,10 +472,15 @@ static void on_progress(void *ctx, int64_t done, int64_t total)
     (*calls)++;
 }
 
-static int check_ppl(ref_case *c, sx_engine *e, sx_engine *e8)
+static int check_ppl(ref_case *c, sx_engine *eng, sx_engine *eng8)
 {
     const json_t *jl = jget(c->doc, "ppl");
     int bad = 0;
+    /* perplexity runs over the engine interface; the engines stay ours */
+    sx_backend *e = NULL, *e8 = NULL;
+    assert_int_equal(sx_engine_backend(eng, 0, &e, NULL), SX_OK);
+    if (eng8)
+        assert_int_equal(sx_engine_backend(eng8, 0, &e8, NULL), SX_OK);
     for (size_t i = 0; i < json_array_size(jl); i++) {
         const json_t *j = json_array_get(jl, i);
         int n;
@@ -531,6 +536,8 @@ static int check_ppl(ref_case *c, sx_engine *e, sx_engine *e8)
             bad++;
         }
     }
+    sx_backend_close(e);
+    sx_backend_close(e8);
     return bad;
 }
 

@@ -19,7 +19,7 @@
 
 static char dir[256];
 static sx_model *M;
-static sx_engine *E;
+static sx_backend *E;
 static sx_tokenizer *TOK;
 
 static int setup(void **state)
@@ -37,7 +37,7 @@ static int setup(void **state)
     }
     sx_tok_set_n_rows(TOK, M->cfg.vocab_rows);
     sx_engine_opts o = {.n_threads = 2, .max_seqs = 32, .kv_tokens = 4096, .block_tokens = 16};
-    if (sx_engine_new(M, &o, &E, &e)) {
+    if (sx_backend_open("cpu", M, &o, &E, &e)) {
         fprintf(stderr, "engine: %s\n", e.msg);
         return -1;
     }
@@ -47,7 +47,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     char cmd[300];
-    sx_engine_free(E);
+    sx_backend_close(E);
     sx_model_free(M);
     sx_tok_free(TOK);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -71,9 +71,9 @@ static double reference(const sx_ids *prompt, const sx_ids *label)
     memcpy(all + prompt->n, label->v, label->n * sizeof *all);
     int seq;
     sx_error e;
-    assert_int_equal(sx_engine_seq_new(E, &seq, &e), SX_OK);
+    assert_int_equal(sx_backend_seq_new(E, &seq, &e), SX_OK);
     sx_step_item it = {.seq = seq, .tokens = all, .n = (int)n, .logits_all = 1};
-    assert_int_equal(sx_engine_step(E, &it, 1, logits, &e), SX_OK);
+    assert_int_equal(sx_backend_step(E, &it, 1, logits, &e), SX_OK);
     double lp = 0;
     for (size_t t = 0; t < label->n; t++) {
         const float *row = logits + (prompt->n - 1 + t) * (size_t)rows;
@@ -84,7 +84,7 @@ static double reference(const sx_ids *prompt, const sx_ids *label)
             sum += exp(row[i] - mx);
         lp += row[label->v[t]] - mx - log(sum);
     }
-    sx_engine_seq_free(E, seq);
+    sx_backend_seq_free(E, seq);
     free(all);
     free(logits);
     return lp;
@@ -104,7 +104,7 @@ static void forks_equal_from_scratch(void **state)
         encode(texts[i], &labels[i]);
         sx_ids_push(&labels[i], eot);
     }
-    int64_t before = sx_engine_free_tokens(E);
+    int64_t before = sx_backend_free_tokens(E);
     double logp[NL];
     sx_error e;
     /* a small chunk makes the prompt prefill in several steps */
@@ -112,7 +112,7 @@ static void forks_equal_from_scratch(void **state)
                                          0, labels, NL, 5, logp, &e),
                      SX_OK);
     /* every sequence it made is gone */
-    assert_int_equal(sx_engine_free_tokens(E), before);
+    assert_int_equal(sx_backend_free_tokens(E), before);
     for (int i = 0; i < NL; i++) {
         double want = reference(&prompt, &labels[i]);
         if (fabs(logp[i] - want) > 1e-3 * (1 + fabs(want)))
@@ -124,24 +124,24 @@ static void forks_equal_from_scratch(void **state)
      * cached prefix): the same scores, and that sequence is freed too */
     int base;
     const int P = 7;
-    float *row = malloc((size_t)sx_engine_model(E)->cfg.vocab_rows * sizeof *row);
-    assert_int_equal(sx_engine_seq_new(E, &base, &e), SX_OK);
+    float *row = malloc((size_t)sx_backend_model(E)->cfg.vocab_rows * sizeof *row);
+    assert_int_equal(sx_backend_seq_new(E, &base, &e), SX_OK);
     sx_step_item it = {.seq = base, .tokens = prompt.v, .n = P, .logits_all = 0};
-    assert_int_equal(sx_engine_step(E, &it, 1, row, &e), SX_OK);
+    assert_int_equal(sx_backend_step(E, &it, 1, row, &e), SX_OK);
     free(row);
     double logp2[NL];
     assert_int_equal(sx_rpc_score_labels(E, sx_tok_vocab_size(TOK), prompt.v, (int)prompt.n, base,
                                          P, labels, NL, 5, logp2, &e),
                      SX_OK);
-    assert_int_equal(sx_engine_free_tokens(E), before);
+    assert_int_equal(sx_backend_free_tokens(E), before);
     for (int i = 0; i < NL; i++)
         assert_true(fabs(logp2[i] - logp[i]) <= 1e-4 * (1 + fabs(logp[i])));
     /* a cached part as long as the prompt is refused, and the base freed */
-    assert_int_equal(sx_engine_seq_new(E, &base, &e), SX_OK);
+    assert_int_equal(sx_backend_seq_new(E, &base, &e), SX_OK);
     assert_int_equal(sx_rpc_score_labels(E, sx_tok_vocab_size(TOK), prompt.v, (int)prompt.n, base,
                                          (int)prompt.n, labels, NL, 5, logp2, &e),
                      SX_EINVAL);
-    assert_int_equal(sx_engine_free_tokens(E), before);
+    assert_int_equal(sx_backend_free_tokens(E), before);
     for (int i = 0; i < NL; i++)
         sx_ids_free(&labels[i]);
     sx_ids_free(&prompt);

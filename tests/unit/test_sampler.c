@@ -13,7 +13,7 @@
 
 #include "engine/sampler/sampler.h"
 #include "engine/sampler/sampler_internal.h"
-#include "kernels/sx_sample_math.h"
+#include "common/sx_sample_math.h"
 
 #define FULL_ROWS 151936
 #define FULL_VALID 151669

@@ -25,7 +25,7 @@
 static sx_tokenizer *TOK;
 static sx_vocab *VOC;
 static sx_model *MODEL, *OTHER;
-static sx_engine *ENG, *SAME, *DIFF; /* target; drafts: same weights, other weights */
+static sx_backend *ENG, *SAME, *DIFF; /* target; drafts: same weights, other weights */
 static char DIR_[256], DIR2[256];
 
 typedef struct result {
@@ -57,7 +57,7 @@ static void result_free(result *r)
     memset(r, 0, sizeof *r);
 }
 
-static int new_engine(sx_model *m, sx_engine **e)
+static int new_engine(sx_model *m, sx_backend **e)
 {
     sx_engine_opts eo;
     memset(&eo, 0, sizeof eo);
@@ -65,7 +65,7 @@ static int new_engine(sx_model *m, sx_engine **e)
     eo.max_seqs = 16;
     eo.kv_tokens = 16384;
     sx_error err;
-    if (sx_engine_new(m, &eo, e, &err)) {
+    if (sx_backend_open("cpu", m, &eo, e, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
@@ -103,9 +103,9 @@ static int teardown(void **state)
 {
     (void)state;
     char cmd[600];
-    sx_engine_free(ENG);
-    sx_engine_free(SAME);
-    sx_engine_free(DIFF);
+    sx_backend_close(ENG);
+    sx_backend_close(SAME);
+    sx_backend_close(DIFF);
     sx_model_free(MODEL);
     sx_model_free(OTHER);
     sx_vocab_free(VOC);
@@ -167,7 +167,7 @@ static const char *PROMPTS[] = {
 
 typedef struct variant {
     int spec, k;
-    sx_engine *draft;
+    sx_backend *draft;
     float temperature;
 } variant;
 

@@ -22,7 +22,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: strux perplexity --model DIR [--window 1024] [--stride 512] [options] FILE\n\n"
         "Scores FILE (UTF-8 text, '-' for stdin; tokenized as plain text, so added-token\n"
-        "text such as <|im_end|> is ordinary characters) with a Qwen3 model on the CPU,\n"
+        "text such as <|im_end|> is ordinary characters) with a Qwen3 model (on the CPU unless --device),\n"
         "as in the Hugging Face perplexity guide: windows of --window tokens start every\n"
         "--stride tokens; the first window scores all its tokens but the first, each later\n"
         "window only the tokens past the previous window's end, so each token is scored\n"
@@ -32,6 +32,7 @@ static void usage(FILE *f)
         "  --window N         tokens per window (default 1024, at least 2)\n"
         "  --stride N         tokens between window starts, 1 .. window (default 512)\n"
         "  --max-tokens N     score only the first N tokens of the file\n"
+        "  --device D         cpu (default), cuda or cuda:N (a build with CUDA)\n"
         "  --threads N        CPU threads (default: all)\n"
         "  --int8             quantise weights to int8 at start-up\n"
         "  --q4               quantise weights to 4 bits (a scale per 32 values) at start-up\n"
@@ -88,6 +89,7 @@ int cmd_perplexity(int argc, char **argv)
     const char *model_dir = NULL, *file = NULL, *tok_path = NULL;
     long window = 1024, stride = 512, max_tokens = 0, threads = 0;
     int int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0, kl = 0;
+    const char *device = "cpu";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -110,6 +112,8 @@ int cmd_perplexity(int argc, char **argv)
         } else if (!strcmp(a, "--threads") && more) {
             if (parse_int(a, argv[++i], 0, &threads))
                 return 2;
+        } else if (!strcmp(a, "--device") && more) {
+            device = argv[++i];
         } else if (!strcmp(a, "--int8")) {
             int8 = 1;
         } else if (!strcmp(a, "--q4")) {
@@ -137,6 +141,14 @@ int cmd_perplexity(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    {
+        sx_error derr;
+        int drc = sx_backend_device_check(device, &derr);
+        if (drc) {
+            fprintf(stderr, "strux perplexity: %s\n", derr.msg);
+            return drc == SX_EUNSUPPORTED ? 1 : 2;
+        }
+    }
     if (int8 && q4) {
         fprintf(stderr, "strux perplexity: give at most one of --int8, --q4\n");
         return 2;
@@ -156,7 +168,7 @@ int cmd_perplexity(int argc, char **argv)
     size_t len = 0;
     sx_tokenizer *tok = NULL;
     sx_model *model = NULL;
-    sx_engine *eng = NULL, *ref = NULL;
+    sx_backend *eng = NULL, *ref = NULL;
     sx_ids ids = {0};
 
     int frc = strcmp(file, "-") ? sx_file_read(file, &text, &len, &err)
@@ -193,7 +205,7 @@ int cmd_perplexity(int argc, char **argv)
     eo.block_tokens = 16;
     /* one window at a time, never its last token */
     eo.kv_tokens = (window + eo.block_tokens - 1) / eo.block_tokens * eo.block_tokens;
-    if (sx_engine_new(model, &eo, &eng, &err)) {
+    if (sx_backend_open(device, model, &eo, &eng, &err)) {
         fprintf(stderr, "strux perplexity: %s\n", err.msg);
         goto done;
     }
@@ -201,7 +213,7 @@ int cmd_perplexity(int argc, char **argv)
         /* the reference: the same model and options with bf16 weights */
         sx_engine_opts ro = eo;
         ro.weight_mode = SX_W_BF16;
-        if (sx_engine_new(model, &ro, &ref, &err)) {
+        if (sx_backend_open(device, model, &ro, &ref, &err)) {
             fprintf(stderr, "strux perplexity: reference engine: %s\n", err.msg);
             goto done;
         }
@@ -240,14 +252,19 @@ int cmd_perplexity(int argc, char **argv)
         printf("top1_same:      %.4f\n", (double)r.top1_same / n);
     }
     printf("weights:        %s\n", q4 ? "q4" : int8 ? "int8" : "bf16");
-    printf("activations:    %s in matrix products (path %s)\n", sx_engine_act_rounding(eng),
-           sx_engine_cpu_path(eng));
+    const sx_engine *cpu = sx_engine_of_backend(eng);
+    if (cpu)
+        printf("activations:    %s in matrix products (path %s)\n", sx_engine_act_rounding(cpu),
+               sx_engine_cpu_path(cpu));
+    else
+        printf("activations:    bf16 in matrix products (device %s)\n",
+               sx_backend_describe(eng));
     printf("kv_cache:       %s\n", kvbf16 ? "bf16" : "f32");
     printf("time_s:         %.2f\n", secs);
     rc = 0;
 done:
-    sx_engine_free(eng);
-    sx_engine_free(ref);
+    sx_backend_close(eng);
+    sx_backend_close(ref);
     sx_model_free(model);
     sx_tok_free(tok);
     sx_ids_free(&ids);

@@ -47,7 +47,7 @@ static int check(const json_t *schema, const sx_bytes *text)
     return !valid;
 }
 
-int gen_beam_cli_run(sx_engine *eng, const sx_tokenizer *tok, const sx_grammar *g,
+int gen_beam_cli_run(sx_backend *eng, const sx_tokenizer *tok, const sx_grammar *g,
                      const json_t *schema, const int32_t *prompt, int n_prompt,
                      const gen_beam_cli_opts *o)
 {

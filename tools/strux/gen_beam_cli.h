@@ -21,7 +21,7 @@ int gen_beam_cli_early(const char *s);
  * text), each validated against schema when there is one; timings go to
  * stderr.  Returns the exit status: 0, or 1 when the search failed or a
  * sequence does not validate.  Borrows everything. */
-int gen_beam_cli_run(sx_engine *eng, const sx_tokenizer *tok, const sx_grammar *g,
+int gen_beam_cli_run(sx_backend *eng, const sx_tokenizer *tok, const sx_grammar *g,
                      const json_t *schema, const int32_t *prompt, int n_prompt,
                      const gen_beam_cli_opts *o);
 

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "common/sx_file.h"
+#include "engine/backend.h"
 #include "engine/cpu/engine.h"
 #include "engine/generate.h"
 #include "engine/model/model.h"
@@ -72,6 +73,8 @@ static void usage(FILE *f)
         "                           KEY\" with the key in FILE (trailing newline ignored)\n"
         "  --api-key KEY            the same with the key given here (visible in ps)\n"
         "engine and batching\n"
+        "  --device D               cpu (default), cuda or cuda:N: the forward pass on\n"
+        "                           GPU N (a build with CUDA: make cuda)\n"
         "  --threads N              CPU threads for the forward pass (default: all online CPUs)\n"
         "  --max-batch N            requests generating at once (default 32)\n"
         "  --kv-tokens N            KV-cache capacity in tokens over all requests\n"
@@ -156,7 +159,7 @@ int main(int argc, char **argv)
     long compile_threads = 2, compile_ms = 20000, max_abandoned = 4;
     int prop_order = 0, speculate = 0;
     long draft_k = 4;
-    const char *draft_dir = NULL;
+    const char *draft_dir = NULL, *device = "cpu";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0, takes = 1;
@@ -191,6 +194,8 @@ int main(int argc, char **argv)
             draft_dir = v;
         } else if (!strcmp(a, "--draft-k")) {
             bad = parse_long(a, v, 1, 16, &draft_k);
+        } else if (!strcmp(a, "--device")) {
+            device = v;
         } else if (!strcmp(a, "--threads")) {
             bad = parse_long(a, v, 0, 4096, &threads);
         } else if (!strcmp(a, "--max-batch")) {
@@ -281,6 +286,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "struxd: give at most one of --int8, --q4\n");
         return 2;
     }
+    {
+        /* before the model loads: a binary without CUDA says so at once */
+        sx_error derr;
+        int drc = device ? sx_backend_device_check(device, &derr) : SX_OK;
+        if (drc) {
+            fprintf(stderr, "struxd: %s\n", derr.msg);
+            return drc == SX_EUNSUPPORTED ? 1 : 2;
+        }
+    }
     if (def_tokens > max_tokens)
         def_tokens = max_tokens;
     if (!n_listen && !http)
@@ -324,7 +338,7 @@ int main(int argc, char **argv)
     sx_model *model = NULL;
     sx_tokenizer *tok = NULL;
     sx_vocab *vocab = NULL;
-    sx_engine *engine = NULL, *dengine = NULL;
+    sx_backend *engine = NULL, *dengine = NULL;
     sx_model *dmodel = NULL;
     sx_rpc_backend be = {0};
     sx_rpc_server *srv = NULL;
@@ -353,7 +367,7 @@ int main(int argc, char **argv)
                          .act_mode = bf16act ? SX_ACT_BF16 : SX_ACT_F32,
                          .kv_mode = kvbf16 ? SX_KV_BF16 : SX_KV_F32,
                          .batch_variant = bvariant};
-    if (sx_engine_new(model, &eo, &engine, &err)) {
+    if (sx_backend_open(device, model, &eo, &engine, &err)) {
         fprintf(stderr, "struxd: cannot start the engine: %s\n", err.msg);
         goto done;
     }
@@ -374,7 +388,7 @@ int main(int argc, char **argv)
         /* the draft model: its own engine and cache, same options */
         sx_engine_opts deo = eo;
         deo.max_seqs = (int)max_batch + 1;
-        if (sx_model_load(draft_dir, &dmodel, &err) || sx_engine_new(dmodel, &deo, &dengine, &err) ||
+        if (sx_model_load(draft_dir, &dmodel, &err) || sx_backend_open(device, dmodel, &deo, &dengine, &err) ||
             sx_rpc_gen_backend_set_draft(&be, dengine, &err)) {
             fprintf(stderr, "struxd: --draft-model: %s\n", err.msg);
             goto done;
@@ -422,12 +436,13 @@ int main(int argc, char **argv)
     const sx_qwen3_config *c = &model->cfg;
     fprintf(stderr,
             "struxd: model %s (Qwen3: %d layers, hidden %d, %.2fB parameters%s) | KV cache "
-            "%lld tokens (%s) | CPU kernels %s | max batch %ld, queue %ld, max_tokens %ld\n",
+            "%lld tokens (%s) | %s %s | max batch %ld, queue %ld, max_tokens %ld\n",
             model_dir, c->n_layers, c->hidden, (double)sx_qwen3_n_params(c) / 1e9,
             model->quant.method == SX_QUANT_AWQ ? (q4 ? ", AWQ 4-bit, q4" : ", AWQ 4-bit")
             : model->quant.method == SX_QUANT_FP8 ? (q4 ? ", FP8, q4" : int8 ? ", FP8, int8" : ", FP8")
-            : q4 ? ", q4" : int8 ? ", int8" : "", (long long)sx_engine_free_tokens(engine), kvbf16 ? "bf16" : "f32",
-            sx_engine_cpu_path(engine), max_batch, max_queue, max_tokens);
+            : q4 ? ", q4" : int8 ? ", int8" : "", (long long)sx_backend_free_tokens(engine), kvbf16 ? "bf16" : "f32",
+            sx_engine_of_backend(engine) ? "CPU kernels" : "CUDA device",
+            sx_backend_describe(engine), max_batch, max_queue, max_tokens);
     if (is_random_model(model_dir))
         fprintf(stderr, "struxd: WARNING: %s holds RANDOM weights (a stand-in written by "
                         "`strux model random`); outputs are schema-valid but meaningless\n",
@@ -469,8 +484,8 @@ int main(int argc, char **argv)
 done:
     sx_rpc_server_free(srv);
     sx_rpc_backend_free(&be);
-    sx_engine_free(engine);
-    sx_engine_free(dengine);
+    sx_backend_close(engine);
+    sx_backend_close(dengine);
     sx_model_free(dmodel);
     sx_vocab_free(vocab);
     sx_tok_free(tok);

@@ -24,13 +24,13 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -g -Itests/gpu/emu/include -I. -Wall -Wextra 
 objs=()
 build() { # src obj compiler flags...
     local src=$1 obj=$2; shift 2
-    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find kernels tests/gpu -newer "$obj" \
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find kernels engine tests/gpu -newer "$obj" \
         \( -name '*.h' -o -name '*.cuh' \) -print -quit)" ]; then
         "$@" -c "$src" -o "$obj"
     fi
     objs+=("$obj")
 }
-for f in kernels/*.cu; do
+for f in kernels/*.cu engine/cuda/*.cu; do
     build "$f" "$B/emu/$(basename "$f" .cu).o" g++ $CXXFLAGS -x c++
 done
 build tests/gpu/emu/cuda_emu.cpp "$B/emu/cuda_emu.o" g++ $CXXFLAGS

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/engine_cuda_internal.h"
+#include "engine/cuda/engine_cuda_internal.h"
 
 // A failed CUDA call inside new(): message with the call's line, then fail.
 #define NEW_TRY(call)                                                                  \
@@ -295,6 +295,9 @@ int sx_cuda_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_cuda_en
     memset(&o, 0, sizeof o);
     if (opts)
         o = *opts;
+    if (o.device < 0 || o.device >= n_dev)
+        return sx_err_set(err, SX_EINVAL, "cuda engine: device %d: this machine has %d CUDA "
+                          "device%s (0..%d)", o.device, n_dev, n_dev == 1 ? "" : "s", n_dev - 1);
     if (o.max_seqs < 0 || o.kv_tokens < 0 || o.block_tokens < 0)
         return sx_err_set(err, SX_EINVAL, "cuda engine: bad options (seqs %d, kv tokens %lld, "
                           "block %d)", o.max_seqs, (long long)o.kv_tokens, o.block_tokens);
@@ -338,8 +341,8 @@ int sx_cuda_engine_new(const sx_model *m, const sx_engine_opts *opts, sx_cuda_en
         rc = sx_err_set(err, SX_ENOMEM, "cuda engine: out of memory");
         goto fail;
     }
-    NEW_TRY(cudaSetDevice(0));
-    NEW_TRY(cudaGetDeviceProperties(&prop, 0));
+    NEW_TRY(cudaSetDevice(o.device));
+    NEW_TRY(cudaGetDeviceProperties(&prop, o.device));
     snprintf(e->info.device, sizeof e->info.device, "%.200s (sm_%d%d, %.0f GiB)", prop.name,
              prop.major, prop.minor, (double)prop.totalGlobalMem / (1 << 30));
     e->info.sm_count = prop.multiProcessorCount;

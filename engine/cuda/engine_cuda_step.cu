@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/engine_cuda_internal.h"
+#include "engine/cuda/engine_cuda_internal.h"
 
 // Inside forward(): a launcher has printed file/line; pass its code up.
 #define FW(call)                                                                       \

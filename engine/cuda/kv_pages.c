@@ -1,5 +1,5 @@
 /* Paged KV-cache bookkeeping for the GPU engine (see kv_pages_internal.h). */
-#include "kernels/kv_pages_internal.h"
+#include "engine/cuda/kv_pages_internal.h"
 
 #include <stdlib.h>
 

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #include "common/sx_error.h"
-#include "engine/cpu/engine.h"
+#include "engine/backend.h"
 #include "engine/model/model.h"
 #include "engine/sampler/sampler.h"
 

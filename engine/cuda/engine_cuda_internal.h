@@ -7,16 +7,16 @@
 /* the C headers first, with C linkage (they carry no extern "C" of their own) */
 extern "C" {
 #include "common/sx_error.h"
-#include "engine/cpu/engine.h"
+#include "engine/backend.h"
 #include "engine/model/model.h"
 #include "engine/sampler/sampler.h"
-#include "kernels/kv_pages_internal.h"
+#include "engine/cuda/kv_pages_internal.h"
 }
 
 #include <cuda_runtime.h>
 
 #include "kernels/cuda_check.h"
-#include "kernels/engine_cuda.h"
+#include "engine/cuda/engine_cuda.h"
 #include "kernels/sx_kernels.h"
 
 /* Buckets of the decode graphs: 1, 2, 4, ..., 256 sequences. */

@@ -1,5 +1,5 @@
 /* sx_kvp: the bookkeeping of the GPU engine's paged KV cache (internal to
- * kernels/engine_cuda*.cu; plain C so that it is unit-tested without a GPU).
+ * engine/cuda/engine_cuda*.cu; plain C so that it is unit-tested without a GPU).
  *
  * The cache is a pool of n_blocks blocks of block_tokens positions; it knows
  * nothing of their contents.  Each live sequence has a block table (logical

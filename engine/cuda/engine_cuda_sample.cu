@@ -4,7 +4,7 @@
 // while the GPU computes and only token ids come back.
 #include <string.h>
 
-#include "kernels/engine_cuda_internal.h"
+#include "engine/cuda/engine_cuda_internal.h"
 
 uint32_t *sx_cuda_engine_mask_buffer(sx_cuda_engine *e, int n_rows)
 {

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# --device from the outside.
+#
+# Always (CI): the CPU-only binaries ($STRUX_BUILD) answer `--device cuda`
+# with one line saying they were built without CUDA (exit 1, before the
+# model loads), and a malformed device with a usage error (exit 2).
+#
+# Opt-in, when `make emu` has built $STRUX_EMU (default build-emu/strux and
+# build-emu/struxd: the CUDA backend on the CPU emulation of tests/gpu/emu):
+# on the tiny random model, `strux generate --device cuda` gives the CPU
+# backend's greedy ids over two schemas, perplexity agrees within 1%, and
+# `struxd --device cuda` answers a schema request and a labels request with
+# the CPU server's output and label scores within 0.02.  The GPU engine
+# rounds GEMM inputs and the KV cache to bf16, so its logits are not the
+# CPU's bit for bit: ids may differ only where the CPU's top two logits at
+# the first differing position are within GAP_TOL = 0.05 (logit units, the
+# same as log-prob units) and the GPU took the CPU's runner-up; that
+# position and gap are printed either way.
+# Sampled replies are not compared: the host sampler is shared, so equal
+# logits give equal draws, but a draw that lands within bf16 rounding of a
+# token's boundary in the cumulative weights moves to the neighbour.
+# About a minute of CPU with the emulator; skipped (TAP SKIP) without it.  Needs $STRUX_BUILD and $STRUX_SHARED.
+set -u
+S="$STRUX_BUILD/strux"
+D="$STRUX_BUILD/struxd"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+EMU=${STRUX_EMU:-$ROOT/build-emu}
+GAP_TOL=0.05
+T=$(mktemp -d /tmp/strux-cli-device.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+n=0 failed=0
+
+check() { # check WHAT COMMAND...: the command's status is the verdict
+    local what=$1
+    shift
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $what"
+    else
+        echo "not ok $n - $what"
+        failed=$((failed + 1))
+    fi
+}
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+# fails_well STATUS PREFIX CMD...: exits STATUS with one stderr line holding PREFIX, no stdout
+fails_well() {
+    local want=$1 text=$2
+    shift 2
+    timeout 60 "$@" >"$T/fw.out" 2>"$T/fw.err" </dev/null
+    local rc=$?
+    [ "$rc" = "$want" ] && [ "$(wc -l <"$T/fw.err")" = 1 ] && grep -q -- "$text" "$T/fw.err" &&
+        [ ! -s "$T/fw.out" ] || {
+        echo "# status $rc, stderr: $(head -c 300 "$T/fw.err")"
+        return 1
+    }
+}
+
+[ -x "$S" ] && [ -x "$D" ] || { echo "not ok 1 - $S or $D is not built"; exit 1; }
+"$S" model random --shape tiny --seed 5 --out "$T/m" >/dev/null 2>"$T/model.err"
+check "tiny model written" test -s "$T/m/model.safetensors"
+M=(--model "$T/m")
+
+NOCUDA="built without CUDA"
+check "generate --device cuda: one line, built without CUDA" \
+    fails_well 1 "$NOCUDA" "$S" generate "${M[@]}" --prompt hi --device cuda
+check "generate --device cuda:1: the same" \
+    fails_well 1 "$NOCUDA" "$S" generate "${M[@]}" --prompt hi --device cuda:1
+check "perplexity --device cuda: the same" \
+    fails_well 1 "$NOCUDA" "$S" perplexity "${M[@]}" --device cuda "$ROOT/README.md"
+check "struxd --device cuda: the same, before loading the model" \
+    fails_well 1 "$NOCUDA" "$D" --model "$T/no-such-model" --device cuda
+check "generate --device tpu: a usage error" \
+    fails_well 2 "want cpu, cuda or cuda:N" "$S" generate "${M[@]}" --prompt hi --device tpu
+check "struxd --device cuda:x: a usage error" \
+    fails_well 2 "want cuda:N" "$D" --model "$T/m" --device cuda:x
+
+if [ ! -x "$EMU/strux" ] || [ ! -x "$EMU/struxd" ]; then
+    skip "the CUDA backend on the emulator" "no $EMU/strux (opt-in: make emu)"
+    [ "$failed" = 0 ]
+    exit
+fi
+
+# gen NAME BIN DEVICE ARGS...: greedy unless ARGS say otherwise; ids and logprobs kept
+gen() {
+    local name=$1 bin=$2 dev=$3
+    shift 3
+    timeout 300 "$bin" generate "${M[@]}" --device "$dev" --print-ids --top-logprobs 2 "$@" \
+        </dev/null >"$T/$name.out" 2>"$T/$name.err"
+    echo $? >"$T/$name.rc"
+}
+ids() { grep -av '^logprob ' "$T/$1.out" | tail -1; }
+# same_ids CPU CUDA: equal, or differing first where the CPU's top-2 gap is within GAP_TOL
+same_ids() {
+    [ "$(cat "$T/$1.rc")" = 0 ] && [ "$(cat "$T/$2.rc")" = 0 ] || {
+        echo "# status $(cat "$T/$1.rc") / $(cat "$T/$2.rc"): $(tail -1 "$T/$2.err")"
+        return 1
+    }
+    python3 - "$T/$1.out" "$T/$2.out" "$GAP_TOL" <<'EOF'
+import sys
+def load(p):
+    lines = open(p, encoding="utf-8", errors="replace").read().split("\n")
+    lp = {}
+    for l in lines:
+        if l.startswith("logprob "):
+            f = l.split(" ")
+            lp[int(f[1])] = l
+    ids = [l for l in lines if l and not l.startswith("logprob ")][-1].split()
+    return ids, lp
+a, lpa = load(sys.argv[1])
+b, lpb = load(sys.argv[2])
+tol = float(sys.argv[3])
+k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), None)
+if k is None and len(a) == len(b):
+    print("# %d ids, all equal" % len(a))
+    sys.exit(0)
+if k is None:
+    k = min(len(a), len(b))
+line = lpa.get(k, "")
+gap, top_ids = None, []
+if "top:" in line and line.split(" ")[2] == a[k]:  # the log-prob line of that very token
+    tops = line.split("top: ")[1].split(", ")
+    top_ids = [t.split(" ")[0] for t in tops]
+    if len(tops) >= 2:
+        gap = float(tops[0].split(" ")[-1]) - float(tops[1].split(" ")[-1])
+print("# first difference at position %d of %d: cpu %s, cuda %s; cpu top-2 %s, gap %s (tolerance %g)"
+      % (k, len(a), a[k] if k < len(a) else "-", b[k] if k < len(b) else "-", top_ids,
+         "%.4f" % gap if gap is not None else "n/a", tol))
+# a near-tie, and the GPU took the CPU's runner-up
+sys.exit(0 if gap is not None and gap <= tol and k < len(b) and b[k] in top_ids[:2] else 1)
+EOF
+}
+P=(--prompt "Extract the invoice: ACME Corp, invoice 17, total 42.50 EUR" --max-tokens 48)
+for sc in invoice contact_card; do
+    gen "cpu_$sc" "$S" cpu "${P[@]}" --schema "$ROOT/schemas/$sc.json"
+    gen "cuda_$sc" "$EMU/strux" cuda "${P[@]}" --schema "$ROOT/schemas/$sc.json"
+    check "emulated cuda: greedy ids under $sc.json equal the CPU backend's" same_ids "cpu_$sc" "cuda_$sc"
+    check "emulated cuda: the $sc reply validates" grep -q "^validator: valid" "$T/cuda_$sc.err"
+done
+
+# every scored token needs a whole logits row, slow on the emulator: a short text
+head -c 400 "$ROOT/README.md" >"$T/text.txt"
+ppl() { timeout 300 "$1" perplexity "${M[@]}" --device "$2" --window 16 --stride 8 \
+    --max-tokens 24 "$T/text.txt" 2>"$T/ppl_$2.err" | sed -n 's/^perplexity: *//p'; }
+pc=$(ppl "$S" cpu)
+pg=$(ppl "$EMU/strux" cuda)
+echo "# perplexity cpu $pc, emulated cuda $pg"
+check "emulated cuda: perplexity within 1% of the CPU's" \
+    python3 -c "import sys; a, b = float('$pc'), float('$pg'); sys.exit(abs(a - b) > 0.01 * a)"
+
+# struxd --device cuda beside struxd --device cpu: the same answers
+serve() { # serve NAME BIN DEVICE
+    "$2" --model "$T/m" --device "$3" --listen "ipc://$T/$1.sock" --max-batch 4 --kv-tokens 4096 \
+        2>"$T/$1.log" &
+    pids+=($!)
+}
+serve scpu "$D" cpu
+serve scuda "$EMU/struxd" cuda
+for s in scpu scuda; do
+    for _ in $(seq 300); do grep -q "struxd: ready" "$T/$s.log" && break; sleep 0.1; done
+done
+check "emulated struxd --device cuda starts" grep -q "struxd: ready" "$T/scuda.log"
+call() { timeout 300 "$S" call --addr "ipc://$T/$1.sock" --max-tokens 48 "${@:2}" >"$T/$1_call.out" 2>&1; }
+echo "ACME Corp, invoice 17 of 2026-01-05, total 42.50 EUR, due 2026-01-31." >"$T/doc.txt"
+call scpu --schema "$ROOT/schemas/invoice.json" --document "$T/doc.txt" --output
+call scuda --schema "$ROOT/schemas/invoice.json" --document "$T/doc.txt" --output
+check "emulated struxd --device cuda: the schema answer equals the CPU server's" \
+    cmp -s "$T/scpu_call.out" "$T/scuda_call.out"
+call scpu --choices positive,negative,neutral --document "$T/doc.txt"
+call scuda --choices positive,negative,neutral --document "$T/doc.txt"
+check "emulated struxd --device cuda: labels and scores as the CPU server's (within 0.02)" \
+    python3 - "$T/scpu_call.out" "$T/scuda_call.out" <<'EOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+print("# cpu %s / cuda %s" % (json.dumps(a.get("output")), json.dumps(b.get("output"))))
+sa, sb = a.get("scores") or {}, b.get("scores") or {}
+ok = a.get("ok") and b.get("ok") and a.get("output") == b.get("output") and sa.keys() == sb.keys() \
+    and all(abs(sa[k] - sb[k]) <= 0.02 for k in sa)
+print("# scores cpu %s / cuda %s" % (sa, sb))
+sys.exit(0 if ok else 1)
+EOF
+[ "$failed" = 0 ]
