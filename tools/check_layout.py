@@ -44,7 +44,7 @@ MODULES = {
     "grammar/formats": {"formats.h"},
     "grammar/validator": {"validator.h"},
     "grammar/vocab": {"vocab.h"},
-    "grammar/fuzzgen": {"fuzzgen.h"},
+    "grammar/fuzzgen": {"fuzzgen.h", "schemagen.h"},
     "engine": {"generate.h", "perplexity.h", "beam.h", "backend.h"},
     "engine/tokenizer": {"tokenizer.h"},
     "engine/model": {"model.h"},

@@ -27,7 +27,7 @@
 static sx_tokenizer *TOK;
 static sx_vocab *VOC;
 static sx_model *MODEL;
-static sx_engine *ENG;
+static sx_backend *ENG;
 static char DIR_[256];
 
 static int setup(void **state)
@@ -51,14 +51,14 @@ static int setup(void **state)
     eo.n_threads = 2;
     eo.max_seqs = 8;
     eo.kv_tokens = 8192;
-    return sx_engine_new(MODEL, &eo, &ENG, &err) ? -1 : 0;
+    return sx_backend_open("cpu", MODEL, &eo, &ENG, &err) ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
     char cmd[512];
-    sx_engine_free(ENG);
+    sx_backend_close(ENG);
     sx_model_free(MODEL);
     sx_vocab_free(VOC);
     sx_tok_free(TOK);
@@ -262,10 +262,10 @@ static void check_against_hand(const char *schema_text, float temperature, uint6
     memcpy(all, prompt.v, prompt.n * sizeof *all);
     memcpy(all + prompt.n, r.ids.v, r.ids.n * sizeof *all);
     int seq;
-    assert_int_equal(sx_engine_seq_new(ENG, &seq, &err), 0);
+    assert_int_equal(sx_backend_seq_new(ENG, &seq, &err), 0);
     sx_step_item it = {.seq = seq, .tokens = all, .n = (int)total, .logits_all = 1};
-    assert_int_equal(sx_engine_step(ENG, &it, 1, logits, &err), 0);
-    sx_engine_seq_free(ENG, seq);
+    assert_int_equal(sx_backend_step(ENG, &it, 1, logits, &err), 0);
+    sx_backend_seq_free(ENG, seq);
 
     sx_matcher *mt = NULL;
     assert_int_equal(sx_matcher_new(gr, &mt, &err), 0);

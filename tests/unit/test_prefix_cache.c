@@ -24,7 +24,7 @@
 static sx_tokenizer *TOK;
 static sx_vocab *VOC;
 static sx_model *MODEL;
-static sx_engine *ENG;
+static sx_backend *ENG;
 static sx_grammar *GR;
 static char DIR_[256];
 
@@ -54,7 +54,7 @@ static int setup(void **state)
                                 "[\"name\",\"n\"],\"additionalProperties\":false}", 0, NULL);
     sx_gr_opts o;
     sx_gr_opts_default(&o);
-    int rc = sx_engine_new(MODEL, &eo, &ENG, &err) || sx_gr_compile_json(VOC, schema, &o, &GR, &err);
+    int rc = sx_backend_open("cpu", MODEL, &eo, &ENG, &err) || sx_gr_compile_json(VOC, schema, &o, &GR, &err);
     json_decref(schema);
     return rc ? -1 : 0;
 }
@@ -64,7 +64,7 @@ static int teardown(void **state)
     (void)state;
     char cmd[512];
     sx_gr_free(GR);
-    sx_engine_free(ENG);
+    sx_backend_close(ENG);
     sx_model_free(MODEL);
     sx_vocab_free(VOC);
     sx_tok_free(TOK);

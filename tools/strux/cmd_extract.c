@@ -113,7 +113,7 @@ struct ex_ctx {
     sx_rpc_limits lim;
     const sx_tokenizer *tok;
     sx_gen       *gen;
-    sx_engine    *eng;
+    sx_backend   *eng;
     int64_t       kv_capacity;
     FILE         *out;
     char        **done_keys;   /* --resume: sorted "input\x1fschema" */
@@ -458,7 +458,7 @@ static int start(ex_ctx *x, size_t k)
             goto refused;
         }
         if (seq >= 0)
-            sx_engine_seq_free(x->eng, seq);
+            sx_backend_seq_free(x->eng, seq);
     }
     /* the generator reserves prompt + max_tokens (+ slack), as in the server */
     if ((int64_t)prompt.n + j->req.max_tokens + 32 > x->kv_capacity) {
@@ -649,7 +649,8 @@ int cmd_extract(int argc, char **argv)
     sx_error err;
     sx_err_clear(&err);
     sx_model *model = NULL;
-    sx_engine *eng = NULL;
+    sx_engine *cpu = NULL;
+    sx_backend *eng = NULL;
     sx_tokenizer *tok = NULL;
     sx_vocab *vocab = NULL;
 
@@ -691,11 +692,11 @@ int cmd_extract(int argc, char **argv)
         go.prefix_cache_tokens = t < 1 ? -1 : (int64_t)t;
         x.no_prefix_cache = t < 1;
     }
-    if (sx_engine_new(model, &eo, &eng, &err) ||
-        sx_gen_new(eng, tok, &go, on_event, &x, &x.gen, &err))
+    if (sx_engine_new(model, &eo, &cpu, &err) || sx_engine_backend(cpu, 1, &eng, &err) ||
+        (cpu = NULL, sx_gen_new(eng, tok, &go, on_event, &x, &x.gen, &err)))
         goto fail_err;
     x.eng = eng;
-    x.kv_capacity = sx_engine_free_tokens(eng);
+    x.kv_capacity = sx_backend_free_tokens(eng);
     if (tool_is_random_model(model_dir))
         fprintf(stderr, "strux extract: NOTE: %s holds RANDOM weights (a stand-in written by "
                         "`strux model random`): the outputs validate against the schemas but "
@@ -703,7 +704,7 @@ int cmd_extract(int argc, char **argv)
     x.total = x.rows.n * x.n_schemas;
     fprintf(stderr, "strux extract: loaded %s in %.2f s (cpu path %s); %zu documents x %zu "
                     "schemas = %zu rows%s\n", model_dir, (tool_now_us() - t0) / 1e6,
-            sx_engine_cpu_path(eng), x.rows.n, x.n_schemas, x.total,
+            sx_engine_cpu_path(sx_engine_of_backend(eng)), x.rows.n, x.n_schemas, x.total,
             x.n_done_keys ? " (--resume: rows already written are skipped)" : "");
     /* a full batch decoding and as many again queued to prefill, so that a
      * finished row is replaced at the next step */
@@ -745,7 +746,8 @@ fail_err:
     fprintf(stderr, "strux extract: %s\n", err.msg);
 done:
     sx_gen_free(x.gen);   /* cancels what is live, without events */
-    sx_engine_free(eng);
+    sx_backend_close(eng);
+    sx_engine_free(cpu);
     sx_model_free(model);
     if (x.out && !to_stdout && fclose(x.out) && !rc) {
         perror("strux extract: closing the output");
