@@ -98,6 +98,7 @@ static double check_model(const char *dir, int mode, double atol, double gap_min
     sx_engine_opts o = { .n_threads = 2, .max_seqs = 2, .kv_tokens = 256, .weight_mode = mode };
     if (sx_engine_new(m, &o, &e, &err))
         fail_msg("%s: %s", dir, err.msg);
+    print_message("# path %s (%s, weight mode %d)\n", sx_engine_cpu_path(e), dir, mode);
     float *lg = malloc((size_t)r.n_rows * (size_t)r.vocab * sizeof *lg);
     assert_non_null(lg);
     int seq;

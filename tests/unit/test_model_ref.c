@@ -540,11 +540,12 @@ static void run_case(const char *name)
     case_open(&c, name);
     int big = c.model->cfg.hidden >= 1024 && SLOW_BUILD;
     sx_engine *e = engine_new(&c, SX_W_BF16);
+    print_message("# path %s (%s)\n", sx_engine_cpu_path(e), name);
     int bad = check_prefill(&c, e);
     if (!big)
         bad += check_decode(&c, e);
     else
-        fprintf(stderr, "  %-14s decode   skipped in a sanitizer build\n", name);
+        fprintf(stderr, "# skipped: %s decode and int8 passes in a sanitizer build (minutes)\n", name);
     bad += check_batch(&c, e);
     sx_engine *e8 = big ? NULL : engine_new(&c, SX_W_INT8);
     bad += check_ppl(&c, e, e8);
