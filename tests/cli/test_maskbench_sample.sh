@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # MaskBench ratchet: a fixed sample of ../shared/maskbench runs through
 # `strux maskbench` (the published method, real Qwen3 tokenizer).  Never an
-# invalidation error, a crash or a timeout; passing never below the
-# committed baseline (raise the baseline when it improves).
+# invalidation error, a crash, a timeout, an untokenizable instance or a
+# matcher inconsistency; passing never below the committed baseline (raise
+# the baseline when it improves).
 set -u
 B=${STRUX_BUILD:?}; S=${STRUX_SHARED:?}
 n=0; fail=0
@@ -17,5 +18,10 @@ check "all $(wc -l < tests/fixtures/maskbench_ci_sample.txt) schemas ran" '[ "$(
 check "zero invalidation errors (soundness)" '[ "$(get invalidation_error)" -eq 0 ]'
 check "zero crashes" '[ "$(get crash)" -eq 0 ]'
 check "zero timeouts" '[ "$(get timeout)" -eq 0 ]'
+# an instance left out because the tokenizer cannot encode it, or a token the
+# mask allowed and the matcher then refused, would otherwise hide in the counts
+check "every one of $(get instances) instances tokenized (untokenizable 0)" \
+    '[ "$(get instances)" -gt 0 ] && [ "$(get untokenizable)" -eq 0 ]'
+check "zero matcher inconsistencies (mask allowed, matcher refused)" '[ "$(get inconsistent)" -eq 0 ]'
 check "passing $(get passing) >= baseline $base" '[ "$(get passing)" -ge "$base" ]'
 exit $fail
