@@ -204,8 +204,11 @@ static void test_awq_matches_reference(void **state)
      * ids are held where the reference's top two are 0.2 apart (every
      * greedy step of the fixture) */
     check_model(QDIR "/awq", SX_W_BF16, 0.8, 0.2, 1);
-    /* --q4 quantises the lm_head too: ~2.0 measured */
-    check_model(QDIR "/awq", SX_W_Q4, 3.0, 6.0, 0);
+    /* --q4 quantises the lm_head too: 1.74 measured on avx2 and scalar.
+     * Every path quantises q4 activations the same way (sx_q4_quant_x)
+     * and sums integers exactly, so only f32 summation order differs
+     * between paths; 2.5 leaves a 40% margin */
+    check_model(QDIR "/awq", SX_W_Q4, 2.5, 6.0, 0);
 }
 
 static void test_fp8_matches_reference(void **state)
