@@ -122,6 +122,7 @@ echo "# int8: $(field int8 perplexity), activations $(field int8 activations)"
 # --bf16-act: within 1% of the f32 perplexity where the CPU has AVX512-BF16
 # (or AMX), else a one-line error that names what is missing
 run f32w perplexity --model "$T/m" --window 96 --stride 40 "$TEXT"
+echo "# path $(field f32w activations | sed -n 's/.*(path \(.*\))$/\1/p') (default; slower paths: test_cpu_paths.sh)"
 run bact perplexity --model "$T/m" --window 96 --stride 40 --bf16-act "$TEXT"
 if [ "$(rc bact)" = 0 ]; then
     # the line names the kernel path the CPU took and what it does to the
