@@ -204,10 +204,12 @@ static void test_awq_matches_reference(void **state)
      * ids are held where the reference's top two are 0.2 apart (every
      * greedy step of the fixture) */
     check_model(QDIR "/awq", SX_W_BF16, 0.8, 0.2, 1);
-    /* --q4 quantises the lm_head too: 1.74 measured on avx2 and scalar.
-     * Every path quantises q4 activations the same way (sx_q4_quant_x)
-     * and sums integers exactly, so only f32 summation order differs
-     * between paths; 2.5 leaves a 40% margin */
+    /* --q4 quantises the lm_head too: 1.74 measured on avx2 and scalar
+     * (2026-12-07; "~2.0" was noted on the AMX machine when the fixture
+     * was made).  Every path quantises q4 activations the same way
+     * (sx_q4_quant_x) and sums integers exactly, so only f32 summation
+     * order differs between paths; 2.5 is 1.4x the measured error and
+     * 1.25x the older note (was 3.0) */
     check_model(QDIR "/awq", SX_W_Q4, 2.5, 6.0, 0);
 }
 
