@@ -180,7 +180,8 @@ static int compare_file(const char *draft, const char *file, json_t *now, json_t
             print_message("improved %s/%s: valid instance %s now accepted (update the baseline)\n",
                           draft, file, json_string_value(x));
     /* instances sx_pyjson_dumps cannot write are the same set (the suite is pinned) */
-    if (!json_equal(json_object_get(now, "unspellable"), bun ? bun : json_array())) {
+    json_t *nun = json_object_get(now, "unspellable");
+    if (bun ? !json_equal(nun, bun) : json_array_size(nun) != 0) {
         print_error("%s/%s: the instances json.dumps cannot write changed\n", draft, file);
         bad++;
     }
