@@ -187,7 +187,7 @@ run: deps all
 $(BUILD)/bench_%: bench/bench_%.c $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-bench: all $(BUILD)/bench_tokenizer $(BUILD)/bench_decode $(BUILD)/bench_sampler $(BUILD)/bench_kernels $(BUILD)/bench_spec
+bench: all $(BUILD)/bench_tokenizer $(BUILD)/bench_decode $(BUILD)/bench_sampler $(BUILD)/bench_kernels $(BUILD)/bench_spec $(BUILD)/bench_mask_ref
 	@STRUX_SHARED=$(SHARED) STRUX_BUILD=$(BUILD) bash bench/run.sh
 
 fixtures:

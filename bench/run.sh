@@ -20,6 +20,9 @@ else
 fi
 echo "== MaskBench sample (bench/maskbench_sample.txt), single thread: strux =="
 sed "s|^|$SHARED/maskbench/|" bench/maskbench_sample.txt | xargs "$B/strux" maskbench --threads 1 --quiet --timeout-ms 60000
+echo "== mask fast paths vs the reference walk: every 20th MaskBench schema, every instance (bench_mask_ref) =="
+# ~8 ms of reference walk per mask: about 15 CPU-minutes for the ~100k masks
+"$B/bench_mask_ref" --every 20 "$SHARED"/maskbench/*.json | tail -5
 echo "== generative soundness: every MaskBench schema, 20 documents each =="
 STRUX_BUILD="$B" STRUX_SHARED="$SHARED" bench/fuzzgen.sh 20
 echo "== schema fuzzer: random schemas compiled, masked and sampled (1 s compile, 50 ms mask) =="

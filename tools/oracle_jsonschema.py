@@ -12,9 +12,14 @@ validator class its $schema names (draft 2020-12 by default, draft-07 with
 format-nongpl extras), and numbers read as exact decimals so that
 multipleOf is judged exactly rather than in binary floating point.
 
-A disagreement is either one of the documented departures of Python's
-checkers from the specification (docs/ORACLE.md, DEPARTURES below), which
-is counted and named, or a bug, which fails the run (exit 1).
+Every error Python's checker reports is judged (all of iter_errors, not
+only the best match): each must be one of the documented departures of
+Python's checkers from the specification (docs/ORACLE.md, DEPARTURES
+below), matched to that error alone, or the document is a disagreement,
+which fails the run (exit 1).  A pattern Python's re cannot compile is
+reported as that keyword's own error (python-re-syntax), so the other
+keywords of the document are still judged; any other exception from the
+checker is a disagreement too.
 """
 import argparse
 import decimal
@@ -41,11 +46,38 @@ def _is_integer(checker, instance):
     return isinstance(instance, int)
 
 
+# Keywords that call Python's re on the schema's patterns.  Guarded, a
+# pattern re cannot compile becomes one error of that keyword (its cause the
+# re.error) instead of an exception that ends the whole validation and so
+# hides every other error of the document.  A nested keyword is guarded on
+# its own, so an outer guard only sees its own keyword's re.error.
+RE_KEYWORDS = ("pattern", "patternProperties", "additionalProperties", "unevaluatedProperties")
+
+
+def _guard(keyword_fn):
+    def guarded(validator, value, instance, schema):
+        try:
+            yield from keyword_fn(validator, value, instance, schema)
+        except re.error as exc:
+            yield jsonschema.ValidationError(
+                "Python's re cannot compile a pattern here: %s" % exc, cause=exc)
+    return guarded
+
+
+def guard_patterns(cls, type_checker=None):
+    """cls extended so that a pattern Python's re cannot compile is an error
+    with an re.error cause (python-re-syntax), never an exception."""
+    kws = {k: _guard(cls.VALIDATORS[k]) for k in RE_KEYWORDS if k in cls.VALIDATORS}
+    if type_checker is None:
+        return validators.extend(cls, validators=kws)
+    return validators.extend(cls, validators=kws, type_checker=type_checker)
+
+
 def _validator_class(schema, draft7):
     default = jsonschema.Draft7Validator if draft7 else jsonschema.Draft202012Validator
     cls = validators.validator_for(schema, default=default)
     checker = cls.TYPE_CHECKER.redefine("integer", _is_integer)
-    return validators.extend(cls, type_checker=checker), cls.FORMAT_CHECKER
+    return guard_patterns(cls, checker), cls.FORMAT_CHECKER
 
 
 def _load_schema(label, cache):
@@ -72,8 +104,7 @@ def _walk(schema, pointer):
 # and a test on the jsonschema error that says whether this departure explains
 # it.  docs/ORACLE.md gives the reasons.
 def _pattern_unsupported(err, schema):
-    return err.validator in ("pattern", "patternProperties") and isinstance(
-        err.cause, re.error)
+    return err.validator in RE_KEYWORDS and isinstance(err.cause, re.error)
 
 
 # ECMA-262's \s is WhiteSpace and LineTerminator, which include U+FEFF
@@ -111,7 +142,22 @@ DEPARTURES = [
 ]
 
 
-def _explain(err, schema):
+def unexplained(errors, schema):
+    """(departure names, errors no departure explains): each error is
+    judged on its own, so one documented departure cannot excuse another
+    error of the same document."""
+    names, bad = [], []
+    for err in errors:
+        why = explain(err, schema)
+        if why:
+            names.append(why)
+        else:
+            bad.append(err)
+    return names, bad
+
+
+def explain(err, schema):
+    """The name of the documented departure that explains err, or None."""
     for name, test in DEPARTURES:
         try:
             if test(err, schema):
@@ -125,7 +171,7 @@ def _explain(err, schema):
         for sub in err.context:
             branches.setdefault(sub.relative_schema_path[0], []).append(sub)
         for subs in branches.values():
-            names = [_explain(sub, schema) for sub in subs]
+            names = [explain(sub, schema) for sub in subs]
             if all(names):
                 return names[0]
     return None
@@ -170,33 +216,32 @@ def main():
                     print("NOT JSON %s #%s: %s\n  %s" % (label, rec["index"], exc, rec["doc"][:300]))
                     continue
                 try:
-                    err = jsonschema.exceptions.best_match(v.iter_errors(inst))
-                except Exception as exc:  # a checker that crashed
-                    why = "python-re-syntax" if isinstance(exc, re.error) else None
-                    if why:
-                        departures[why] += 1
-                        counts["documented departures"] += 1
-                        continue
+                    errs = list(v.iter_errors(inst))
+                except Exception as exc:  # a checker that crashed: nothing judged
                     counts["bug: Python refuses"] += 1
                     if shown < args.show:
                         shown += 1
                         print("RAISED %s #%s: %s: %s" % (label, rec["index"], type(exc).__name__, exc))
                     continue
-                if err is None:
+                if not errs:
                     counts["agree"] += 1
                     continue
-                why = _explain(err, v.schema)
-                if why:
-                    departures[why] += 1
+                names, bad = unexplained(errs, v.schema)
+                if not bad:
+                    for why in names:  # one count per error it explains
+                        departures[why] += 1
                     counts["documented departures"] += 1
                     continue
                 counts["bug: Python refuses"] += 1
                 if shown < args.show:
                     shown += 1
-                    print("DISAGREE %s #%s (%s): Python says %s at %s (schema %s)\n  %s" % (
+                    err = jsonschema.exceptions.best_match(bad)
+                    print("DISAGREE %s #%s (%s): Python says %s at %s (schema %s)%s\n  %s" % (
                         label, rec["index"], rec.get("mode"), err.message[:200],
                         "/" + "/".join(map(str, err.absolute_path)),
-                        "/" + "/".join(map(str, err.absolute_schema_path)), rec["doc"][:400]))
+                        "/" + "/".join(map(str, err.absolute_schema_path)),
+                        " and %d more unexplained" % (len(bad) - 1) if len(bad) > 1 else "",
+                        rec["doc"][:400]))
     summary = {"documents": counts["documents"], "strux_valid_checked":
                counts["agree"] + counts["documented departures"] + counts["bug: Python refuses"],
                "agree": counts["agree"], "departures": dict(departures),

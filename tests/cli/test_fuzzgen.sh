@@ -99,6 +99,21 @@ $PY tools/oracle_jsonschema.py "$T/bad.jsonl" >"$T/bad.py" 2>&1
 rc=$?
 check "the oracle flags a document Python refuses (exit 1, DISAGREE)" \
     '[ $rc -eq 1 ] && grep -q "^DISAGREE" "$T/bad.py"'
+# every error is judged: a documented departure (a pattern Python's re
+# cannot compile, a U+FEFF that ECMA-262's \s matches) excuses its own
+# error only, never another error of the same document
+printf '%s\n' '{"properties":{"a":{"type":"string","pattern":"\\p{Lu}"},"c":{"pattern":"^\\s*x$"},"b":{"type":"integer"}}}' \
+    >"$T/dep.json"
+for d in '{"a":"X"}' '{"c":"\ufeffx"}' '{"a":"X","b":"one"}' '{"c":"\ufeffx","b":1.5}'; do
+    "$PY" -c 'import json, sys; print(json.dumps({"schema": sys.argv[1], "index": 0, "mode": "uniform",
+        "verdict": "valid", "doc": sys.argv[2]}))' "$T/dep.json" "$d"
+done >"$T/dep.jsonl"
+$PY tools/oracle_jsonschema.py "$T/dep.jsonl" >"$T/dep.py" 2>&1
+rc=$?
+check "a departure excuses only its own error (2 departures, 2 disagreements)" \
+    '[ $rc -eq 1 ] && [ "$(grep -c "^DISAGREE" "$T/dep.py")" = 2 ] &&
+     grep -q "\"agree\": 0, \"departures\": {\"python-re-syntax\": 1, \"python-re-whitespace\": 1}, \"disagreements\": 2" "$T/dep.py" ||
+     { sed "s/^/# /" "$T/dep.py"; false; }'
 
 # usage
 "$B/strux" fuzzgen --mode nope --schema "$T/date.json" >"$T/u.out" 2>&1

@@ -117,21 +117,27 @@ check "'-' reads stdin: the same perplexity" \
 run int8 perplexity --model "$T/m" --window 96 --stride 40 --int8 "$TEXT"
 check "--int8 runs and says so" sh -c \
     "[ $(rc int8) = 0 ] && [ '$(field int8 weights)' = int8 ] && [ -n '$(field int8 perplexity)' ]"
+echo "# int8: $(field int8 perplexity), activations $(field int8 activations)"
 
 # --bf16-act: within 1% of the f32 perplexity where the CPU has AVX512-BF16
 # (or AMX), else a one-line error that names what is missing
 run f32w perplexity --model "$T/m" --window 96 --stride 40 "$TEXT"
+echo "# path $(field f32w activations | sed -n 's/.*(path \(.*\))$/\1/p') (default; slower paths: test_cpu_paths.sh)"
 run bact perplexity --model "$T/m" --window 96 --stride 40 --bf16-act "$TEXT"
 if [ "$(rc bact)" = 0 ]; then
-    # the line names the kernel path the CPU took ("(path avx512-bf16act)",
-    # "(path amx)"): judge the rounding it reports, print the path
+    # the line names the kernel path the CPU took and what it does to the
+    # activations: AVX512-BF16 rounds them to bf16; AMX keeps its own tile
+    # products, which split each activation into two bf16s (f32-accurate,
+    # engine/cpu/cpu_matmul_amx.c), so it reports f32.  Print the path.
     echo "# path $(field bact activations | sed -n 's/.*(path \(.*\))$/\1/p')"
     check "--bf16-act runs, says so, and stays within 1% of f32" sh -c \
-        "case '$(field bact activations)' in 'bf16 in matrix products'|'bf16 in matrix products (path '*')') ;; *) exit 1;; esac &&
+        "case '$(field bact activations)' in 'bf16 in matrix products (path avx512-bf16act)'|'f32 in matrix products (path amx)') ;; *) echo '# activations: $(field bact activations)'; exit 1;; esac &&
          python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a / b - 1) > 0.01)' \
              '$(field bact perplexity)' '$(field f32w perplexity)'"
 else
-    echo "# skipped branch: no AVX512-BF16 on this CPU (the refusal is checked instead)"
+    # the 1% check cannot run here: a TAP skip (counted as one), then the refusal
+    n=$((n + 1))
+    echo "ok $n - --bf16-act runs, says so, and stays within 1% of f32 # SKIP no AVX512-BF16 on this CPU"
     check "--bf16-act without AVX512-BF16: one clear error, exit 1" sh -c \
         "[ $(rc bact) = 1 ] && grep -q 'AVX512-BF16' '$T/bact.err' && [ ! -s '$T/bact.out' ]"
 fi
@@ -145,17 +151,27 @@ check "--kv-bf16 runs, says so, within 1% of the f32 cache (and not identical)" 
          '$(field kvb perplexity)' '$(field f32w perplexity)'"
 
 # --q4 --kl-to bf16: says so; the bf16 perplexity it prints over the same
-# windows is the bf16 run's; q4's perplexity within 5% of it (this random
-# fixture model moves by 0.16%); a positive KL
+# windows is the bf16 run's; q4's perplexity and KL in measured bands.
+# Measured (avx2 and scalar): perplexity -0.15%, KL 3.08e-3.  Every path
+# quantises q4 activations the same way (sx_q4_quant_x) and sums integers
+# exactly, so the paths differ only in f32 summation order: the bands are
+# 1% (6x) and [1.5e-3, 6e-3] (2x either way).  int8 (below the q4 checks):
+# +0.03% on AVX2, whose kernel also rounds activations to int8 (the worst
+# path; AVX-512 keeps them f32), held to 0.5%.  tests/cli/test_cpu_paths.sh
+# holds every slower path to the same bands.
 run q4 perplexity --model "$T/m" --window 96 --stride 40 --q4 --kl-to bf16 "$TEXT"
 check "--q4 --kl-to bf16 runs and says so" sh -c \
     "[ $(rc q4) = 0 ] && [ '$(field q4 weights)' = q4 ] && [ -n '$(field q4 kl_to_bf16)' ] &&
      [ -n '$(field q4 top1_same)' ]"
 check "--kl-to bf16: the bf16 perplexity of the same windows" \
     [ "$(field q4 bf16_perplexity)" = "$(field f32w perplexity)" ]
-check "--q4: perplexity within 5% of bf16's, KL above 0" sh -c \
-    "python3 -c 'import sys; a, b, k = map(float, sys.argv[1:]); sys.exit(abs(a / b - 1) > 0.05 or not k > 0)' \
+echo "# q4: perplexity $(field q4 perplexity) (bf16 $(field f32w perplexity)), KL $(field q4 kl_to_bf16)"
+check "--q4: perplexity within 1% of bf16's, KL in [1.5e-3, 6e-3]" sh -c \
+    "python3 -c 'import sys; a, b, k = map(float, sys.argv[1:]); sys.exit(not (abs(a / b - 1) <= 0.01 and 1.5e-3 <= k <= 6e-3))' \
          '$(field q4 perplexity)' '$(field f32w perplexity)' '$(field q4 kl_to_bf16)'"
+check "--int8: perplexity within 0.5% of bf16's" sh -c \
+    "python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(not abs(a / b - 1) <= 0.005)' \
+         '$(field int8 perplexity)' '$(field f32w perplexity)'"
 run both perplexity --model "$T/m" --int8 --q4 "$TEXT"
 check "--int8 with --q4: exit 2" fails_well both "strux perplexity: give at most one of --int8, --q4" 2
 run klx perplexity --model "$T/m" --kl-to int8 "$TEXT"

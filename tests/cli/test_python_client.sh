@@ -15,14 +15,15 @@ fi
 out=$(STRUX_BUILD="$B" "$PY" -m pytest -v -p no:cacheprovider clients/python/tests 2>&1)
 rc=$?
 n=0
-while read -r name verdict; do
+# a pytest skip is a TAP skip with pytest's reason (tests/run_tests.sh counts it as skipped)
+while read -r name verdict why; do
     n=$((n + 1))
     case $verdict in
         PASSED) echo "ok $n - ${name#clients/python/tests/}" ;;
-        SKIPPED) echo "ok $n - ${name#clients/python/tests/} # SKIP" ;;
+        SKIPPED) echo "ok $n - ${name#clients/python/tests/} # SKIP ${why:-(pytest gave no reason)}" ;;
         *) echo "not ok $n - ${name#clients/python/tests/} ($verdict)" ;;
     esac
-done < <(echo "$out" | sed -n 's/^\(clients\/python\/tests\/[^ ]*\) \([A-Z]*\).*/\1 \2/p')
+done < <(echo "$out" | sed -n 's/^\(clients\/python\/tests\/[^ ]*\) \([A-Z]*\) *\(([^)]*)\)\{0,1\}.*/\1 \2 \3/p')
 [ $n -gt 0 ] || { echo "not ok 1 - pytest ran no tests"; rc=1; }
 [ $rc -eq 0 ] || echo "$out" | tail -30 | sed 's/^/# /'
 exit $rc

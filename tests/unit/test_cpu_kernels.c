@@ -411,13 +411,18 @@ static void check_mm_alone(const sx_cpu_kernels *kr, int q8)
                 }
 }
 
+static const char *const path_names[SX_CPU_PATHS] = { "scalar", "avx2", "avx512", "amx" };
+
+/* A path this CPU lacks is a cmocka skip (counted as such by
+ * tests/run_tests.sh), never a silent pass; a path it has says so. */
 static void run_path(int path)
 {
     const sx_cpu_kernels *kr = sx_cpu_kernels_for(path);
     if (!kr) {
-        fprintf(stderr, "(path %d not supported on this CPU: skipped)\n", path);
-        return;
+        print_message("# skipped: no %s path on this CPU\n", path_names[path]);
+        skip();
     }
+    print_message("# path %s\n", kr->name);
     check_mm(kr, 0);
     check_mm(kr, 1);
     check_mm_q4(kr);
@@ -437,19 +442,19 @@ static double bf16r(float x)
     return sx_bf16_to_f32(sx_f32_to_bf16(x));
 }
 
-static void att_queries_in_lanes(void **state)
+static void check_att_qt(int dp)
 {
-    (void)state;
     if (!sx_cpu_kernels_for(SX_CPU_AVX512)) {
-        fprintf(stderr, "(no AVX-512: queries-in-lanes attention skipped)\n");
-        return;
+        print_message("# skipped: no AVX-512 (queries-in-lanes attention)\n");
+        skip();
     }
-    double dp_worst = 0;
-    for (int dp = 0; dp < 2; dp++) {
     if (dp && !sx_dpbf16_usable()) {
-        fprintf(stderr, "(no AVX512-BF16: the bf16 attention kernel skipped)\n");
-        break;
+        print_message("# skipped: no AVX512-BF16 (the bf16 attention kernel)\n");
+        skip();
     }
+    print_message("# path %s\n", dp ? "avx512-bf16 att_qt_dp" : "avx512 att_qt");
+    double dp_worst = 0;
+    {
     static const int hds[] = { 8, 40, 128, 67 };
     static const int bts[] = { 16, 5, 33 };
     static const int nqs[] = { 32, 7, 2 };
@@ -524,11 +529,14 @@ static void att_queries_in_lanes(void **state)
                     free(qt); free(acct); free(kt); free(v); free(kpad); free(keys); free(vals);
                 }
     }
-    if (sx_dpbf16_usable()) {
+    if (dp) {
         print_message("bf16 attention: worst %.3g from the rounded-input softmax\n", dp_worst);
         assert_true(dp_worst > 2e-6);   /* its probabilities are bf16: not the f32 kernel */
     }
 }
+
+static void att_queries_in_lanes(void **state) { (void)state; check_att_qt(0); }
+static void att_queries_in_lanes_bf16(void **state) { (void)state; check_att_qt(1); }
 
 static void scalar_path(void **state) { (void)state; run_path(SX_CPU_SCALAR); }
 static void avx2_path(void **state) { (void)state; run_path(SX_CPU_AVX2); }
@@ -537,22 +545,31 @@ static void amx_path(void **state) { (void)state; run_path(SX_CPU_AMX); }
 
 /* The avx512 table's q4 runs VNNI where the CPU has it; the AVX-512BW
  * kernel for CPUs without it is checked here, and VNNI's directly too. */
-static void q4_avx512_variants(void **state)
+static void q4_avx512bw(void **state)
 {
     (void)state;
     const sx_cpu_kernels *kr = sx_cpu_kernels_for(SX_CPU_AVX512);
     if (!kr) {
-        fprintf(stderr, "(AVX-512 not supported on this CPU: skipped)\n");
-        return;
+        print_message("# skipped: no AVX-512 (q4 AVX-512BW kernel)\n");
+        skip();
     }
+    print_message("# path avx512bw q4\n");
     sx_cpu_kernels k = *kr;
     k.name = "avx512bw";
     k.mm_q4 = sx_avx512_mm_q4_bw;
     check_mm_q4(&k);
-    if (!sx_avx512_q4_vnni_usable()) {
-        fprintf(stderr, "(AVX512-VNNI not supported on this CPU: skipped)\n");
-        return;
+}
+
+static void q4_avx512vnni(void **state)
+{
+    (void)state;
+    const sx_cpu_kernels *kr = sx_cpu_kernels_for(SX_CPU_AVX512);
+    if (!kr || !sx_avx512_q4_vnni_usable()) {
+        print_message("# skipped: no AVX512-VNNI (q4 VNNI kernel)\n");
+        skip();
     }
+    print_message("# path avx512vnni q4\n");
+    sx_cpu_kernels k = *kr;
     k.name = "avx512vnni";
     k.mm_q4 = sx_avx512_mm_q4_vnni;
     check_mm_q4(&k);
@@ -611,9 +628,10 @@ static void bf16act_kernel(void **state)
 {
     (void)state;
     if (!sx_dpbf16_usable()) {
-        fprintf(stderr, "(no AVX512-BF16 on this CPU: bf16-activation kernel skipped)\n");
-        return;
+        print_message("# skipped: no AVX512-BF16 (bf16-activation kernel)\n");
+        skip();
     }
+    print_message("# path avx512-bf16act\n");
     sx_cpu_kernels kr = sx_cpu_avx512_kernels;
     kr.name = "avx512-bf16act";
     kr.mm_bf16 = sx_dpbf16_mm_bf16;
@@ -659,6 +677,9 @@ static void paths_agree(void **state)
             sx_pack_x_row(x + t * K, t, T, K, kr->tile, xp);
         kr->mm_bf16(wp, K, xp, T, ys[p], R, 0, R, 0);
     }
+    for (int p = 1; p < SX_CPU_PATHS; p++)
+        if (have[p])
+            print_message("# path %s against scalar\n", path_names[p]);
     for (int p = 1; p < SX_CPU_PATHS; p++)
         if (have[p])
             for (int i = 0; i < T * R; i++)
@@ -880,10 +901,12 @@ int main(void)
         cmocka_unit_test(avx2_path),
         cmocka_unit_test(avx512_path),
         cmocka_unit_test(amx_path),
-        cmocka_unit_test(q4_avx512_variants),
+        cmocka_unit_test(q4_avx512bw),
+        cmocka_unit_test(q4_avx512vnni),
         cmocka_unit_test(quant_q4_rows),
         cmocka_unit_test(bf16act_kernel),
         cmocka_unit_test(att_queries_in_lanes),
+        cmocka_unit_test(att_queries_in_lanes_bf16),
         cmocka_unit_test(paths_agree),
         cmocka_unit_test(norm_rope_ops),
         cmocka_unit_test(quant_rows),

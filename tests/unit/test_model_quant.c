@@ -98,6 +98,7 @@ static double check_model(const char *dir, int mode, double atol, double gap_min
     sx_engine_opts o = { .n_threads = 2, .max_seqs = 2, .kv_tokens = 256, .weight_mode = mode };
     if (sx_engine_new(m, &o, &e, &err))
         fail_msg("%s: %s", dir, err.msg);
+    print_message("# path %s (%s, weight mode %d)\n", sx_engine_cpu_path(e), dir, mode);
     float *lg = malloc((size_t)r.n_rows * (size_t)r.vocab * sizeof *lg);
     assert_non_null(lg);
     int seq;
@@ -203,8 +204,13 @@ static void test_awq_matches_reference(void **state)
      * ids are held where the reference's top two are 0.2 apart (every
      * greedy step of the fixture) */
     check_model(QDIR "/awq", SX_W_BF16, 0.8, 0.2, 1);
-    /* --q4 quantises the lm_head too: ~2.0 measured */
-    check_model(QDIR "/awq", SX_W_Q4, 3.0, 6.0, 0);
+    /* --q4 quantises the lm_head too: 1.74 measured on avx2 and scalar
+     * (2026-12-07; "~2.0" was noted on the AMX machine when the fixture
+     * was made).  Every path quantises q4 activations the same way
+     * (sx_q4_quant_x) and sums integers exactly, so only f32 summation
+     * order differs between paths; 2.5 is 1.4x the measured error and
+     * 1.25x the older note (was 3.0) */
+    check_model(QDIR "/awq", SX_W_Q4, 2.5, 6.0, 0);
 }
 
 static void test_fp8_matches_reference(void **state)

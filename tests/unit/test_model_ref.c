@@ -18,7 +18,7 @@
  *             match while they do
  *   ppl       sx_ppl_run at the recorded window/stride: tokens scored and
  *             bytes equal, perplexity within PPL_RTOL; then the same with
- *             int8 weights, printed and held only to a loose bound
+ *             int8 weights, within INT8_PPL_RTOL of it
  *
  * A row matches when the logits at the recorded top-16 and probe ids are
  * each within ATOL + RTOL*|ref|, the row's max and min are within that too,
@@ -54,8 +54,12 @@
 #define ATOL      5e-4
 #define RTOL      5e-4
 #define PPL_RTOL  1e-5
-/* int8 weights may move perplexity, but not by more than this factor */
-#define INT8_PPL_BOUND 1.10
+/* int8 weights may move perplexity, but not by more than this fraction.
+ * Measured on AVX2, whose int8 kernel also rounds the activations to int8
+ * per 32 k (the worst path; AVX-512 keeps them f32, AMX two int8 digits):
+ * +0.03%, +0.05%, -0.28%, +0.06% and -0.78% (slice_0p6b), the largest
+ * held with a 2.5x margin. */
+#define INT8_PPL_RTOL 0.02
 #ifndef N_THREADS
 #define N_THREADS 2
 #endif
@@ -530,9 +534,9 @@ static int check_ppl(ref_case *c, sx_engine *eng, sx_engine *eng8)
         fprintf(stderr, "  %-14s ppl int8 window %d stride %d: %.4f (%+.3f%% vs bf16)\n",
                 c->name, o.window, o.stride, r8.ppl, 100 * (ratio - 1));
         assert_int_equal(r8.n_scored, r.n_scored);
-        if (!(ratio < INT8_PPL_BOUND && ratio > 1 / INT8_PPL_BOUND)) {
-            fprintf(stderr, "  %-14s ppl int8 outside the loose bound x%.2f\n", c->name,
-                    INT8_PPL_BOUND);
+        if (!(fabs(ratio - 1) <= INT8_PPL_RTOL)) {
+            fprintf(stderr, "  %-14s ppl int8 outside the bound +-%.0f%%\n", c->name,
+                    100 * INT8_PPL_RTOL);
             bad++;
         }
     }
@@ -547,11 +551,12 @@ static void run_case(const char *name)
     case_open(&c, name);
     int big = c.model->cfg.hidden >= 1024 && SLOW_BUILD;
     sx_engine *e = engine_new(&c, SX_W_BF16);
+    print_message("# path %s (%s)\n", sx_engine_cpu_path(e), name);
     int bad = check_prefill(&c, e);
     if (!big)
         bad += check_decode(&c, e);
     else
-        fprintf(stderr, "  %-14s decode   skipped in a sanitizer build\n", name);
+        fprintf(stderr, "# skipped: %s decode and int8 passes in a sanitizer build (minutes)\n", name);
     bad += check_batch(&c, e);
     sx_engine *e8 = big ? NULL : engine_new(&c, SX_W_INT8);
     bad += check_ppl(&c, e, e8);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tests/run_tests.sh counts what it is told: TAP "ok" lines as passed,
+# "ok ... # SKIP" (any case) as skipped, "not ok" as failed; cmocka's
+# PASSED / FAILED / SKIPPED summaries likewise; a test that exits non-zero
+# without a failing line is one failure; the "# path" / "# skipped" notes
+# are shown.  Fed made-up tests (a TAP script and a cmocka-like program).
+set -u
+T=$(mktemp -d /tmp/strux-run-tests.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 failed=0
+check() { # check WHAT COMMAND...: the command's status is the verdict
+    local what=$1
+    shift
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $what"
+    else
+        echo "not ok $n - $what"
+        failed=$((failed + 1))
+    fi
+}
+
+cat >"$T/test_tap.sh" <<'EOF'
+echo "ok 1 - runs"
+echo "ok 2 - needs a CPU it lacks # SKIP no AVX-512"
+echo "ok 3 - lower case # skip no torch"
+echo "# path avx2"
+echo "ok 4 - a SKIP in the text is no skip"
+EOF
+cat >"$T/test_cmocka" <<'EOF'
+#!/bin/sh
+echo "[==========] Running 4 test(s)."
+echo "# path scalar"
+echo "# skipped: no amx path on this CPU"
+echo "[  SKIPPED ] amx_path"
+echo "[==========] 4 test(s) run."
+echo "[  PASSED  ] 2 test(s)."
+echo "[  SKIPPED ] 2 test(s), listed below:"
+echo "[  SKIPPED ] amx_path"
+echo "[  SKIPPED ] avx512_path"
+EOF
+chmod +x "$T/test_cmocka"
+cat >"$T/test_fail.sh" <<'EOF'
+echo "ok 1 - fine"
+echo "not ok 2 - broken"
+exit 1
+EOF
+cat >"$T/test_crash.sh" <<'EOF'
+echo "ok 1 - fine until it died"
+exit 3
+EOF
+
+bash tests/run_tests.sh "$T/test_tap.sh" "$T/test_cmocka" >"$T/ok.out" 2>&1
+rc=$?
+check "passes, skips and cmocka counts apart: 4 passed, 0 failed, 4 skipped" sh -c \
+    "[ $rc = 0 ] && tail -1 '$T/ok.out' | grep -qx 'tests: 4 passed, 0 failed, 4 skipped' ||
+     { sed 's/^/# /' '$T/ok.out'; false; }"
+check "the branch notes are shown" sh -c \
+    "grep -q '^test_tap.sh: # path avx2' '$T/ok.out' && grep -q '^test_cmocka: # skipped: no amx path' '$T/ok.out'"
+check "cmocka's skipped list is shown once" \
+    [ "$(grep -c '^test_cmocka: \[  SKIPPED \] amx_path' "$T/ok.out")" = 1 ]
+bash tests/run_tests.sh "$T/test_tap.sh" "$T/test_fail.sh" "$T/test_crash.sh" >"$T/bad.out" 2>&1
+rc=$?
+check "a not ok and a crash: 4 passed, 2 failed, 2 skipped, exit 1, both named" sh -c \
+    "[ $rc = 1 ] && tail -1 '$T/bad.out' | grep -qx 'tests: 4 passed, 2 failed, 2 skipped' &&
+     grep -qx 'failing: test_fail.sh test_crash.sh' '$T/bad.out' || { sed 's/^/# /' '$T/bad.out'; false; }"
+[ $failed -eq 0 ]
