@@ -373,12 +373,15 @@ int gc_finite_values(gc_ctx *c, const json_t *s, json_t **texts, json_t **values
     json_t *list = listed_values(c, s, 0);
     if (!list)
         return SX_OK;
-    /* bounded work: each call compiles a validator of the whole document
-     * (its $refs may reach anywhere); a recursive schema whose rewrites
-     * make thousands of such subschemas spent 15 s here (the schema
-     * fuzzer).  Past GC_MAX_FINITE_CALLS the rest are compiled the
-     * ordinary way, as when the validator cannot decide. */
-    if (++c->finite_calls > GC_MAX_FINITE_CALLS) {
+    /* bounded work: a subschema with $refs gets a validator of the whole
+     * document (its $refs may reach anywhere); a recursive schema whose
+     * rewrites make thousands of such subschemas spent 15 s here (the
+     * schema fuzzer).  Past GC_MAX_FINITE_CALLS of those the rest are
+     * compiled the ordinary way, as when the validator cannot decide.  A
+     * subschema without $refs is validated on its own copy, work in its
+     * own size (bounded with the copies by GC_MAX_MEMO_BYTES), so it is
+     * not counted: a large schema store (typo3) has hundreds of them. */
+    if (has_refs(s, 0) && ++c->finite_calls > GC_MAX_FINITE_CALLS) {
         json_decref(list);
         return SX_OK;
     }
