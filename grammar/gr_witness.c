@@ -275,6 +275,10 @@ static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen
         uint64_t bit = gr_prop_bit(p);
         int64_t owed = __builtin_popcountll(req & ~seen & ~bit);
         int wanted = (req & bit) || count + owed < n->u.obj.min_props;
+        /* an optional key whose value has no witness yet (a recursive
+         * one, while shortest values are found) is left to invented keys */
+        if (!(req & bit) && p->node >= 0 && !g->nodes[p->node].wit)
+            wanted = 0;
         if (!wanted || gr_prop_seen(p, seen, seen_keys) || (int32_t)k == skip || p->node < 0 ||
             !gr_ord_ok(n, ord, p) || !gr_obj_feasible_add(n, seen, count, p))
             continue;
@@ -340,6 +344,12 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
                 continue;
             if (pass == 1 && !gr_obj_feasible(n, seen | bit, count + 1))
                 continue;
+            /* an optional key whose value has no witness yet (a recursive
+             * one, while shortest values are found: {"b": <this object>}
+             * under minProperties) is left to invented keys below, which
+             * may well finish the object without it */
+            if (pass == 1 && !g->nodes[p->node].wit)
+                continue;
             if (need_comma)
                 puts_(w, ",");
             puts_(w, "\"");
@@ -391,6 +401,11 @@ static void object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
         count++;
         need_comma = 1;
     }
+    /* short of minProperties still (no key left to add, or an optional
+     * key's value not final yet): no witness from here, never a text the
+     * object would refuse */
+    if (count < n->u.obj.min_props)
+        w->oom = 1;
 }
 
 /* contains: the items an array still needs from `count` items with
