@@ -1198,7 +1198,12 @@ static int unique_classes(gc_ctx *c, int32_t id)
 {
     gr_node *n = &c->g->nodes[id];
     int32_t it = n->u.arr.items;
-    while (it >= 0 && c->g->nodes[it].kind == GK_ALT && c->g->nodes[it].u.alt.n == 1)
+    /* through single-branch alternatives ($ref chains), at most one step
+     * per node: a chain that loops back ({"$ref": itself} through $defs,
+     * found by the schema fuzzer) spun here for ever */
+    for (int32_t steps = 0; it >= 0 && c->g->nodes[it].kind == GK_ALT &&
+                            c->g->nodes[it].u.alt.n == 1 && steps <= c->g->n_nodes;
+         steps++)
         it = c->g->nodes[it].u.alt.alts[0];
     if (n->u.arr.n_prefix || it < 0 || c->g->nodes[it].kind != GK_LITSET)
         return unique_hashed(c, id);
