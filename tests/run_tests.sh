@@ -9,9 +9,10 @@
 # "# skipped" (the CPU branch a test took, or why it did not run) are shown
 # beside the verdicts so a green run says what it checked.
 set -u
-pass=0; fail=0; skipped=0; failed=()
+pass=0; fail=0; skipped=0; failed=(); times=()
 for t in "$@"; do
     name=$(basename "$t")
+    t0=$(date +%s%N)
     if [[ "$t" == *.sh ]]; then
         out=$(bash "$t" 2>&1); rc=$?
         s=$(echo "$out" | grep -ciE '^ok .*# *skip')
@@ -27,12 +28,18 @@ for t in "$@"; do
         s=$(echo "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | tail -1)
     fi
     pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0})); skipped=$((skipped + ${s:-0}))
+    # each test's wall time, so CI's budget can be spent where it matters
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    times+=("$ms $name")
+    echo "# time $name $(( ms / 1000 )).$(( ms % 1000 / 100 ))s"
     if [ $rc -ne 0 ]; then
         failed+=("$name")
         [ "${f:-0}" -eq 0 ] && fail=$((fail + 1))
         echo "---- last output of $name (exit $rc) ----"; echo "$out" | tail -40
     fi
 done
+echo "slowest:" $(printf '%s\n' "${times[@]}" | sort -rn | head -8 |
+    awk '{ printf "%s%s %.1fs", (NR > 1 ? ", " : ""), $2, $1 / 1000 }')
 [ ${#failed[@]} -gt 0 ] && echo "failing: ${failed[*]}"
 echo "tests: $pass passed, $fail failed, $skipped skipped"
 [ $fail -eq 0 ] && [ ${#failed[@]} -eq 0 ]

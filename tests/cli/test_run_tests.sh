@@ -64,4 +64,7 @@ rc=$?
 check "a not ok and a crash: 4 passed, 2 failed, 2 skipped, exit 1, both named" sh -c \
     "[ $rc = 1 ] && tail -1 '$T/bad.out' | grep -qx 'tests: 4 passed, 2 failed, 2 skipped' &&
      grep -qx 'failing: test_fail.sh test_crash.sh' '$T/bad.out' || { sed 's/^/# /' '$T/bad.out'; false; }"
+check "each test's wall time, and the slowest named" sh -c \
+    "grep -qE '^# time test_cmocka [0-9]+\\.[0-9]s$' '$T/ok.out' &&
+     grep -qE '^slowest: test_(tap.sh|cmocka) [0-9.]+s, test_(tap.sh|cmocka) [0-9.]+s$' '$T/ok.out'"
 [ $failed -eq 0 ]
