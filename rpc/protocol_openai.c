@@ -884,6 +884,8 @@ static json_t *choice_json(const sx_rpc_req *r, const char *cid, const sx_rpc_ch
     }
     if ((r->tool_call || r->tool_auto) && c->output) {
         const char *fr = c->finish_reason ? c->finish_reason : "stop";
+        if (!strcmp(fr, "stop") && (r->tool_call || json_array_size(c->output) > 0))
+            fr = "tool_calls"; /* a call was made */
         json_t *choice = json_pack("{s:i, s:o, s:s, s:n}", "index", i, "message",
                                    tool_message(cid, c, i, r->tool_auto), "finish_reason", fr,
                                    "logprobs");
