@@ -580,12 +580,26 @@ static int track_parts(rpc_seq *q, const sx_gen_event *ev, size_t at)
             size_t k = q->calls.n / sizeof pair - 1;
             call_text(q, k, &p, &n);
             json_t *v = json_loadb(p, n, 0, NULL);
-            json_t *c = v ? sx_rpc_openai_tool_call(j->cid, q->index, (int)k, v) : NULL;
-            json_decref(v);
-            if (c) {
+            /* per choice: a greedy sequence answering n choices gives each
+             * the call ids its unstreamed answer would have */
+            for (int i = 0; v && i < j->req.n; i++) {
+                if (j->n_seq == j->req.n && i != q->index)
+                    continue;
+                json_t *c = sx_rpc_openai_tool_call(j->cid, i, (int)k, v);
+                char *chunk;
+                size_t cn;
+                if (!c)
+                    continue;
                 json_object_set_new(c, "index", json_integer((json_int_t)k));
-                stream_delta(q, json_pack("{s:[o]}", "tool_calls", c));
+                if (sx_rpc_openai_delta_dump(j->cid, j->created, model_of(j), i,
+                                             json_pack("{s:[o]}", "tool_calls", c),
+                                             !(j->sent_role & (1u << i)), &chunk, &cn))
+                    continue;
+                j->sent_role |= 1u << i;
+                rpc_stream_write(j->stream, chunk, cn);
+                free(chunk);
             }
+            json_decref(v);
             q->n_calls_sent = (int)k + 1;
         }
         return 1;
