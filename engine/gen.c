@@ -25,7 +25,8 @@ static void seq_free(sx_gen *g, gen_seq *s)
     if (s->kv >= 0)
         sx_backend_seq_free(g->e, s->kv);
     g->kv_reserved -= s->held;
-    sx_matcher_free(s->m);
+    sx_matcher_free(s->fm ? s->fm : s->m);
+    free(s->fmask);
     sx_sampler_free(s->s);
     free(s->prompt);
     free(s->feed);
@@ -157,7 +158,7 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
             goto fail;
         }
         /* The budget guarantee starts here: the shortest document must fit. */
-        int need = gen_completion_tokens(g, s);
+        int need = p->free ? 0 : gen_completion_tokens(g, s);
         if (need > p->max_tokens) {
             rc = sx_err_set(err, SX_ELIMIT,
                             "max_tokens %d is too small: the shortest valid output needs %d tokens",
@@ -165,6 +166,8 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
             goto fail;
         }
     }
+    if (p->free && (rc = gen_free_init(g, s, err)))
+        goto fail;
     if ((rc = gen_spec_new(g, s, err)))
         goto fail;
     s->handle = ++g->next_handle;

@@ -37,6 +37,15 @@ typedef struct gen_seq {
     uint32_t    *mask;                /* mask for the next sample (grammar only) */
     int          mask_ok;             /* mask filled for the current state */
     struct gen_spec *spec;            /* speculation state (gen_spec.c), NULL = off */
+    /* free prefix (sx_gen_freepre, gen_free.c): fp is the phase; the matcher
+     * is fm, and m points to it only while a document is being written */
+    int          fp;                  /* GF_OFF, GF_FREE, ... */
+    sx_gen_freepre fr;
+    sx_matcher  *fm;
+    uint32_t    *fmask;               /* the free phases' mask */
+    int          n_free, n_docs;      /* free tokens so far, documents opened */
+    int          min_doc;             /* tokens of the shortest document, tail and close */
+    int          tail;                /* tokens kept back from max_tokens for the close */
     struct gen_seq *next;             /* live list, in admission order */
 } gen_seq;
 
@@ -115,6 +124,19 @@ void   gen_prefix_free_all(sx_gen *g);
  * prefill on their own; called from gen_finish while its KV is still live. */
 void   gen_forks(sx_gen *g);
 void   gen_fork_release(sx_gen *g, gen_seq *leader);
+
+/* Phases of a free-prefix request (sx_gen_freepre). */
+enum { GF_OFF = 0, GF_FREE, GF_DOC, GF_AFTER, GF_SEP };
+/* gen_free.c: set up s->fm, s->fmask, min_doc at sx_gen_add (s->m holds
+ * the new matcher on entry and is NULL after); one sampling position of a
+ * sequence in a free phase; the document of s is complete: close it, then
+ * end or go back to free text. */
+int    gen_free_init(sx_gen *g, gen_seq *s, sx_error *err);
+int    gen_free_advance(sx_gen *g, gen_seq *s, float *row);
+int    gen_doc_done(sx_gen *g, gen_seq *s);
+/* shared with gen_step.c: report a token; append the grammar's forced text */
+int    gen_emit(sx_gen *g, gen_seq *s, int32_t t, int forced, const sx_sample *smp);
+int    gen_force(sx_gen *g, gen_seq *s);
 
 /* One sampling position of s from its logits row: eos, matcher, budget,
  * emit, feed, forced tokens (gen_step.c). */

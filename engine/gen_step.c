@@ -82,7 +82,7 @@ static int is_eos(const sx_gen *g, int32_t t)
 }
 
 /* Reports a token to the caller and counts it. */
-static int emit(sx_gen *g, gen_seq *s, int32_t t, int forced, const sx_sample *smp)
+int gen_emit(sx_gen *g, gen_seq *s, int32_t t, int forced, const sx_sample *smp)
 {
     sx_gen_event ev;
     memset(&ev, 0, sizeof ev);
@@ -112,7 +112,7 @@ static int emit(sx_gen *g, gen_seq *s, int32_t t, int forced, const sx_sample *s
 static int close_document(sx_gen *g, gen_seq *s)
 {
     int n = gen_completion_tokens(g, s);
-    if (n < 0 || n > s->p.max_tokens - s->n_completion) {
+    if (n < 0 || n > s->p.max_tokens - s->tail - s->n_completion) {
         gen_finish(g, s, SX_FINISH_LENGTH, NULL);
         return SX_OK;
     }
@@ -121,12 +121,11 @@ static int close_document(sx_gen *g, gen_seq *s)
         int32_t t = g->cids.v[i];
         if (sx_matcher_accept(s->m, t, NULL))
             return SX_EINTERNAL;
-        int rc = emit(g, s, t, 1, NULL);
+        int rc = gen_emit(g, s, t, 1, NULL);
         if (rc)
             return rc;
     }
-    gen_finish(g, s, SX_FINISH_STOP, NULL);
-    return SX_OK;
+    return gen_doc_done(g, s);
 }
 
 /* After a token was accepted: 1 if the document still fits the budget. */
@@ -135,12 +134,12 @@ static int fits(sx_gen *g, gen_seq *s, int n_after)
     int c = gen_completion_tokens(g, s);
     if (c < 0)
         return 1; /* too long to know: nothing to steer yet */
-    return c <= s->p.max_tokens - n_after;
+    return c <= s->p.max_tokens - s->tail - n_after;
 }
 
 /* Appends the text every continuation must start with, as tokens the model
  * does not have to choose. */
-static int force(sx_gen *g, gen_seq *s)
+int gen_force(sx_gen *g, gen_seq *s)
 {
     uint8_t buf[512];
     size_t n = sx_matcher_forced_bytes(s->m, buf, sizeof buf);
@@ -154,7 +153,7 @@ static int force(sx_gen *g, gen_seq *s)
         return SX_OK; /* no tokens for it: let the model choose */
     }
     size_t ok = 0;
-    while (ok < ids.n && s->n_completion + (int)ok < s->p.max_tokens &&
+    while (ok < ids.n && s->n_completion + (int)ok < s->p.max_tokens - s->tail &&
            sx_matcher_accept(s->m, ids.v[ok], NULL) == 0)
         ok++;
     if (ok > 0 && !fits(g, s, s->n_completion + (int)ok)) {
@@ -163,7 +162,7 @@ static int force(sx_gen *g, gen_seq *s)
     }
     int rc = SX_OK;
     for (size_t i = 0; i < ok && !rc; i++) {
-        rc = emit(g, s, ids.v[i], 1, NULL);
+        rc = gen_emit(g, s, ids.v[i], 1, NULL);
         if (!rc)
             rc = gen_feed_push(s, ids.v[i]);
     }
@@ -177,6 +176,8 @@ int gen_advance(sx_gen *g, gen_seq *s, float *row)
     sx_error err;
     sx_err_clear(&err);
     sx_sample smp;
+    if (s->fp != GF_OFF && s->fp != GF_DOC)
+        return gen_free_advance(g, s, row);
     if (s->m && !s->mask_ok) {
         sx_err_set(&err, SX_EINTERNAL, "the grammar could not fill a mask");
         gen_finish(g, s, SX_FINISH_ERROR, &err);
@@ -192,6 +193,8 @@ int gen_advance(sx_gen *g, gen_seq *s, float *row)
             gen_finish(g, s, SX_FINISH_ERROR, &err);
             return SX_OK;
         }
+        if (s->m)
+            return gen_doc_done(g, s); /* the document ended where it could */
         gen_finish(g, s, SX_FINISH_STOP, NULL);
         return SX_OK;
     }
@@ -205,28 +208,26 @@ int gen_advance(sx_gen *g, gen_seq *s, float *row)
             return close_document(g, s);
         }
     }
-    int rc = emit(g, s, t, 0, &smp);
+    int rc = gen_emit(g, s, t, 0, &smp);
     if (rc)
         return rc;
     if ((rc = gen_feed_push(s, t)))
         return rc;
     if (s->m) {
-        if (sx_matcher_is_complete(s->m)) {
-            gen_finish(g, s, SX_FINISH_STOP, NULL);
-            return SX_OK;
-        }
-        if ((rc = force(g, s)))
+        if (sx_matcher_is_complete(s->m))
+            return gen_doc_done(g, s);
+        if ((rc = gen_force(g, s)))
             return rc;
-        if (sx_matcher_is_complete(s->m)) {
-            gen_finish(g, s, SX_FINISH_STOP, NULL);
-            return SX_OK;
-        }
+        if (sx_matcher_is_complete(s->m))
+            return gen_doc_done(g, s);
     }
-    if (s->n_completion >= s->p.max_tokens) {
+    if (s->n_completion >= s->p.max_tokens - s->tail) {
         /* With a grammar this only happens when can_end holds (the budget
          * invariant) or the completion was too long to know. */
         int ok = !s->m || sx_matcher_can_end(s->m);
-        gen_finish(g, s, ok && s->m ? SX_FINISH_STOP : SX_FINISH_LENGTH, NULL);
+        if (ok && s->m)
+            return gen_doc_done(g, s);
+        gen_finish(g, s, SX_FINISH_LENGTH, NULL);
         return SX_OK;
     }
     s->state = GS_DECODE;

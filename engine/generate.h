@@ -79,7 +79,40 @@ typedef struct sx_gen_params {
      * standard accept/resample rule).  Only the speed changes. */
     int               speculate;   /* sx_gen_speculate */
     int               draft_k;
+    /* Free text first, the grammar from a token on (sx_gen_freepre); NULL =
+     * the grammar from the first token, as usual.  Copied by sx_gen_add. */
+    const struct sx_gen_freepre *free;
 } sx_gen_params;
+
+/* sx_gen_freepre: "free prefix, then constrained": the answer is free text (sampled
+ * without a grammar) until the model writes the token `open` -- or the
+ * free budget forces it -- then `open_tail` is appended (forced), then one
+ * document of the grammar, then `close` (forced).  After a close the model
+ * may end the answer or, while more documents are allowed, write `sep`
+ * and then `open` again.  Two uses: tool calls (open <tool_call>, tail
+ * "\n", close "\n" </tool_call>, sep "\n": free text or calls, each call's
+ * JSON held to the grammar from its opening tag on) and thinking (open
+ * </think>, tail "\n\n", must_open: free reasoning, then the answer).
+ *
+ * The budget: an `open` is allowed only while the shortest document with
+ * its tail and close still fits max_tokens, so every document that opens
+ * closes validly; with must_open it is forced when only that much is
+ * left.  With grammar NULL nothing opens (free text with `open` banned).
+ * Speculation is off for these requests (the output would be the same). */
+#define SX_GEN_FREE_MAXTOK 8
+typedef struct sx_gen_freepre {
+    int32_t open;                            /* switches the grammar on */
+    int32_t open_tail[SX_GEN_FREE_MAXTOK];   /* forced after open */
+    int     n_open_tail;
+    int32_t close[SX_GEN_FREE_MAXTOK];       /* forced after each document */
+    int     n_close;
+    int32_t sep;         /* between a close and the next open; -1 = one document only */
+    int     max_docs;    /* documents at most; 0 = any number */
+    int     budget;      /* free tokens before open is forced; 0 = only max_tokens bounds it */
+    int     must_open;   /* the free text cannot end the answer (no end of turn in it) */
+    int32_t ban[SX_GEN_FREE_MAXTOK];         /* never sampled in the free text */
+    int     n_ban;
+} sx_gen_freepre;
 
 typedef enum sx_gen_speculate {
     SX_SPEC_OFF = 0,

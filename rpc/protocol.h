@@ -126,6 +126,12 @@ typedef struct sx_rpc_req {
     int           completion;    /* /v1/completions: answer as a text_completion */
     int           tool_call;     /* OpenAI route: the answer is a forced tool call (the
                                   * constraint is {"name", "arguments"} of the tools) */
+    int           tool_auto;     /* OpenAI route, tool_choice "auto": free text or calls,
+                                  * each call held to the constraint from its <tool_call> on */
+    int           tool_none;     /* tools shown, tool_choice "none": <tool_call> never written */
+    int           one_call;      /* parallel_tool_calls: false (at most one call) */
+    int           thinking;      /* free reasoning in <think>...</think> before the answer */
+    int           think_budget;  /* ... at most this many tokens of it (0 = max_tokens bounds it) */
     const char   *constraint_at; /* OpenAI route: JSON Pointer of the constraint's source
                                   * (static text; compile errors are rooted there), or NULL */
     json_t       *keep;          /* strings made while parsing (joined content parts) */
@@ -226,6 +232,14 @@ typedef struct sx_rpc_choice {
     const json_t *logprobs;      /* borrowed, or NULL */
     const double *score;         /* beam search: the sequence's score, else NULL */
     const json_t *field_confidence; /* borrowed, or NULL */
+    /* thinking / tool_choice "auto": the parts of text.  reasoning: inside
+     * <think>...</think> (NULL = no thinking); content: the answer without
+     * reasoning and calls (NULL = text itself).  With tool_choice "auto",
+     * output is the array of calls [{"name", "arguments"}, ...]. */
+    const char   *reasoning;
+    size_t        reasoning_len;
+    const char   *content;
+    size_t        content_len;
 } sx_rpc_choice;
 
 /* The outcome of a finished generation, for sx_rpc_response_dump.  With
@@ -247,6 +261,10 @@ typedef struct sx_rpc_result {
     const sx_rpc_choice *choices; /* n > 1 or beam search: n_choices entries; else NULL */
     int           n_choices;
     const json_t *field_confidence; /* choice 0's (borrowed), or NULL */
+    const char   *reasoning;     /* choice 0's parts (sx_rpc_choice) */
+    size_t        reasoning_len;
+    const char   *content;
+    size_t        content_len;
 } sx_rpc_result;
 
 /* Reads a request's JSON text (duplicate keys refused) into *root: numbers
@@ -325,7 +343,11 @@ int  sx_rpc_openai_parse(const char *buf, size_t len, const sx_rpc_limits *lim, 
  * sets the constraint to a call of one of them ({"name": NAME, "arguments":
  * <that tool's parameters>}, anyOf over the tools) with r->tool_call = 1.
  * The server then opens the answer with "<tool_call>\n".  tool_choice
- * "auto" (the default with tools) is refused: not supported yet. */
+ * "auto" (the default with tools): the same constraint with r->tool_auto =
+ * 1 -- the model writes free text or calls, each call constrained from its
+ * <tool_call> on (engine/generate.h, sx_gen_freepre); "none": r->tool_none
+ * (the tools are shown, <tool_call> is never written);
+ * parallel_tool_calls: false sets r->one_call. */
 int  sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
                          sx_error *err);
 /* An assistant turn's tool_calls (OpenAI's [{"id","type":"function",
@@ -359,6 +381,17 @@ int  sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model, 
                               const char *content, size_t content_len, int role_first,
                               const char *finish_reason, const sx_rpc_result *usage, char **out,
                               size_t *len);
+/* The same with the delta given (taken): {"reasoning_content": ...} or
+ * {"tool_calls": [...]}. */
+int  sx_rpc_openai_delta_dump(const char *cid, long created, const char *model, int index,
+                              json_t *delta, int role_first, char **out, size_t *len);
+/* The id of call k of choice i in an answer: the same streamed or not. */
+void sx_rpc_openai_call_id(const char *cid, int i, int k, char *out, size_t cap);
+/* One tool call {"id","type","function":{"name","arguments"}} from a
+ * call's value {"name", "arguments"} (arguments written as JSON text);
+ * NULL when it has no name (or memory). */
+json_t *sx_rpc_openai_tool_call(const char *cid, int i, int k, const json_t *call);
+
 /* {"error":{"message","type","param","code"}}. */
 int  sx_rpc_openai_error_dump(int code, const char *message, const char *pointer, char **out,
                               size_t *len);

@@ -132,9 +132,7 @@ static const struct member {
     {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search", R_BOTH},
     {"reasoning_effort", M_REFUSE, "reasoning (thinking) is not supported: strux answers "
                                    "without a thinking phase", R_BOTH},
-    {"chat_template_kwargs", M_REFUSE, "chat_template_kwargs: strux renders Qwen3's template "
-                                       "with thinking off, so only {\"enable_thinking\": false} "
-                                       "is accepted", R_BOTH},
+    {"chat_template_kwargs", M_ACT, NULL, R_BOTH},
     {"modalities", M_REFUSE, "only text output is supported", R_BOTH},
     {"audio", M_REFUSE, "audio output is not supported", R_BOTH},
     {"prediction", M_REFUSE, "predicted outputs are not supported (see speculate)", R_BOTH},
@@ -155,10 +153,6 @@ static int noop(const char *k, const json_t *v)
         return json_is_array(v) && json_array_size(v) == 0;
     if (!strcmp(k, "tool_choice") || !strcmp(k, "function_call"))
         return json_is_string(v) && !strcmp(json_string_value(v), "none");
-    if (!strcmp(k, "chat_template_kwargs")) /* what strux renders anyway */
-        return json_is_object(v) &&
-               (json_object_size(v) == 0 ||
-                (json_object_size(v) == 1 && json_is_false(json_object_get(v, "enable_thinking"))));
     if (!strcmp(k, "best_of"))
         return json_is_integer(v) && json_integer_value(v) == 1;
     if (!strcmp(k, "modalities"))
@@ -191,7 +185,7 @@ static void ptr_join(char *out, size_t cap, const char *base, const char *key)
 
 static const char *const strux_members[] = {"num_beams", "length_penalty",
                                             "num_return_sequences", "early_stopping",
-                                            "field_confidence", NULL};
+                                            "field_confidence", "thinking", NULL};
 
 static int is_strux_member(const char *k)
 {
@@ -476,6 +470,76 @@ static int stop_field(const sx_rpc_req *r, const json_t *stop, sx_error *err)
                        "the document); free text is not cut at stop sequences yet");
 }
 
+/* Thinking: chat_template_kwargs {"enable_thinking": true} (vLLM's
+ * convention) or strux.thinking (true, or {"budget": N}).  The answer is
+ * then free reasoning inside <think>...</think>, closed by the model or
+ * by the budget, and the constraint from there on. */
+static int thinking(sx_rpc_req *r, const json_t *root, const json_t *ext, sx_error *err)
+{
+    static const char *const kw_m[] = {"enable_thinking", NULL};
+    static const char *const th_m[] = {"budget", NULL};
+    const json_t *kw = json_object_get(root, "chat_template_kwargs");
+    const json_t *th = ext ? json_object_get(ext, "thinking") : NULL;
+    int rc, on = 0;
+    const char *at = NULL;
+    if (kw && !json_is_null(kw)) {
+        if (!json_is_object(kw))
+            return bad(err, "/chat_template_kwargs", "chat_template_kwargs must be an object");
+        if ((rc = only(kw, "/chat_template_kwargs", "chat_template_kwargs", kw_m, err)))
+            return rc;
+        const json_t *et = json_object_get(kw, "enable_thinking");
+        if (et && !json_is_boolean(et) && !json_is_null(et))
+            return bad(err, "/chat_template_kwargs/enable_thinking",
+                       "enable_thinking must be a boolean");
+        if (json_is_true(et)) {
+            on = 1;
+            at = "/chat_template_kwargs/enable_thinking";
+        }
+    }
+    if (th && !json_is_null(th)) {
+        if (json_is_object(th)) {
+            if ((rc = only(th, "/strux/thinking", "strux.thinking", th_m, err)))
+                return rc;
+            const json_t *b = json_object_get(th, "budget");
+            if (b && (!json_is_integer(b) || json_integer_value(b) < 1 ||
+                      json_integer_value(b) > 1 << 20))
+                return bad(err, "/strux/thinking/budget",
+                           "the thinking budget must be an integer of at least 1 (tokens)");
+            r->think_budget = b ? (int)json_integer_value(b) : 0;
+            on = 1;
+        } else if (json_is_boolean(th)) {
+            on = on || json_is_true(th);
+        } else {
+            return bad(err, "/strux/thinking", "strux.thinking must be a boolean or {\"budget\": N}");
+        }
+        if (json_is_true(th) || json_is_object(th))
+            at = "/strux/thinking";
+    }
+    if (!on)
+        return SX_OK;
+    r->thinking = 1;
+    if (r->completion)
+        return bad(err, at, "thinking applies to chat completions (a raw prompt is written as "
+                            "given)");
+    if (r->mode == SX_RPC_CHOICES)
+        return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                           "thinking does not apply to choices (the labels are scored, not "
+                           "written): use a json_schema with an enum");
+    if (r->tool_auto)
+        return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
+                           "thinking with tool_choice \"auto\" is not supported yet: give "
+                           "\"required\", a named function or a response_format");
+    if (r->mode == SX_RPC_TEXT && r->think_budget)
+        return sx_err_setp(err, SX_EUNSUPPORTED, "/strux/thinking/budget", -1,
+                           "a thinking budget needs a constrained answer (response_format or a "
+                           "forced tool call)");
+    if (r->num_beams)
+        return bad(err, at, "thinking does not combine with beam search");
+    if (r->field_confidence)
+        return bad(err, at, "thinking does not combine with field_confidence (not yet)");
+    return SX_OK;
+}
+
 static int strux_ext(sx_rpc_req *r, const json_t *root, sx_error *err)
 {
     int rc;
@@ -483,7 +547,7 @@ static int strux_ext(sx_rpc_req *r, const json_t *root, sx_error *err)
      * field_confidence */
     const json_t *ext = json_object_get(root, "strux");
     if (!ext || json_is_null(ext))
-        return SX_OK;
+        return thinking(r, root, NULL, err);
     if (!json_is_object(ext))
         return bad(err, "/strux", "strux must be an object");
     if ((rc = only(ext, "/strux", "strux", strux_members, err)))
@@ -494,8 +558,13 @@ static int strux_ext(sx_rpc_req *r, const json_t *root, sx_error *err)
         return rc;
     if (r->num_beams && r->stream)
         return bad(err, "/stream", "beam search answers once, at the end: no stream");
-    return sx_rpc_req_set_field_confidence(r, json_object_get(ext, "field_confidence"),
-                                           "/strux/field_confidence", err);
+    if ((rc = sx_rpc_req_set_field_confidence(r, json_object_get(ext, "field_confidence"),
+                                              "/strux/field_confidence", err)))
+        return rc;
+    if ((r->tool_auto || r->tool_none) && (r->num_beams || r->field_confidence))
+        return bad(err, "/strux", "beam search and field_confidence do not combine with "
+                                  "tool_choice \"auto\" or \"none\"");
+    return thinking(r, root, ext, err);
 }
 
 static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim, sx_error *err)
@@ -596,8 +665,6 @@ static int sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *lim,
             return bad(err, "/stream_options/include_usage", "include_usage must be a boolean");
         r->stream_usage = json_is_true(iu);
     }
-    if (r->tool_call && r->stream)
-        return bad(err, "/stream", "a forced tool call answers at once: no stream (not yet)");
     if (r->mode == SX_RPC_CHOICES) {
         /* one label, chosen with every label's probability (strux.scores) */
         r->scores = 1;
@@ -743,23 +810,67 @@ static int finish(json_t *o, char **out, size_t *len)
 /* choices[i] of a chat.completion.  A label (choices) is the content
  * itself, as vLLM's guided_choice answers, not the JSON string the grammar
  * wrote. */
-/* A forced tool call's message: OpenAI's tool_calls, the arguments as
- * JSON text. */
-static json_t *tool_message(const char *cid, const sx_rpc_choice *c, int i)
+void sx_rpc_openai_call_id(const char *cid, int i, int k, char *out, size_t cap)
 {
-    const json_t *name = json_object_get(c->output, "name");
-    const json_t *args = json_object_get(c->output, "arguments");
+    const char *tail = strrchr(cid, '-');
+    if (k == 0)
+        snprintf(out, cap, "call_%s_%d", tail ? tail + 1 : cid, i);
+    else
+        snprintf(out, cap, "call_%s_%d_%d", tail ? tail + 1 : cid, i, k);
+}
+
+json_t *sx_rpc_openai_tool_call(const char *cid, int i, int k, const json_t *call)
+{
+    const json_t *name = json_object_get(call, "name");
+    const json_t *args = json_object_get(call, "arguments");
     char *atext = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     char id[96];
-    const char *tail = strrchr(cid, '-');
-    snprintf(id, sizeof id, "call_%s_%d", tail ? tail + 1 : cid, i);
-    json_t *m = atext && json_is_string(name)
-                    ? json_pack("{s:s, s:n, s:n, s:[{s:s, s:s, s:{s:O, s:s}}]}", "role",
-                                "assistant", "content", "refusal", "tool_calls", "id", id,
-                                "type", "function", "function", "name", name, "arguments", atext)
+    sx_rpc_openai_call_id(cid, i, k, id, sizeof id);
+    json_t *c = atext && json_is_string(name)
+                    ? json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", id, "type", "function",
+                                "function", "name", name, "arguments", atext)
                     : NULL;
     free(atext);
+    return c;
+}
+
+/* A tool-calling answer's message: content (the free text before the
+ * calls, null when none), OpenAI's tool_calls (arguments as JSON text),
+ * reasoning_content when thinking. */
+static json_t *tool_message(const char *cid, const sx_rpc_choice *c, int i, int auto_calls)
+{
+    json_t *calls = json_array();
+    if (!calls)
+        return NULL;
+    if (auto_calls) {
+        size_t k;
+        const json_t *v;
+        json_array_foreach(c->output, k, v)
+            if (json_array_append_new(calls, sx_rpc_openai_tool_call(cid, i, (int)k, v)))
+                goto fail;
+    } else if (json_array_append_new(calls, sx_rpc_openai_tool_call(cid, i, 0, c->output))) {
+        goto fail;
+    }
+    /* a forced call has no free text (with thinking, content is the call) */
+    json_t *content = auto_calls && c->content && c->content_len
+                          ? json_stringn(c->content, c->content_len)
+                          : json_null();
+    json_t *m = json_pack("{s:s, s:o, s:n}", "role", "assistant", "content",
+                          content ? content : json_null(), "refusal");
+    if (!m)
+        goto fail;
+    if (json_array_size(calls) > 0 ? json_object_set_new(m, "tool_calls", calls)
+                                   : (json_decref(calls), 0)) {
+        json_decref(m);
+        return NULL;
+    }
+    if (c->reasoning)
+        json_object_set_new(m, "reasoning_content", json_stringn_nocheck(c->reasoning,
+                                                                          c->reasoning_len));
     return m;
+fail:
+    json_decref(calls);
+    return NULL;
 }
 
 static json_t *choice_json(const sx_rpc_req *r, const char *cid, const sx_rpc_choice *c, int i)
@@ -771,11 +882,13 @@ static json_t *choice_json(const sx_rpc_req *r, const char *cid, const sx_rpc_ch
         return json_pack("{s:i, s:o, s:s, s:n}", "index", i, "text", text, "finish_reason",
                          c->finish_reason ? c->finish_reason : "stop", "logprobs");
     }
-    if (r->tool_call && c->output) {
-        const char *fr = c->finish_reason && strcmp(c->finish_reason, "stop") ? c->finish_reason
-                                                                               : "tool_calls";
+    if ((r->tool_call || r->tool_auto) && c->output) {
+        const char *fr = c->finish_reason ? c->finish_reason : "stop";
+        if (!strcmp(fr, "stop") && (r->tool_call || json_array_size(c->output) > 0))
+            fr = "tool_calls"; /* a call was made */
         json_t *choice = json_pack("{s:i, s:o, s:s, s:n}", "index", i, "message",
-                                   tool_message(cid, c, i), "finish_reason", fr, "logprobs");
+                                   tool_message(cid, c, i, r->tool_auto), "finish_reason", fr,
+                                   "logprobs");
         if (choice && c->logprobs &&
             set(choice, "logprobs", json_pack("{s:O}", "content", c->logprobs))) {
             json_decref(choice);
@@ -783,12 +896,17 @@ static json_t *choice_json(const sx_rpc_req *r, const char *cid, const sx_rpc_ch
         }
         return choice;
     }
+    const char *ctext = c->content ? c->content : c->text ? c->text : "";
+    size_t clen = c->content ? c->content_len : c->text_len;
     json_t *content = r->mode == SX_RPC_CHOICES && json_is_string(c->output)
                           ? json_string(json_string_value(c->output))
-                          : json_stringn(c->text ? c->text : "", c->text_len);
+                          : json_stringn(ctext, clen);
     if (!content) /* free text cut mid-character by max_tokens */
-        content = json_stringn_nocheck(c->text ? c->text : "", c->text_len);
+        content = json_stringn_nocheck(ctext, clen);
     json_t *msg = json_pack("{s:s, s:o, s:n}", "role", "assistant", "content", content, "refusal");
+    if (msg && c->reasoning)
+        json_object_set_new(msg, "reasoning_content",
+                            json_stringn_nocheck(c->reasoning, c->reasoning_len));
     json_t *choice = json_pack("{s:i, s:o, s:s}", "index", i, "message", msg, "finish_reason",
                                c->finish_reason ? c->finish_reason : "stop");
     if (choice && set(choice, "logprobs", c->logprobs ? json_pack("{s:O}", "content", c->logprobs)
@@ -815,7 +933,8 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
     /* n = 1: the result itself is the one choice */
     sx_rpc_choice one = {res->text, res->text_len, res->output, res->finish_reason,
                          res->n_completion, res->n_forced, res->logprobs, NULL,
-                         res->field_confidence};
+                         res->field_confidence, res->reasoning, res->reasoning_len,
+                         res->content, res->content_len};
     const sx_rpc_choice *cs = res->choices ? res->choices : &one;
     int n = res->choices ? res->n_choices : 1;
     /* the name the caller asked for, as OpenAI-compatible servers answer */
@@ -849,8 +968,8 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
         snprintf(marks[i], sizeof marks[i], "\x01strux-output-%d-%p-%p\x01", i, (void *)marks,
                  (const void *)res->text);
     vals[0] = res->output;
-    texts[0] = res->text;
-    lens[0] = res->text_len;
+    texts[0] = res->content ? res->content : res->text;
+    lens[0] = res->content ? res->content_len : res->text_len;
     if (!strux || set(strux, "output", res->output ? json_string(marks[0]) : json_null()))
         goto fail;
     if (n > 1) {
@@ -859,8 +978,8 @@ int sx_rpc_openai_response_dump(const sx_rpc_req *r, const char *cid, long creat
             goto fail;
         for (int i = 0; i < n && i < SX_RPC_MAX_N; i++) {
             vals[1 + i] = cs[i].output;
-            texts[1 + i] = cs[i].text;
-            lens[1 + i] = cs[i].text_len;
+            texts[1 + i] = cs[i].content ? cs[i].content : cs[i].text;
+            lens[1 + i] = cs[i].content ? cs[i].content_len : cs[i].text_len;
             n_marks = 2 + i;
             if (json_array_append_new(outs, cs[i].output ? json_string(marks[1 + i])
                                                          : json_null()))
@@ -961,6 +1080,40 @@ int sx_rpc_openai_chunk_dump(const char *cid, long created, const char *model, i
 fail:
     json_decref(o);
     return SX_ENOMEM;
+}
+
+int sx_rpc_openai_delta_dump(const char *cid, long created, const char *model, int index,
+                             json_t *delta, int role_first, char **out, size_t *len)
+{
+    *out = NULL;
+    if (!delta)
+        return SX_ENOMEM;
+    if (role_first && set(delta, "role", json_string("assistant"))) {
+        json_decref(delta);
+        return SX_ENOMEM;
+    }
+    json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:n, s:n}]}", "id", cid, "object",
+                          "chat.completion.chunk", "created", (json_int_t)created, "model", model,
+                          "choices", "index", index, "delta", delta, "finish_reason", "logprobs");
+    if (!o)
+        return SX_ENOMEM;
+    char *body = json_dumps(o, JSON_COMPACT | SX_RPC_JSON_PRECISION);
+    json_decref(o);
+    if (!body)
+        return SX_ENOMEM;
+    size_t n = strlen(body);
+    *out = malloc(n + 9);
+    if (!*out) {
+        free(body);
+        return SX_ENOMEM;
+    }
+    memcpy(*out, "data: ", 6);
+    memcpy(*out + 6, body, n);
+    memcpy(*out + 6 + n, "\n\n", 3);
+    free(body);
+    if (len)
+        *len = n + 8;
+    return SX_OK;
 }
 
 int sx_rpc_openai_error_dump(int code, const char *message, const char *pointer, char **out,

@@ -97,7 +97,22 @@ int sx_rpc_prompt_encode(const sx_tokenizer *tok, const sx_rpc_req *r, sx_ids *o
     if (r->prompt) /* /v1/completions: the text as given, no chat template */
         rc = sx_tok_encode(tok, r->prompt, r->prompt_len, SX_TOK_SPECIAL, out, err);
     else if (!(rc = sx_rpc_build_messages(r, &msgs, &n_msgs, &owned, err)))
-        rc = sx_chat_encode(tok, msgs, n_msgs, 1, out, err);
+        rc = sx_chat_encode(tok, msgs, n_msgs, !r->thinking, out, err);
+    /* thinking: the assistant turn as Qwen3's template opens it with
+     * enable_thinking (no empty think block), and the <think> the model
+     * writes first, so that what follows is its reasoning */
+    if (!rc && r->thinking && !r->prompt) {
+        int32_t im_start = sx_tok_find(tok, "<|im_start|>", 12), think = sx_tok_find(tok, "<think>", 7);
+        if (im_start < 0 || think < 0)
+            rc = sx_err_set(err, SX_EUNSUPPORTED, "this model's tokenizer has no <think>");
+        else if ((rc = sx_ids_push(out, im_start)))
+            sx_err_set(err, rc, "out of memory");
+        else if (!(rc = sx_tok_encode(tok, "assistant\n", 10, 0, out, err)) &&
+                 (rc = sx_ids_push(out, think)))
+            sx_err_set(err, rc, "out of memory");
+        else if (!rc)
+            rc = sx_tok_encode(tok, "\n", 1, 0, out, err);
+    }
     /* a system turn (strux's extraction prompt with the schema, or the
      * caller's) is what requests share: its KV is cached by the generator */
     if (!rc && n_msgs > 1 && !strcmp(msgs[0].role, "system")) {
@@ -110,7 +125,7 @@ int sx_rpc_prompt_encode(const sx_tokenizer *tok, const sx_rpc_req *r, sx_ids *o
     }
     /* a forced tool call: the answer opens with Qwen3's tag, as the model
      * writes it, and the grammar takes the call's JSON from there */
-    if (!rc && r->tool_call) {
+    if (!rc && r->tool_call && !r->thinking) {
         int32_t tag = sx_tok_find(tok, "<tool_call>", 11);
         if (tag < 0)
             rc = sx_err_set(err, SX_EUNSUPPORTED, "this model's tokenizer has no <tool_call>");

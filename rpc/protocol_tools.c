@@ -224,15 +224,20 @@ int sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *
     /* which calls the answer may be: all tools, one, or none forced */
     const json_t *only_fn = NULL;
     int forced = 0;
-    if (!choice || (json_is_string(choice) && !strcmp(json_string_value(choice), "auto"))) {
-        rc = sx_err_setp(err, SX_EUNSUPPORTED, choice ? "/tool_choice" : "/tools", -1,
-                         "tool_choice \"auto\" (the default with tools) is not supported yet: "
-                         "give \"required\", a named function or \"none\"");
+    const json_t *par = json_object_get(root, "parallel_tool_calls");
+    if (par && !json_is_boolean(par) && !json_is_null(par)) {
+        rc = bad(err, "/parallel_tool_calls", "parallel_tool_calls must be a boolean");
         goto out;
+    }
+    r->one_call = json_is_false(par);
+    if (!choice || (json_is_string(choice) && !strcmp(json_string_value(choice), "auto"))) {
+        r->tool_auto = 1;
+        forced = 1;
     } else if (json_is_string(choice) && !strcmp(json_string_value(choice), "required")) {
         forced = 1;
     } else if (json_is_string(choice) && !strcmp(json_string_value(choice), "none")) {
         forced = 0;
+        r->tool_none = 1;
     } else if (json_is_object(choice)) {
         const json_t *type = json_object_get(choice, "type"), *f = json_object_get(choice, "function");
         if ((rc = only(choice, "/tool_choice", named_m, err)))
@@ -270,7 +275,10 @@ int sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *
     }
     if (r->mode != SX_RPC_TEXT) {
         rc = bad(err, r->constraint_at ? r->constraint_at : "/response_format",
-                 "a forced tool call is the answer's constraint: give no other");
+                 r->tool_auto ? "with tools, tool_choice \"auto\" (the default) makes the tool "
+                                "calls the answer's constraint: give no other, or tool_choice "
+                                "\"none\""
+                              : "a forced tool call is the answer's constraint: give no other");
         goto out;
     }
     json_t *schema;
@@ -290,7 +298,7 @@ int sx_rpc_openai_tools(sx_rpc_req *r, const json_t *root, const sx_rpc_limits *
         rc = sx_err_set(err, SX_ENOMEM, "out of memory");
         goto out;
     }
-    r->tool_call = 1;
+    r->tool_call = !r->tool_auto;
     r->constraint_at = "/tools";
     rc = sx_rpc_req_set_schema(r, schema, lim, "/tools", err);
 out:

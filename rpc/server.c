@@ -201,6 +201,7 @@ static void job_free(rpc_job *j)
         sx_bytes_free(&j->seqs[i].text);
         json_decref(j->seqs[i].logprobs);
         sx_bytes_free(&j->seqs[i].spans);
+        sx_bytes_free(&j->seqs[i].calls);
         json_decref(j->seqs[i].fields);
         json_decref(j->seqs[i].output);
     }

@@ -98,7 +98,17 @@ typedef struct rpc_seq {
     int             n_events;
     double          t_first, t_last;
     int             n_completion, n_forced, n_cached;
+    /* thinking and tool calls in free text: where the parts of text are,
+     * from the tokens that open and close them (server_sched.c) */
+    int             phase;         /* RPC_PH_* */
+    size_t          think_end;     /* thinking: where </think> starts (phase ANSWER) */
+    size_t          content_end;   /* tool_choice auto: where the first <tool_call> starts */
+    size_t          call_start;    /* ... where the open call's text starts */
+    sx_bytes        calls;         /* ... closed calls: size_t pairs [start, end) of text */
+    int             n_calls_sent;  /* ... streamed so far */
 } rpc_seq;
+
+enum { RPC_PH_FREE = 0, RPC_PH_CALL, RPC_PH_ANSWER };
 
 typedef struct rpc_job {
     struct sx_rpc_server *s;

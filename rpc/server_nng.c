@@ -12,6 +12,54 @@
 
 enum { W_INIT, W_RECV, W_WAIT, W_SEND };
 
+/* An OpenAI request over nng (strux call --openai-batch): a message that
+ * starts {"openai": and is exactly {"openai": ROUTE, "body": TEXT}, ROUTE
+ * "/v1/chat/completions" or "/v1/completions", TEXT the request's JSON as
+ * a string (its numbers kept exactly).  *body becomes TEXT and the job is
+ * answered in the OpenAI dialect.  Returns 1 when the envelope was
+ * malformed and answered here. */
+static int openai_envelope(nng_worker *w, char **body, size_t *len, int *completions, int *api)
+{
+    static const char pre[] = "{\"openai\":";
+    if (*len < sizeof pre - 1 || memcmp(*body, pre, sizeof pre - 1))
+        return 0;
+    json_t *e = json_loadb(*body, *len, JSON_REJECT_DUPLICATES, NULL);
+    const json_t *route = json_object_get(e, "openai"), *text = json_object_get(e, "body");
+    const char *r = json_string_value(route);
+    const char *why = NULL;
+    if (!json_is_object(e) || json_object_size(e) != 2 || !json_is_string(text))
+        why = "an OpenAI request over nng is {\"openai\": ROUTE, \"body\": \"<the request's "
+              "JSON as a string>\"}";
+    else if (!r || (strcmp(r, "/v1/chat/completions") && strcmp(r, "/v1/completions")))
+        why = "openai: the route must be \"/v1/chat/completions\" or \"/v1/completions\"";
+    if (why) {
+        char *out = NULL;
+        size_t n = 0;
+        json_decref(e);
+        free(*body);
+        *body = NULL;
+        if (sx_rpc_openai_error_dump(SX_RPC_BAD_REQUEST, why, "/openai", &out, &n) == 0)
+            rpc_nng_reply(w, out, n);
+        else
+            rpc_nng_reply(w, "{}", 2);
+        free(out);
+        return 1;
+    }
+    size_t n = json_string_length(text);
+    char *b = malloc(n + 1);
+    if (b) {
+        memcpy(b, json_string_value(text), n);
+        b[n] = 0;
+        *completions = !strcmp(r, "/v1/completions");
+        *api = API_OPENAI;
+    }
+    json_decref(e);
+    free(*body);
+    *body = b;
+    *len = b ? n : 0;
+    return 0;
+}
+
 static void worker_recv(nng_worker *w)
 {
     w->state = W_RECV;
@@ -41,7 +89,12 @@ static void worker_cb(void *arg)
             body[len] = 0;
         }
         nng_msg_free(m);
-        rpc_job *j = body ? rpc_job_new(w->s, VIA_NNG, API_NATIVE, body, len) : NULL;
+        int api = API_NATIVE, completions = 0;
+        if (body && openai_envelope(w, &body, &len, &completions, &api)) {
+            w->state = W_WAIT;
+            break; /* answered: a malformed envelope */
+        }
+        rpc_job *j = body ? rpc_job_new(w->s, VIA_NNG, api, body, len) : NULL;
         w->state = W_WAIT;
         if (!j) {
             static const char oom[] = "{\"ok\":false,\"id\":null,\"error\":{\"code\":\"internal\","
@@ -52,6 +105,7 @@ static void worker_cb(void *arg)
         }
         j->nw = w;
         j->pipe = pipe;
+        j->completions = completions;
         rpc_submit(w->s, j);
         break;
     }

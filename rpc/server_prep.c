@@ -163,6 +163,12 @@ static int prepare_rest(sx_rpc_server *s, rpc_job *j)
         rpc_fail(j, sx_rpc_code_of(SX_RPC_STAGE_PARSE, rc), err.msg, "/choices", NULL);
         return 1;
     }
+    if (j->req.stream && j->via != VIA_HTTP) {
+        /* an OpenAI request over nng (strux call --openai-batch): one message answers */
+        rpc_fail(j, SX_RPC_BAD_REQUEST, "stream needs HTTP: over nng the answer is one message",
+                 "/stream", NULL);
+        return 1;
+    }
     if (j->req.stream && j->via == VIA_HTTP && (rc = rpc_stream_start(j))) {
         rpc_fail(j, SX_RPC_INTERNAL, "cannot start the event stream", NULL, NULL);
         return 1;

@@ -108,6 +108,72 @@ static void stream_seq(rpc_seq *q, const char *piece, size_t len)
 
 /* ---- completion --------------------------------------------------------------- */
 
+static void call_text(const rpc_seq *q, size_t k, const char **p, size_t *n);
+static int32_t tok_id(const rpc_job *j, const char *text);
+
+/* Thinking: the reasoning and the answer's text (trimmed; a forced call's
+ * tag left out).  0 when </think> never came. */
+static int answer_part(const rpc_seq *q, const char **p, size_t *n, const char **r, size_t *rn)
+{
+    const rpc_job *j = q->job;
+    const char *t = q->text.v ? q->text.v : "";
+    if (q->phase != RPC_PH_ANSWER) {
+        *r = t;
+        *rn = q->text.n;
+        *p = t + q->text.n;
+        *n = 0;
+        return 0;
+    }
+    size_t a = q->think_end + 8, b = q->text.n, ra = 0, rb = q->think_end;
+    while (rb > ra && strchr(" \n\r\t", t[rb - 1]))
+        rb--;
+    *r = t;
+    *rn = rb;
+    while (a < b && strchr(" \n\r\t", t[a]))
+        a++;
+    if (j->req.tool_call && b - a >= 11 && !memcmp(t + a, "<tool_call>", 11))
+        for (a += 11; a < b && strchr(" \n\r\t", t[a]);)
+            a++;
+    *p = t + a;
+    *n = b - a;
+    return 1;
+}
+
+/* The re-check of an answer with parts: thinking's answer, or each call of
+ * tool_choice "auto" (output: the array of calls). */
+static int check_parts(rpc_seq *q, const sx_validator *val, json_t **output, sx_error *err)
+{
+    rpc_job *j = q->job;
+    *output = NULL;
+    if (j->req.tool_auto) {
+        json_t *a = json_array();
+        if (!a)
+            return sx_err_set(err, SX_ENOMEM, "out of memory");
+        for (size_t k = 0; k < q->calls.n / (2 * sizeof(size_t)); k++) {
+            const char *p;
+            size_t n;
+            json_t *v = NULL;
+            call_text(q, k, &p, &n);
+            int rc = sx_rpc_check_output(&j->req, p, n, val, &v, err);
+            if (rc) {
+                json_decref(a);
+                return rc;
+            }
+            json_array_append_new(a, v);
+        }
+        *output = a;
+        return SX_OK;
+    }
+    const char *p, *r;
+    size_t n, rn;
+    if (!answer_part(q, &p, &n, &r, &rn)) {
+        if (j->req.mode == SX_RPC_TEXT)
+            return SX_OK; /* all of it was reasoning */
+        return sx_err_set(err, SX_EFORMAT, "the reasoning was never closed");
+    }
+    return sx_rpc_check_output(&j->req, p, n, val, output, err);
+}
+
 /* The sequence that answers choice i. */
 static rpc_seq *seq_of(rpc_job *j, int i)
 {
@@ -128,8 +194,27 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
         cs[i] = (sx_rpc_choice){q->text.v ? q->text.v : "", q->text.n, q->output,
                                 finish_name(q->finish), q->n_completion, q->n_forced,
                                 q->logprobs, j->beam_scores ? &j->beam_scores[i] : NULL,
-                                q->fields};
+                                q->fields, NULL, 0, NULL, 0};
+        if (j->req.thinking)
+            answer_part(q, &cs[i].content, &cs[i].content_len, &cs[i].reasoning,
+                        &cs[i].reasoning_len);
+        if (j->req.tool_auto) {
+            /* the free text before the first call, trimmed */
+            const char *t = q->text.v ? q->text.v : "";
+            size_t e = q->calls.n ? q->content_end : q->text.n;
+            while (e > 0 && strchr(" \n\r\t", t[e - 1]))
+                e--;
+            cs[i].content = t;
+            cs[i].content_len = e;
+        }
+        if (q->finish == SX_FINISH_STOP && q->output &&
+            (j->req.tool_call || (j->req.tool_auto && json_array_size(q->output) > 0)))
+            cs[i].finish_reason = "tool_calls";
     }
+    res->reasoning = cs[0].reasoning;
+    res->reasoning_len = cs[0].reasoning_len;
+    res->content = cs[0].content;
+    res->content_len = cs[0].content_len;
     res->text = cs[0].text;
     res->text_len = cs[0].text_len;
     res->output = cs[0].output;
@@ -170,6 +255,20 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, const sx_rpc_choic
     char *c = NULL;
     size_t n = 0;
     int rc = SX_OK;
+    for (int i = 0; i < j->req.n && !rc && j->req.tool_call; i++) {
+        /* a forced call, whole, once it passed the re-check */
+        json_t *call = cs[i].output ? sx_rpc_openai_tool_call(j->cid, i, 0, cs[i].output) : NULL;
+        if (!call)
+            continue;
+        json_object_set_new(call, "index", json_integer(0));
+        rc = sx_rpc_openai_delta_dump(j->cid, j->created, model_of(j), i,
+                                      json_pack("{s:[o]}", "tool_calls", call),
+                                      !(j->sent_role & (1u << i)), &c, &n);
+        j->sent_role |= 1u << i;
+        if (!rc)
+            rc = sx_bytes_append(&b, c, n);
+        free(c);
+    }
     for (int i = 0; i < j->req.n && !rc; i++) {
         rc = sx_rpc_openai_chunk_dump(j->cid, j->created, model_of(j), i, NULL, 0,
                                       !(j->sent_role & (1u << i)), cs[i].finish_reason, NULL, &c,
@@ -243,8 +342,10 @@ static void check_seq(rpc_seq *q)
     json_t *output = NULL;
     sx_error err;
     sx_err_clear(&err);
-    int rc = sx_rpc_check_output(&j->req, q->text.v ? q->text.v : "", q->text.n,
-                                 j->comp ? j->comp->validator : NULL, &output, &err);
+    int rc = j->req.thinking || j->req.tool_auto
+                 ? check_parts(q, j->comp ? j->comp->validator : NULL, &output, &err)
+                 : sx_rpc_check_output(&j->req, q->text.v ? q->text.v : "", q->text.n,
+                                       j->comp ? j->comp->validator : NULL, &output, &err);
     if (!rc) {
         q->output = output;
         /* a valid document is JSON: only memory can fail here, and then
@@ -392,6 +493,121 @@ static void seq_done(rpc_seq *q, const sx_gen_event *ev)
         job_done(j);
 }
 
+static int32_t tok_id(const rpc_job *j, const char *text)
+{
+    return sx_tok_find(j->s->tok, text, strlen(text));
+}
+
+/* A streamed chunk with its own delta, to every choice q answers. */
+static void stream_delta(rpc_seq *q, json_t *delta)
+{
+    rpc_job *j = q->job;
+    for (int i = 0; i < j->req.n; i++) {
+        if (j->n_seq == j->req.n && i != q->index)
+            continue;
+        uint32_t bit = 1u << i;
+        char *chunk;
+        size_t n;
+        if (sx_rpc_openai_delta_dump(j->cid, j->created, model_of(j), i, json_deep_copy(delta),
+                                     !(j->sent_role & bit), &chunk, &n))
+            continue;
+        j->sent_role |= bit;
+        rpc_stream_write(j->stream, chunk, n);
+        free(chunk);
+    }
+    json_decref(delta);
+}
+
+static int is_space_only(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\n' && p[i] != '\r' && p[i] != '\t')
+            return 0;
+    return 1;
+}
+
+/* The text of call k (pairs in q->calls), trimmed. */
+static void call_text(const rpc_seq *q, size_t k, const char **p, size_t *n)
+{
+    const size_t *v = (const size_t *)q->calls.v;
+    size_t a = v[2 * k], b = v[2 * k + 1];
+    while (a < b && strchr(" \n\r\t", q->text.v[a]))
+        a++;
+    while (b > a && strchr(" \n\r\t", q->text.v[b - 1]))
+        b--;
+    *p = q->text.v + a;
+    *n = b - a;
+}
+
+/* Thinking and free-text tool calls: a token's place in the answer.
+ * Returns 1 when its piece is not content (not streamed as such). */
+static int track_parts(rpc_seq *q, const sx_gen_event *ev, size_t at)
+{
+    rpc_job *j = q->job;
+    int streams = j->stream && !j->http_plain;
+    if (j->req.thinking && q->phase == RPC_PH_FREE) {
+        if (ev->token == tok_id(j, "</think>")) {
+            q->think_end = at;
+            q->phase = RPC_PH_ANSWER;
+        } else if (streams && ev->piece_len) {
+            stream_delta(q, json_pack("{s:s%}", "reasoning_content", ev->piece, ev->piece_len));
+        }
+        return 1;
+    }
+    if (j->req.tool_call) /* a forced call: streamed whole at the end */
+        return 1;
+    if (j->req.thinking && q->phase == RPC_PH_ANSWER && at == q->think_end + 8 &&
+        is_space_only(ev->piece, ev->piece_len))
+        return 1; /* the blank line after </think> */
+    if (!j->req.tool_auto)
+        return 0;
+    if (q->phase == RPC_PH_FREE && ev->token == tok_id(j, "<tool_call>")) {
+        if (q->calls.n == 0)
+            q->content_end = at;
+        q->call_start = q->text.n;
+        q->phase = RPC_PH_CALL;
+        return 1;
+    }
+    if (q->phase == RPC_PH_CALL) {
+        if (ev->token != tok_id(j, "</tool_call>"))
+            return 1;
+        size_t pair[2] = {q->call_start, at};
+        sx_bytes_append(&q->calls, pair, sizeof pair); /* memory: the re-check fails it */
+        q->phase = RPC_PH_FREE;
+        if (streams) {
+            const char *p;
+            size_t n;
+            size_t k = q->calls.n / sizeof pair - 1;
+            call_text(q, k, &p, &n);
+            json_t *v = json_loadb(p, n, 0, NULL);
+            /* per choice: a greedy sequence answering n choices gives each
+             * the call ids its unstreamed answer would have */
+            for (int i = 0; v && i < j->req.n; i++) {
+                if (j->n_seq == j->req.n && i != q->index)
+                    continue;
+                json_t *c = sx_rpc_openai_tool_call(j->cid, i, (int)k, v);
+                char *chunk;
+                size_t cn;
+                if (!c)
+                    continue;
+                json_object_set_new(c, "index", json_integer((json_int_t)k));
+                if (sx_rpc_openai_delta_dump(j->cid, j->created, model_of(j), i,
+                                             json_pack("{s:[o]}", "tool_calls", c),
+                                             !(j->sent_role & (1u << i)), &chunk, &cn))
+                    continue;
+                j->sent_role |= 1u << i;
+                rpc_stream_write(j->stream, chunk, cn);
+                free(chunk);
+            }
+            json_decref(v);
+            q->n_calls_sent = (int)k + 1;
+        }
+        return 1;
+    }
+    /* free text after a call is the separator between calls */
+    return q->calls.n > 0;
+}
+
 static void on_event(const sx_gen_event *ev, void *ctx)
 {
     (void)ctx;
@@ -399,6 +615,17 @@ static void on_event(const sx_gen_event *ev, void *ctx)
     size_t at = q->text.n;
     if (ev->piece_len && sx_bytes_append(&q->text, ev->piece, ev->piece_len)) {
         /* out of memory: the text is incomplete; the re-check will say so */
+    }
+    rpc_job *jj = q->job;
+    if (!ev->done && (jj->req.thinking || jj->req.tool_auto || jj->req.tool_call) &&
+        track_parts(q, ev, at)) {
+        double now = rpc_now_ms();
+        if (!q->n_events++)
+            q->t_first = now;
+        q->t_last = now;
+        if (jj->req.logprobs)
+            add_logprob(q, ev);
+        return;
     }
     if (!ev->done) {
         double now = rpc_now_ms();
@@ -525,6 +752,44 @@ static void admit_beams(sx_rpc_server *s, rpc_job *j)
         seq_done(&j->seqs[k], &ev[k]);
 }
 
+/* Free text before the constraint (engine/generate.h, sx_gen_freepre):
+ * tool_choice "auto" (free text or calls, each from its <tool_call> on),
+ * "none" (<tool_call> never written), thinking (free reasoning, then the
+ * answer from </think> on).  0 when the request has none. */
+static int free_prefix(const rpc_job *j, sx_gen_freepre *f)
+{
+    const sx_rpc_req *r = &j->req;
+    memset(f, 0, sizeof *f);
+    int32_t nl = tok_id(j, "\n"), open = tok_id(j, "<tool_call>"),
+            close = tok_id(j, "</tool_call>");
+    f->sep = -1;
+    if (r->tool_auto || (r->tool_none && r->mode == SX_RPC_TEXT)) {
+        f->open = open;
+        f->open_tail[f->n_open_tail++] = nl;
+        f->close[f->n_close++] = nl;
+        f->close[f->n_close++] = close;
+        f->sep = nl;
+        f->max_docs = r->one_call ? 1 : 0;
+        f->ban[f->n_ban++] = close;
+        if (r->tool_none)
+            f->ban[f->n_ban++] = open;
+        return 1;
+    }
+    if (r->thinking && (r->mode != SX_RPC_TEXT || r->tool_call)) {
+        f->open = tok_id(j, "</think>");
+        f->open_tail[f->n_open_tail++] = tok_id(j, "\n\n");
+        if (r->tool_call) {
+            f->open_tail[f->n_open_tail++] = open;
+            f->open_tail[f->n_open_tail++] = nl;
+        }
+        f->max_docs = 1;
+        f->budget = r->think_budget;
+        f->must_open = 1;
+        return 1;
+    }
+    return 0;
+}
+
 static void admit(sx_rpc_server *s, rpc_job *j)
 {
     sx_error err;
@@ -579,6 +844,11 @@ static void admit(sx_rpc_server *s, rpc_job *j)
      * a mode the server runs */
     p.speculate = j->req.speculate < 0 ? s->o.speculate : j->req.speculate;
     p.draft_k = s->o.draft_k;
+    sx_gen_freepre fp;
+    if (free_prefix(j, &fp)) {
+        p.free = &fp;
+        p.speculate = SX_SPEC_OFF; /* the same output; drafts do not know the phases */
+    }
     if (p.speculate != SX_SPEC_OFF && s->o.speculate == SX_SPEC_OFF) {
         rpc_fail(j, SX_RPC_BAD_REQUEST, "this server runs without speculative decoding "
                  "(struxd --speculate)", "/speculate", NULL);

@@ -87,7 +87,7 @@ def t1():
         (dict(extra_body={"strux": {"num_beam": 3}}), "/strux/num_beam"),
         (dict(logit_bias={"999999999": -100}), "/logit_bias/999999999"),
         (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
-              tool_choice="auto"), "/tool_choice"),
+              tool_choice="sometimes"), "/tool_choice"),
         (dict(functions=[{"name": "f", "parameters": {}}]), "/functions"),
         (dict(extra_body={"best_of": 3}), "/best_of"),
         (dict(reasoning_effort="low"), "/reasoning_effort"),

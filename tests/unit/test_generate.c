@@ -706,6 +706,119 @@ static void choices_and_unconstrained(void **state)
     sx_gr_free(gr);
 }
 
+
+/* Free text, then the grammar from a token on (sx_gen_freepre).  Tool
+ * calls: <tool_call> biased so that the model opens calls; every call
+ * that opens closes, and its JSON validates, at any budget (a call opens
+ * only while its shortest form fits).  Thinking: the reasoning ends by the
+ * model, the budget or max_tokens, and the answer after it validates.
+ * Without a grammar the opening token is never written. */
+static int32_t tid(const char *s)
+{
+    int32_t t = sx_tok_find(TOK, s, strlen(s));
+    assert_true(t >= 0);
+    return t;
+}
+
+static void free_prefix(void **state)
+{
+    (void)state;
+    json_error_t je;
+    json_t *schema = json_loads(INLINE[0], 0, &je);
+    assert_non_null(schema);
+    sx_grammar *gr;
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    assert_int_equal(sx_gr_compile_json(VOC, schema, &o, &gr, NULL), 0);
+    int32_t open = tid("<tool_call>"), close = tid("</tool_call>"), nl = tid("\n");
+    int32_t think_end = tid("</think>"), nn = tid("\n\n");
+    sx_gen_freepre calls = {.open = open, .open_tail = {nl}, .n_open_tail = 1,
+                            .close = {nl, close}, .n_close = 2, .sep = nl, .ban = {close},
+                            .n_ban = 1};
+    sx_gen_freepre think = {.open = think_end, .open_tail = {nn}, .n_open_tail = 1, .sep = -1,
+                            .max_docs = 1, .budget = 5, .must_open = 1};
+    float up = 100.0f, nl_up = 20.0f;
+    int32_t bias_ids[2] = {open, nl};
+    float bias_vals[2] = {up, nl_up};
+    sx_gen *g;
+    assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+    sx_ids p = {0};
+    encode_prompt("Call a tool.", &p);
+    enum { N = 12 };
+    result r[N];
+    memset(r, 0, sizeof r);
+    int budgets[N] = {80, 60, 40, 30, 25, 20, 60, 40, 30, 20, 14, 40};
+    for (int i = 0; i < N; i++) {
+        sx_gen_params gp;
+        memset(&gp, 0, sizeof gp);
+        sx_sampling_default(&gp.sampling);
+        gp.sampling.temperature = i % 3 == 2 ? 0.0f : 1.0f;
+        gp.sampling.seed = (uint64_t)(50 + i);
+        gp.max_tokens = budgets[i];
+        if (i < 6) { /* calls */
+            gp.grammar = gr;
+            gp.free = &calls;
+            gp.sampling.bias_ids = bias_ids;
+            gp.sampling.bias_vals = bias_vals;
+            gp.sampling.n_bias = i % 2 ? 1 : 2;
+        } else if (i < 11) { /* thinking */
+            gp.grammar = gr;
+            gp.free = &think;
+        } else { /* no grammar: the tag is never written */
+            gp.free = &calls;
+            gp.sampling.bias_ids = bias_ids;
+            gp.sampling.bias_vals = bias_vals;
+            gp.sampling.n_bias = 1;
+        }
+        sx_error err;
+        if (sx_gen_add(g, p.v, (int)p.n, &gp, &r[i], NULL, &err))
+            fail_msg("add %d: %s", i, err.msg);
+    }
+    run_all(g);
+    int n_calls = 0;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(r[i].done, 1);
+        assert_true(r[i].n_completion <= budgets[i]);
+        if (i >= 11) {
+            for (size_t k = 0; k < r[i].ids.n; k++)
+                assert_true(r[i].ids.v[k] != open);
+            continue;
+        }
+        int32_t o_tok = i < 6 ? open : think_end;
+        for (size_t k = 0; k < r[i].ids.n; k++) {
+            if (r[i].ids.v[k] != o_tok)
+                continue;
+            /* the document: after the tail, up to the close (or the end) */
+            size_t a = k + 2, b = a;
+            while (b < r[i].ids.n && (i >= 6 || r[i].ids.v[b] != close))
+                b++;
+            if (i < 6) {
+                assert_true(b < r[i].ids.n); /* every call closes */
+                assert_int_equal(r[i].ids.v[k + 1], nl);
+                assert_int_equal(r[i].ids.v[b - 1], nl);
+                b--;
+                n_calls++;
+            } else {
+                assert_int_equal(r[i].ids.v[k + 1], nn);
+                assert_true(k <= 5); /* the budget: at most 5 tokens of reasoning */
+            }
+            sx_bytes t = {0};
+            assert_int_equal(sx_tok_decode(TOK, r[i].ids.v + a, b - a, &t, NULL), 0);
+            assert_true(validates(schema, &t));
+            sx_bytes_free(&t);
+        }
+        if (i >= 6) /* thinking always ends in its answer */
+            assert_int_equal(r[i].finish, SX_FINISH_STOP);
+    }
+    assert_true(n_calls >= 6);
+    for (int i = 0; i < N; i++)
+        result_free(&r[i]);
+    sx_ids_free(&p);
+    sx_gen_free(g);
+    sx_gr_free(gr);
+    json_decref(schema);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -716,6 +829,7 @@ int main(void)
         cmocka_unit_test(forked_choices),
         cmocka_unit_test(budget_and_cancel),
         cmocka_unit_test(choices_and_unconstrained),
+        cmocka_unit_test(free_prefix),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -668,10 +668,15 @@ static void openai_nothing_ignored(void **state)
     orefused("{" MSGS ",\"function_call\":\"auto\"}", "/function_call");
     orefused("{" MSGS ",\"best_of\":2}", "/best_of");
     orefused("{" MSGS ",\"reasoning_effort\":\"low\"}", "/reasoning_effort");
-    orefused("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":true}}",
-             "/chat_template_kwargs");
+    orefused("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":\"yes\"}}",
+             "/chat_template_kwargs/enable_thinking");
     orefused("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":false,\"x\":1}}",
-             "/chat_template_kwargs");
+             "/chat_template_kwargs/x");
+    orefused("{" MSGS ",\"strux\":{\"thinking\":{\"budget\":0}}}", "/strux/thinking/budget");
+    orefused("{" MSGS ",\"strux\":{\"thinking\":{\"budgte\":3}}}", "/strux/thinking/budgte");
+    orefused("{" MSGS ",\"strux\":{\"thinking\":3}}", "/strux/thinking");
+    orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\"},\"strux\":{\"thinking\":"
+             "true,\"num_beams\":2}}", "/strux/thinking");
     orefused("{" MSGS ",\"stream_options\":{\"include_usage\":true,\"x\":1}}",
              "/stream_options/x");
     orefused("{" MSGS ",\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}",
@@ -960,8 +965,39 @@ static void openai_tools(void **state)
     sx_bytes_free(&hist);
     sx_rpc_req_free(&r);
 
-    orefused("{" MSGS ",\"tools\":[" CLOCK "]}", "/tools");
-    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"auto\"}", "/tool_choice");
+    /* "auto" (the default with tools): the calls are the constraint, taken
+     * from their <tool_call> on (r.tool_auto), not forced */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" WEATHER "," CLOCK "]}", &r, &e), SX_OK);
+    assert_int_equal(r.tool_auto, 1);
+    assert_int_equal(r.tool_call, 0);
+    assert_int_equal(r.one_call, 0);
+    assert_int_equal(r.mode, SX_RPC_SCHEMA);
+    assert_non_null(strstr(r.key, "anyOf"));
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"auto\","
+                            "\"parallel_tool_calls\":false,\"stream\":true}", &r, &e), SX_OK);
+    assert_int_equal(r.tool_auto, 1);
+    assert_int_equal(r.one_call, 1);
+    sx_rpc_req_free(&r);
+    /* thinking: vLLM's switch or strux's, with a budget */
+    assert_int_equal(oparse("{" MSGS ",\"response_format\":{\"type\":\"json_object\"},"
+                            "\"chat_template_kwargs\":{\"enable_thinking\":true}}", &r, &e), SX_OK);
+    assert_int_equal(r.thinking, 1);
+    assert_int_equal(r.think_budget, 0);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\","
+                            "\"strux\":{\"thinking\":{\"budget\":7}}}", &r, &e), SX_OK);
+    assert_int_equal(r.thinking, 1);
+    assert_int_equal(r.think_budget, 7);
+    assert_int_equal(r.tool_call, 1);
+    sx_rpc_req_free(&r);
+    assert_int_equal(oparse("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":false}}", &r,
+                            &e), SX_OK);
+    assert_int_equal(r.thinking, 0);
+    sx_rpc_req_free(&r);
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"parallel_tool_calls\":1}", "/parallel_tool_calls");
+    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"response_format\":{\"type\":\"json_object\"}}",
+             "/response_format");
     orefused("{" MSGS ",\"tool_choice\":\"required\"}", "/tool_choice");
     orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":{\"type\":\"function\",\"function\":"
              "{\"name\":\"later\"}}}", "/tool_choice/function/name");
@@ -975,8 +1011,10 @@ static void openai_tools(void **state)
              "/tools/1/function/name");
     orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\",\"response_format\":"
              "{\"type\":\"json_object\"}}", "/response_format");
-    orefused("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\",\"stream\":true}",
-             "/stream");
+    /* a forced call streams (one delta.tool_calls once re-checked) */
+    assert_int_equal(oparse("{" MSGS ",\"tools\":[" CLOCK "],\"tool_choice\":\"required\","
+                            "\"stream\":true}", &r, &e), SX_OK);
+    sx_rpc_req_free(&r);
 }
 
 

@@ -13,6 +13,7 @@
 #include "common/sx_numjson.h"
 #include "grammar/validator/validator.h"
 #include "rpc/client.h"
+#include "rpc/protocol.h"
 #include "tools/strux/commands.h"
 
 static void usage(FILE *f)
@@ -22,6 +23,7 @@ static void usage(FILE *f)
         "                  --regex RE | --json-object) (--document FILE | --messages FILE) [options]\n"
         "       strux call --addr ADDR [...] --batch IN.jsonl --out OUT.jsonl [--concurrency N]\n"
         "                  [--resume]\n"
+        "       strux call --addr ADDR [...] --openai-batch IN.jsonl --out OUT.jsonl [--resume]\n"
         "\n"
         "Sends requests to struxd replicas (nng REQ/REP; docs/PROTOCOL.md).\n"
         "\n"
@@ -62,6 +64,12 @@ static void usage(FILE *f)
         "  --resume             OUT.jsonl holds the answers of a batch that stopped: keep its\n"
         "                       complete lines (checked against the input's ids), drop a\n"
         "                       partial last line, and send only the lines not yet answered\n"
+        "  --openai-batch IN.jsonl  OpenAI's batch input instead: lines {\"custom_id\", \"method\":\n"
+        "                       \"POST\", \"url\": \"/v1/chat/completions\" or \"/v1/completions\",\n"
+        "                       \"body\": {...}}; OUT gets OpenAI's batch output lines {\"id\",\n"
+        "                       \"custom_id\", \"response\": {\"status_code\", \"request_id\",\n"
+        "                       \"body\"}, \"error\"}; a malformed line is named and nothing is\n"
+        "                       sent (exit 1); --resume matches lines by custom_id\n"
         "  --concurrency N      requests in flight (default 8)\n"
         "  --no-progress        no progress bar (it is drawn only on a terminal anyway)\n"
         "  --verify             re-check every successful output on the client side with\n"
@@ -107,8 +115,147 @@ typedef struct batch {
     int          transport_errors;
     int          verify, verify_failures;
     json_t      *codes;     /* error code -> count */
+    int          openai;    /* --openai-batch: lines[i] is the nng envelope, cids[i] its custom_id */
+    char       **cids;
     pthread_mutex_t mu;
 } batch;
+
+/* --openai-batch: the batch output line of one answer (OpenAI's format):
+ * the HTTP status its error code stands for, the body as answered. */
+static char *openai_line(const batch *b, size_t i, const char *resp, size_t rlen, int *ok,
+                         const char **code, long long *toks)
+{
+    json_t *body = resp ? json_loadb(resp, rlen, 0, NULL) : NULL;
+    const json_t *err = json_object_get(body, "error");
+    int status = 200;
+    *code = NULL;
+    if (err) {
+        const char *c = json_string_value(json_object_get(err, "code"));
+        status = 500;
+        for (int k = 0; c && k < SX_RPC_CODE_COUNT; k++)
+            if (!strcmp(c, sx_rpc_code_name(k)))
+                status = sx_rpc_http_status(k);
+        *code = c ? c : "internal";
+    }
+    *ok = body && status == 200;
+    char rid[64], bid[64];
+    snprintf(bid, sizeof bid, "batch_req_%zu", i + 1);
+    const char *cid = json_string_value(json_object_get(body, "id"));
+    snprintf(rid, sizeof rid, "%s", cid ? cid : bid);
+    *toks = json_integer_value(
+        json_object_get(json_object_get(body, "usage"), "completion_tokens"));
+    json_t *o = body ? json_pack("{s:s, s:s, s:{s:i, s:s, s:s}, s:n}", "id", bid, "custom_id",
+                                 b->cids[i], "response", "status_code", status, "request_id", rid,
+                                 "body", "\x01", "error")
+                     : json_pack("{s:s, s:s, s:n, s:{s:s, s:s}}", "id", bid, "custom_id",
+                                 b->cids[i], "response", "error", "code", "transport", "message",
+                                 resp ? "the answer is not JSON" : "no answer");
+    char *t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    json_decref(body);
+    /* the body as the server wrote it (its numbers, its reals' digits) in
+     * place of the placeholder */
+    char *mark = t && body ? strstr(t, "\"\\u0001\"") : NULL;
+    if (mark) {
+        size_t pre = (size_t)(mark - t), post = strlen(mark + 8);
+        char *full = malloc(pre + rlen + post + 1);
+        if (full) {
+            memcpy(full, t, pre);
+            memcpy(full + pre, resp, rlen);
+            memcpy(full + pre + rlen, mark + 8, post + 1);
+        }
+        free(t);
+        t = full;
+    }
+    return t;
+}
+
+/* --openai-batch: checks every line before anything is sent (a malformed
+ * one is named by its line number) and turns each into the nng envelope
+ * of an OpenAI request (rpc/server_nng.c). */
+static int openai_prepare(batch *b, const char *path, const size_t *lineno)
+{
+    static const char *const line_m[] = {"custom_id", "method", "url", "body", NULL};
+    b->cids = calloc(b->n + 1, sizeof *b->cids);
+    char **env = calloc(b->n + 1, sizeof *env);
+    size_t *lens = calloc(b->n + 1, sizeof *lens);
+    json_t *seen = json_object();
+    const char *why = NULL;
+    char whybuf[256];
+    size_t i = 0;
+    if (!b->cids || !env || !lens || !seen) {
+        why = "out of memory";
+        goto fail;
+    }
+    for (; i < b->n; i++) {
+        json_error_t je;
+        json_t *l = json_loadb(b->lines[i], b->lens[i], JSON_REJECT_DUPLICATES, &je);
+        const json_t *cid = json_object_get(l, "custom_id"), *m = json_object_get(l, "method");
+        const json_t *url = json_object_get(l, "url"), *body = json_object_get(l, "body");
+        const char *k;
+        json_t *v;
+        why = NULL;
+        if (!l) {
+            snprintf(whybuf, sizeof whybuf, "not JSON: %s", je.text);
+            why = whybuf;
+        } else if (!json_is_object(l)) {
+            why = "a line must be an object {\"custom_id\", \"method\", \"url\", \"body\"}";
+        }
+        json_object_foreach(json_is_object(l) ? l : NULL, k, v) {
+            int known = 0;
+            for (int q = 0; line_m[q]; q++)
+                known |= !strcmp(k, line_m[q]);
+            if (!known && !why) {
+                snprintf(whybuf, sizeof whybuf, "unknown member \"%.60s\"", k);
+                why = whybuf;
+            }
+        }
+        if (!why && (!json_is_string(cid) || !json_string_length(cid)))
+            why = "custom_id must be a non-empty string";
+        else if (!why && json_object_get(seen, json_string_value(cid)))
+            why = "custom_id repeats an earlier line's";
+        else if (!why && (!json_is_string(m) || strcmp(json_string_value(m), "POST")))
+            why = "method must be \"POST\"";
+        else if (!why && (!json_is_string(url) ||
+                          (strcmp(json_string_value(url), "/v1/chat/completions") &&
+                           strcmp(json_string_value(url), "/v1/completions"))))
+            why = "url must be \"/v1/chat/completions\" or \"/v1/completions\"";
+        else if (!why && !json_is_object(body))
+            why = "body must be an object (the request)";
+        else if (!why && json_is_true(json_object_get(body, "stream")))
+            why = "body.stream: a batch answers each request whole";
+        if (why) {
+            json_decref(l);
+            goto fail;
+        }
+        char *bt = json_dumps(body, JSON_COMPACT);
+        json_t *e = bt ? json_pack("{s:O, s:s}", "openai", url, "body", bt) : NULL;
+        free(bt);
+        /* "openai" first: the server recognises the envelope by it */
+        env[i] = e ? json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(e);
+        b->cids[i] = strdup(json_string_value(cid));
+        json_object_set_new(seen, json_string_value(cid), json_true());
+        json_decref(l);
+        if (!env[i] || !b->cids[i]) {
+            why = "out of memory";
+            goto fail;
+        }
+        lens[i] = strlen(env[i]);
+    }
+    json_decref(seen);
+    b->lines = env;
+    b->lens = lens;
+    return 0;
+fail:
+    fprintf(stderr, "strux call: %s:%zu: %s\n", path, i < b->n ? lineno[i] : 0, why);
+    for (size_t q = 0; env && q < b->n; q++)
+        free(env[q]);
+    free(env);
+    free(lens);
+    json_decref(seen);
+    return 1;
+}
 
 static char *transport_line(const char *req, size_t len, const char *msg)
 {
@@ -197,7 +344,13 @@ static void *batch_worker(void *arg)
         const char *code = "transport";
         json_t *v = NULL;
         sx_numtab nums = {0}; /* outputs may hold integers beyond 64 bits */
-        if (rc) {
+        if (b->openai) {
+            char *line = openai_line(b, i, rc ? NULL : resp, rlen, &ok, &code, &toks);
+            if (rc)
+                code = "transport";
+            free(resp);
+            resp = line;
+        } else if (rc) {
             resp = transport_line(b->lines[i], b->lens[i], err.msg);
         } else if ((v = sx_numjson_loadb(resp, rlen, 0, &nums, NULL))) {
             ok = json_is_true(json_object_get(v, "ok"));
@@ -273,7 +426,8 @@ static void progress(batch *b, double t0, int final)
  * not transport failures -- those are sent again -- and cuts the file after
  * them, so a partial last line is dropped.  Returns -1 when OUT is not this
  * batch's output. */
-static long resume_point(const char *out_path, char **lines, size_t *lens, size_t n)
+static long resume_point(const char *out_path, char **lines, size_t *lens, size_t n,
+                         const char *key)
 {
     char *text = NULL;
     size_t len = 0;
@@ -307,13 +461,14 @@ static long resume_point(const char *out_path, char **lines, size_t *lens, size_
             goto done;
         }
         json_t *q = json_loadb(lines[k], lens[k], 0, NULL);
-        const json_t *qid = json_object_get(q, "id"), *aid = json_object_get(a, "id");
+        const json_t *qid = json_object_get(q, key), *aid = json_object_get(a, key);
         int same = !qid || (aid && json_equal(qid, aid));
         json_decref(q);
         json_decref(a);
         if (!same) {
             fprintf(stderr, "strux call: --resume: line %zu of %s answers another request "
-                            "than line %zu of the input (ids differ)\n", k + 1, out_path, k + 1);
+                            "than line %zu of the input (%ss differ)\n", k + 1, out_path, k + 1,
+                    key);
             result = -1;
             goto done;
         }
@@ -332,8 +487,9 @@ done:
 }
 
 static int run_batch(const sx_client_opts *copts, const char *in_path, const char *out_path,
-                     int conc, int wait_ms, int show_progress, int verify, int resume)
+                     int conc, int wait_ms, int show_progress, int verify, int resume, int openai)
 {
+    size_t *lineno = NULL, at_line = 0;
     char *text = NULL;
     size_t len = 0;
     if (load_text(in_path, &text, &len))
@@ -351,6 +507,7 @@ static int run_batch(const sx_client_opts *copts, const char *in_path, const cha
             end = text + len;
         size_t n = (size_t)(end - p);
         size_t k = 0;
+        at_line++;
         while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r'))
             k++;
         if (k == n)
@@ -359,23 +516,43 @@ static int run_batch(const sx_client_opts *copts, const char *in_path, const cha
             cap = cap ? 2 * cap : 256;
             b.lines = realloc(b.lines, cap * sizeof *b.lines);
             b.lens = realloc(b.lens, cap * sizeof *b.lens);
+            lineno = realloc(lineno, cap * sizeof *lineno);
         }
         b.lines[b.n] = p;
         b.lens[b.n] = n;
+        lineno[b.n] = at_line;
         b.n++;
     }
     int status = 1;
     sx_error err;
-    char **all_lines = b.lines;
-    size_t *all_lens = b.lens, skipped = 0;
     pthread_t *th = NULL;
+    char **raw_lines = NULL;
+    size_t *raw_lens = NULL;
+    b.openai = openai;
+    if (openai) {
+        raw_lines = b.lines;
+        raw_lens = b.lens;
+        if (openai_prepare(&b, in_path, lineno)) {
+            b.lines = raw_lines;
+            b.lens = raw_lens;
+            raw_lines = NULL;
+            raw_lens = NULL;
+        }
+    }
+    char **all_lines = b.lines;
+    size_t *all_lens = b.lens, skipped = 0, n_all = b.n;
+    if (openai && !raw_lines)
+        goto done; /* a malformed line, named */
     if (resume) {
-        long k = resume_point(out_path, b.lines, b.lens, b.n);
+        long k = resume_point(out_path, openai ? raw_lines : b.lines, openai ? raw_lens : b.lens,
+                              b.n, openai ? "custom_id" : "id");
         if (k < 0)
             goto done;
         skipped = (size_t)k;
         b.lines += skipped;
         b.lens += skipped;
+        if (b.cids)
+            b.cids += skipped;
         b.n -= skipped;
         fprintf(stderr, "strux call: --resume: %zu lines already answered, %zu to send\n",
                 skipped, b.n);
@@ -458,8 +635,23 @@ done:
     free(b.ms);
     free(b.ok);
     free(b.ready);
+    if (openai && raw_lines) {
+        for (size_t i = 0; i < n_all; i++)
+            free(all_lines[i]);
+        free(all_lines);
+        free(all_lens);
+        all_lines = raw_lines;
+        all_lens = raw_lens;
+    }
+    if (b.cids) {
+        b.cids -= skipped;
+        for (size_t i = 0; i < n_all; i++)
+            free(b.cids[i]);
+        free(b.cids);
+    }
     free(all_lines);
     free(all_lens);
+    free(lineno);
     free(th);
     json_decref(b.codes);
     pthread_mutex_destroy(&b.mu);
@@ -528,7 +720,7 @@ int cmd_call(int argc, char **argv)
     const char *schema = NULL, *choices = NULL, *regex = NULL, *doc = NULL;
     const char *msgs = NULL, *instruction = NULL, *sys = NULL, *id = NULL, *batch_in = NULL;
     const char *batch_out = NULL;
-    int want_object = 0, output_only = 0, conc = 8, progress_bar = 1, verify = 0;
+    int want_object = 0, output_only = 0, conc = 8, progress_bar = 1, verify = 0, openai_batch = 0;
     long max_tokens = 0, seed = -1, logprobs = -1;
     double temperature = -1, timeout = 0;
     for (int i = 1; i < argc; i++) {
@@ -576,6 +768,7 @@ int cmd_call(int argc, char **argv)
         else if (!strcmp(a, "--system")) sys = v;
         else if (!strcmp(a, "--id")) id = v;
         else if (!strcmp(a, "--batch")) batch_in = v;
+        else if (!strcmp(a, "--openai-batch")) { batch_in = v; openai_batch = 1; }
         else if (!strcmp(a, "--out")) batch_out = v;
         else if (!strcmp(a, "--concurrency")) conc = atoi(v);
         else if (!strcmp(a, "--max-tokens")) max_tokens = atol(v);
@@ -607,13 +800,17 @@ int cmd_call(int argc, char **argv)
     int wait_ms = timeout > 0 ? (int)(timeout * 1000) + 5000 : 600000;
     if (batch_in || batch_out || resume) {
         int rc;
-        if (!batch_in || !batch_out || conc < 1 || conc > 4096) {
+        if (openai_batch && verify) {
+            fprintf(stderr, "strux call: --verify applies to --batch (an OpenAI batch's answers "
+                            "are re-checked by the server)\n");
+            rc = 2;
+        } else if (!batch_in || !batch_out || conc < 1 || conc > 4096) {
             fprintf(stderr, "strux call: --batch needs --out and --concurrency in 1..4096 "
                             "(--resume needs --batch)\n");
             rc = 2;
         } else {
             rc = run_batch(&copts, batch_in, batch_out, conc, wait_ms, progress_bar && isatty(2),
-                           verify, resume);
+                           verify, resume, openai_batch);
         }
         free(addr_text);
         return rc;
