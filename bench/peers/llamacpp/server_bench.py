@@ -147,8 +147,8 @@ def one(url, schemas, item):
         t = a["timings"]
         rec.update(prompt_n=t.get("prompt_n"), cache_n=t.get("cache_n"),
                    prompt_ms=t.get("prompt_ms"), predicted_ms=t.get("predicted_ms"))
-    if "strux" in a and isinstance(a["strux"], dict):
-        rec["timing"] = a["strux"].get("timing")
+    if isinstance(a.get("strux"), dict):  # strux's timing: queue, compile, ttft, tpot, total
+        rec["timing"] = {k: v for k, v in a["strux"].items() if k.endswith("_ms")}
     rec["valid"], rec["why"] = check(schemas[sname], rec["content"])
     return rec
 
@@ -189,7 +189,8 @@ def start(kind, a, conc, port, out, tag, prefix_cache=True):
     log = os.path.join(out, f"{tag}.log")
     if kind == "strux":
         cmd = [a.struxd, "--model", a.model, "--http", f"127.0.0.1:{port}", "--threads", str(a.threads),
-               "--max-tokens", "4096", "--default-max-tokens", str(a.max_tokens), "--quiet"]
+               "--max-tokens", "4096", "--default-max-tokens", str(a.max_tokens), "--quiet",
+               "--timeout", "600"]
         if a.int8:
             cmd.append("--int8")
         if not prefix_cache:
