@@ -2,6 +2,7 @@
 # `strux extract` from the outside, on a tiny random-weight Qwen3 written
 # here: text files under two schemas make one row per document x schema,
 # every output validates under Python jsonschema (independent of strux),
+# rows are written in input order although they finish in any order,
 # the prefix cache serves the schemas' system turns, --resume runs only the
 # rows not yet written (cutting a torn last line), JSONL and CSV inputs with
 # a text column work, a failed row is written, listed and makes the exit
@@ -83,6 +84,18 @@ check "--help explains the command and exits 0" \
 run files "${M[@]}" "${SCH[@]}" "$T"/docs/*.txt --out "$T/files.jsonl"
 check "3 documents x 2 schemas: exit 0, 6 rows" eval '[ "$(rc files)" = 0 ] && [ "$(okrows "$T/files.jsonl")" = 6 ] || say "status $(rc files): $(tail -3 "$T/files.err")"'
 check "every output validates under Python jsonschema" valid "$T/files.jsonl" 6
+# rows finish in any order (their outputs differ in length); they are written
+# in input order: documents as given, each one's rows in --schema order
+in_order() { # in_order FILE INPUT:SCHEMA...
+    local f=$1
+    shift
+    [ "$("$PY" -c 'import json, sys
+print(" ".join(r["input"] + ":" + r["schema"] for r in map(json.loads, open(sys.argv[1]))))' "$f")" = "$*" ] ||
+        say "order: $(cut -c1-60 "$f" | tr '\n' ' ')"
+}
+check "rows are written in input order (document, then schema)" in_order "$T/files.jsonl" \
+    "$T/docs/a.txt:$T/person.json" "$T/docs/a.txt:$T/mood.json" "$T/docs/b.txt:$T/person.json" \
+    "$T/docs/b.txt:$T/mood.json" "$T/docs/c.txt:$T/person.json" "$T/docs/c.txt:$T/mood.json"
 check "a random model is said to give meaningless outputs" grep -q "RANDOM weights.*meaningless" "$T/files.err"
 check "progress with a rate, and a summary" \
     eval 'grep -q "rows/s" "$T/files.err" && grep -q "6 rows in .*6 ok, 0 failed" "$T/files.err"'

@@ -47,8 +47,11 @@ static void usage(FILE *f)
         "                       per document and schema\n"
         "  --instruction TEXT   the task sentence of the prompt (default: the server's)\n"
         "output:\n"
-        "  --out FILE           JSONL, one row per document and schema, in the order they\n"
-        "                       finish; '-' writes stdout.  A row: {\"input\", \"schema\",\n"
+        "  --out FILE           JSONL, one row per document and schema, in input order\n"
+        "                       (each document's rows in --schema order; a row is held\n"
+        "                       back until those before it are written; with --resume\n"
+        "                       the new rows follow the kept ones); '-' writes stdout.\n"
+        "                       A row: {\"input\", \"schema\",\n"
         "                       \"ok\": true, \"output\", \"finish_reason\", \"usage\"} or\n"
         "                       {\"input\", \"schema\", \"ok\": false, \"error\": {\"code\",\n"
         "                       \"message\", \"pointer\"}} (and \"id\" with --id-column)\n"
@@ -116,6 +119,11 @@ struct ex_ctx {
     sx_backend   *eng;
     int64_t       kv_capacity;
     FILE         *out;
+    /* rows are written in input order: a finished row's line waits in
+     * `held` until every row before it is written (or skipped) */
+    char        **held;        /* [total]: the line of row k, or NULL */
+    unsigned char *ready;      /* [total]: row k finished or skipped */
+    size_t        next_write;  /* the first row not yet written */
     char        **done_keys;   /* --resume: sorted "input\x1fschema" */
     size_t        n_done_keys;
     /* request template */
@@ -237,7 +245,25 @@ static void progress(ex_ctx *x, int final)
     fprintf(stderr, "\n");
 }
 
-/* Writes one row and counts it.  `error` NULL = success (output set). */
+/* Takes row k's line (owned; NULL for a skipped row or one that could not
+ * be written) and writes every row that is now next in input order. */
+static void put_row(ex_ctx *x, size_t k, char *line)
+{
+    x->held[k] = line;
+    x->ready[k] = 1;
+    while (x->next_write < x->total && x->ready[x->next_write]) {
+        char *l = x->held[x->next_write];
+        if (l && (fputs(l, x->out) == EOF || fputc('\n', x->out) == EOF))
+            x->write_error = 1;
+        free(l);
+        x->held[x->next_write++] = NULL;
+    }
+    if (fflush(x->out))
+        x->write_error = 1;
+}
+
+/* Writes one row (in input order) and counts it.  `error` NULL = success
+ * (output set). */
 static void emit(ex_ctx *x, size_t row, size_t schema, const json_t *output, const char *finish,
                  const sx_gen_event *ev, const char *code, const char *message,
                  const char *pointer, const sx_bytes *text, json_t *fields)
@@ -281,9 +307,9 @@ static void emit(ex_ctx *x, size_t row, size_t schema, const json_t *output, con
     }
     char *line = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    if (!line || fputs(line, x->out) == EOF || fputc('\n', x->out) == EOF || fflush(x->out))
+    if (!line)
         x->write_error = 1;
-    free(line);
+    put_row(x, row * x->n_schemas + schema, line);
     x->n_finished++;
     if (code) {
         x->n_failed++;
@@ -399,6 +425,7 @@ static int start(ex_ctx *x, size_t k)
     ex_row *r = &x->rows.v[row];
     if (is_done(x, r->key, x->schemas[sch].path)) {
         x->n_skipped++;
+        put_row(x, k, NULL);
         return 0;
     }
     sx_error err;
@@ -702,6 +729,12 @@ int cmd_extract(int argc, char **argv)
                         "`strux model random`): the outputs validate against the schemas but "
                         "are meaningless, they say nothing about the documents.\n", model_dir);
     x.total = x.rows.n * x.n_schemas;
+    x.held = calloc(x.total ? x.total : 1, sizeof *x.held);
+    x.ready = calloc(x.total ? x.total : 1, 1);
+    if (!x.held || !x.ready) {
+        fprintf(stderr, "strux extract: out of memory\n");
+        goto done;
+    }
     fprintf(stderr, "strux extract: loaded %s in %.2f s (cpu path %s); %zu documents x %zu "
                     "schemas = %zu rows%s\n", model_dir, (tool_now_us() - t0) / 1e6,
             sx_engine_cpu_path(sx_engine_of_backend(eng)), x.rows.n, x.n_schemas, x.total,
@@ -763,6 +796,10 @@ done:
     for (size_t i = 0; i < x.n_done_keys; i++)
         free(x.done_keys[i]);
     free(x.done_keys);
+    for (size_t i = 0; x.held && i < x.total; i++)
+        free(x.held[i]);
+    free(x.held);
+    free(x.ready);
     sx_bytes_free(&x.failures);
     ex_rows_free(&x.rows);
     return rc;

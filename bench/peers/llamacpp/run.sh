@@ -2,7 +2,7 @@
 # llama.cpp (llama-cpp-python, built from source) measured beside strux on the
 # same random Qwen3-0.6B-shape model, same machine, same run.  Bench-only.
 #
-# usage: bench/peers/llamacpp/run.sh setup|speed|ppl|grammar|summary|all
+# usage: bench/peers/llamacpp/run.sh setup|speed|ppl|grammar|summary|all|server
 #   setup    the venv bench/peers/llamacpp/.venv (llama-cpp-python compiled
 #            natively for this CPU), the converter's deps in the repo .venv,
 #            build/strux and build/bench_decode, the model
@@ -22,10 +22,16 @@
 #            MB_EVERY-th (15) MaskBench sample schema, both engines, bf16,
 #            at most MAXT tokens, replies validated by Python jsonschema
 #   summary  the markdown tables (bench/peers/llamacpp/summarize.py)
+#   server   struxd beside llama.cpp's llama-server on the extraction job
+#            (server_bench.py): builds llama-server and llama-quantize from the
+#            sdist's llama.cpp ($WORK/llama-build, native, Release), the model
+#            and its bf16 GGUF (gguf_from_hf.py when the repo venv has no torch
+#            for convert_hf_to_gguf.py) and Q8_0, then SERVER_ARGS are passed
+#            to server_bench.py (default: --threads 2); not part of `all`
 # Environment: THREADS (default 1: fairest on a shared box -- neither engine
 # gets a core the other's helper threads compete for), ROUNDS, MAXT (96), MB_EVERY,
 # GEN_ENGINES ("llamacpp strux"), SPEED_TOGETHER (1), REPS (3), PPL_TOKENS (2048),
-# WORK (default bench/peers/llamacpp/work; results in $WORK/results).
+# WORK (default bench/peers/llamacpp/work; results in $WORK/results), SERVER_ARGS.
 set -euo pipefail
 SELF=$(realpath "$0")
 cd "$(dirname "$0")/../../.."
@@ -211,6 +217,56 @@ gen() {
 
 summary() { "$PYR" "$HERE/summarize.py" tables "$RES"; }
 
+# llama-server from the llama.cpp of the pinned sdist (the whole vendor tree,
+# not only the converter setup() extracts), built for this CPU as the Python
+# bindings are; 10-60 min on two cores
+server_setup() {
+    mkdir -p "$HERE/.cache" "$WORK/gguf"
+    local tgz=$HERE/.cache/llama_cpp_python-$VER.tar.gz
+    [ -f "$tgz" ] ||
+        "$PYR" -m pip download -q "llama-cpp-python==$VER" --no-deps --no-binary :all: -d "$HERE/.cache"
+    [ -f "$SRC/tools/server/server.cpp" ] ||
+        tar xzf "$tgz" -C "$HERE/.cache" "llama_cpp_python-$VER/vendor/llama.cpp"
+    local b=$WORK/llama-build
+    if [ ! -x "$b/bin/llama-server" ] || [ ! -x "$b/bin/llama-quantize" ]; then
+        stamp "building llama-server $VER (native, Release, -j2)"
+        nice cmake -S "$SRC" -B "$b" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF \
+            -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF \
+            -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_OPENSSL=OFF \
+            -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >"$WORK/cmake.log"
+        nice cmake --build "$b" --config Release -j2 --target llama-server llama-quantize >"$WORK/build.log"
+    fi
+    nice make CUDA=0 build/strux build/struxd >/dev/null
+    [ -f "$MODEL/model.safetensors" ] ||
+        build/strux model random --shape 0.6b --seed 1 --out "$MODEL" --tokenizer "$SHARED/qwen3-tokenizer/tokenizer.json"
+    if [ ! -f "$G-bf16.gguf" ]; then
+        if "$PYR" -c "import torch, transformers, sentencepiece" 2>/dev/null; then
+            nice env PYTHONPATH="$SRC/gguf-py" "$PYR" "$SRC/convert_hf_to_gguf.py" "$MODEL" \
+                --outtype bf16 --outfile "$G-bf16.gguf" >"$WORK/convert.log" 2>&1
+        else
+            nice env PYTHONPATH="$SRC/gguf-py" "$PYR" "$HERE/gguf_from_hf.py" "$MODEL" "$G-bf16.gguf"
+        fi
+    fi
+    [ -f "$G-q8_0.gguf" ] || nice "$b/bin/llama-quantize" "$G-bf16.gguf" "$G-q8_0.gguf" Q8_0 >"$WORK/quantize.log" 2>&1
+}
+
+server() {
+    server_setup
+    mkdir -p "$RES/server"
+    {
+        echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) CPUs, flags: $(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+        echo "llama-server: $("$WORK/llama-build/bin/llama-server" --version 2>&1 | tr '\n' ' ')"
+        echo "strux: $(git rev-parse --short HEAD)"
+        echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    } >"$RES/server/versions.txt"
+    # shellcheck disable=SC2086
+    nice "$PYR" "$HERE/server_bench.py" --struxd build/struxd --model "$MODEL" \
+        --llama-server "$WORK/llama-build/bin/llama-server" --gguf "$G-bf16.gguf" --out "$RES/server" \
+        ${SERVER_ARGS:---threads 2}
+    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/server/versions.txt"
+}
+
 case "${1:-}" in
 setup) setup ;;
 speed) speed ;;
@@ -220,5 +276,6 @@ gen) gen ;;
 grammar) accept; gen ;;
 summary) summary ;;
 all) setup; speed; ppl; accept; gen; summary ;;
-*) sed -n 2,28p "$SELF"; exit 2 ;;
+server) server ;;
+*) sed -n 2,34p "$SELF"; exit 2 ;;
 esac
