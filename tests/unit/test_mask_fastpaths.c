@@ -346,6 +346,9 @@ static void maskbench_masks_equal_reference(void **state)
     uint32_t *mask = malloc((size_t)v->mask_words * sizeof *mask);
     uint32_t *ref = malloc((size_t)v->mask_words * sizeof *ref);
     long checked = 0;
+    /* under the sanitizers (STRUX_LIGHT) a shorter prefix of each instance:
+     * every reference mask walks the whole vocabulary trie */
+    const size_t max_tok = getenv("STRUX_LIGHT") ? 48 : 160;
     for (int fi = 0; mb_files[fi]; fi++) {
         snprintf(path, sizeof path, "%s/maskbench/%s", shared ? shared : "../shared", mb_files[fi]);
         json_error_t je;
@@ -372,7 +375,7 @@ static void maskbench_masks_equal_reference(void **state)
                 continue;
             }
             sx_matcher_reset(m);
-            for (size_t k = 0; k <= ids.n && k < 160; k++) {
+            for (size_t k = 0; k <= ids.n && k < max_tok; k++) {
                 assert_int_equal(sx_matcher_fill_mask(m, mask), 0);
                 assert_int_equal(gr_fill_mask_reference(m, ref), 0);
                 if (memcmp(mask, ref, (size_t)v->mask_words * sizeof *ref))
@@ -390,7 +393,7 @@ static void maskbench_masks_equal_reference(void **state)
         json_decref(doc);
     }
     print_message("MaskBench: %ld masks equal to the reference\n", checked);
-    assert_true(checked > 300);
+    assert_true(checked > (getenv("STRUX_LIGHT") ? 150 : 300));
     free(mask);
     free(ref);
     sx_vocab_free(v);
