@@ -28,7 +28,7 @@ breaks() { # breaks WHAT FILE LINE EXPECTED: adding LINE to FILE makes the check
     local rc=$?
     check "$what" sh -c "[ $rc -eq 1 ] && grep -q -- '$expect' '$T/out' && grep -q '^$file:' '$T/out'"
 }
-breaks "grammar never includes engine" grammar/gr_feed.c '#include "engine/generate.h"' 'never includes'
+breaks "grammar never includes engine" grammar/match/gr_feed.c '#include "engine/generate.h"' 'never includes'
 breaks "grammar never includes rpc" grammar/regex/regex_api.c '#include "rpc/server.h"' 'never includes'
 breaks "the validator includes no regex engine" grammar/validator/val_eval.c \
     '#include "grammar/regex/regex.h"' 'must stay independent'

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_compile_internal.h"
+#include "grammar/compile/gr_compile_internal.h"
 
 typedef struct wbuf {
     uint8_t *b;

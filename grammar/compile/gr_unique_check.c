@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_compile_internal.h"
+#include "grammar/compile/gr_compile_internal.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/sx_pyjson.h"
-#include "grammar/gr_compile_internal.h"
+#include "grammar/compile/gr_compile_internal.h"
 
 char *gc_encode_string(const char *s, size_t len, size_t *out_len)
 {
