@@ -3,9 +3,12 @@
 #ifndef SX_GR_INTERNAL_H
 #define SX_GR_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "grammar/grammar.h"
 
@@ -39,21 +42,73 @@ typedef struct gr_prop {
 
 #define GR_ORD_UNLISTED 0xFFFF
 
-#define GR_KEY_BASIS 1469598103934665603ULL /* FNV-1a */
-#define GR_KEY_PRIME 1099511628211ULL
+/* FNV-1a, the one byte hash of the grammar: keys' spellings, strings'
+ * content (value hashes below), automaton tables. */
+#define GR_FNV_BASIS 1469598103934665603ULL
+#define GR_FNV_PRIME 1099511628211ULL
+
+static inline uint64_t gr_fnv(uint64_t h, uint8_t b)
+{
+    return (h ^ b) * GR_FNV_PRIME;
+}
 
 /* Hash of a key's spelling, as the matcher computes it byte by byte. */
 static inline uint64_t gr_key_hash(const uint8_t *b, size_t n)
 {
-    uint64_t h = GR_KEY_BASIS;
+    uint64_t h = GR_FNV_BASIS;
     for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * GR_KEY_PRIME;
+        h = gr_fnv(h, b[i]);
     return h;
 }
 
 static inline uint64_t gr_prop_bit(const gr_prop *p)
 {
     return p->index < 64 ? 1ull << p->index : 0;
+}
+
+/* ---- publish-once caches -------------------------------------------------
+ * A compiled grammar is immutable but for its caches: tables the matcher
+ * computes on first use (plain-token masks per automaton state, classes of
+ * states, ...) and shares with every thread matching the same grammar.  A
+ * cache is a slot written at most once, from NULL to its value, by a
+ * compare-and-swap: the first value published wins, and a thread that
+ * loses frees its own copy and uses the winner's.  So a reader holding the
+ * grammar as const may fill a slot, and this is the one place that casts
+ * the const away.  GR_ONCE_NONE marks "computed: nothing to keep"; the
+ * grammar frees whatever else a slot holds (gr_strx_free_caches). */
+typedef struct gr_once {
+    _Atomic(void *) p;
+} gr_once;
+
+extern char gr_once_none[1];
+#define GR_ONCE_NONE ((void *)gr_once_none)
+
+/* The slot's value: NULL when nothing is published yet. */
+static inline void *gr_once_get(const gr_once *s)
+{
+    return atomic_load_explicit(&((gr_once *)s)->p, memory_order_acquire);
+}
+
+/* Publishes mine (NULL: GR_ONCE_NONE) unless a value is there already, in
+ * which case mine is dropped (drop(mine), when mine is not NULL).  Returns
+ * the value the slot holds now. */
+static inline void *gr_once_publish(const gr_once *s, void *mine, void (*drop)(void *))
+{
+    void *want = mine ? mine : GR_ONCE_NONE, *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(&((gr_once *)s)->p, &expected, want,
+                                                memory_order_acq_rel, memory_order_acquire))
+        return want;
+    if (mine)
+        drop(mine);
+    return expected;
+}
+
+/* Empties the slot, dropping its value (not GR_ONCE_NONE). */
+static inline void gr_once_clear(gr_once *s, void (*drop)(void *))
+{
+    void *v = atomic_exchange_explicit(&s->p, NULL, memory_order_acq_rel);
+    if (v && v != GR_ONCE_NONE)
+        drop(v);
 }
 
 /* A string's pattern/format as a byte DFA over its decoded content, with
@@ -72,9 +127,9 @@ typedef struct gr_strx {
     int len_dense;       /* with lenbits: every state reaches every length from
                             its shortest completion up to len_k */
     uint8_t *unbounded;  /* per state: continuations can be arbitrarily long */
-    void **plain_cache;  /* per state: mask of plain tokens that stay alive */
-    void *plain_rep;     /* per state: the state whose plain mask it shares
-                            (gr_strx_equiv.c), computed on first use */
+    gr_once *plain_cache; /* per state: mask of plain tokens that stay alive */
+    gr_once plain_rep;   /* a gr_equiv: per state, the state whose plain mask
+                            it shares (match/gr_strx_equiv.c), on first use */
     int all_unbounded;   /* every state has endless completions */
     int32_t max_min_cps; /* the most code points any state needs to accept */
     int32_t *mu;         /* per state: the most code points any state reachable
@@ -83,8 +138,8 @@ typedef struct gr_strx {
                             UINT32_MAX when unbounded or too many to count */
     uint32_t *fin_reach; /* key automata: the least fin_count of any state
                             reachable from each state (0 = not known) */
-    void *fin_near;      /* the same within the longest plain token's bytes,
-                            computed on first use (gr_keyauto.c) */
+    gr_once fin_near;    /* uint32_t per state: the same within the longest
+                            plain token's bytes, on first use (match/gr_keynear.c) */
     const char *example; /* a format's plausible value the automaton accepts, or NULL:
                             the completion from the start when it is a shortest one */
 } gr_strx;
@@ -124,7 +179,7 @@ typedef struct gr_node {
             int64_t min_len, max_len; /* code points; max -1 = unbounded */
             struct gr_strx *x;        /* pattern/format automaton, or NULL */
             int raw;                  /* the whole document is unquoted text (regex mode) */
-            void *start_mask;         /* the plain tokens allowed first, with the
+            gr_once start_mask;       /* the plain tokens allowed first, with the
                                          lengths (gr_strx_start_mask), on first use */
         } str;
         struct {
@@ -163,7 +218,7 @@ typedef struct gr_node {
              * `ext` lists the value hashes of the finished items */
             int unique;
             const char *unique_ptr; /* JSON Pointer of the keyword, for errors */
-            /* gc_can_grow, decided once at compile time (0 not yet, 1
+            /* gr_can_grow, decided once at compile time (0 not yet, 1
              * being decided, 2 no, 3 yes): memoised so that recursive
              * item schemas cost one visit per node, not unbounded recursion */
             int8_t grows;
@@ -203,9 +258,6 @@ enum { GR_UNIQ_NONE, GR_UNIQ_CLASS, GR_UNIQ_HASH };
  * members in any order.  The matcher computes it byte by byte for the items
  * of uniqueItems arrays; equal values always hash alike, so a repeated item
  * is always caught, and a collision can only refuse a valid item. */
-#define GR_FNV_BASIS 1469598103934665603ULL
-#define GR_FNV_PRIME 1099511628211ULL
-
 static inline uint64_t gr_mix(uint64_t h)
 {
     h ^= h >> 33;
@@ -213,11 +265,6 @@ static inline uint64_t gr_mix(uint64_t h)
     h ^= h >> 33;
     h *= 0xc4ceb9fe1a85ec53ULL;
     return h ^ (h >> 33);
-}
-
-static inline uint64_t gr_fnv(uint64_t h, uint8_t b)
-{
-    return (h ^ b) * GR_FNV_PRIME;
 }
 
 #define GR_H_NULL 0x6e756c6c00000001ULL
@@ -435,12 +482,12 @@ int gr_is_done(const gr_frame *f);
 
 /* gr_strx.c: a mask of the plain tokens that keep the string's automaton
  * alive from state st, computed on first use and shared (thread-safe). */
-const uint32_t *gr_strx_plain_mask(const sx_grammar *g, gr_strx *x, int32_t st);
+const uint32_t *gr_strx_plain_mask(const sx_grammar *g, const gr_strx *x, int32_t st);
 /* The plain tokens allowed as the first content of string node n (with an
  * automaton and length bounds): alive, and with a completion whose length
  * fits.  Computed on first use and shared (thread-safe); NULL when out of
  * memory. */
-const uint32_t *gr_strx_start_mask(const sx_grammar *g, gr_node *n);
+const uint32_t *gr_strx_start_mask(const sx_grammar *g, const gr_node *n);
 /* gr_strx_universal.c: 1 when no sequence of plain characters (vocab.h)
  * kills the automaton from st, 0 when one may (or the search gave up). */
 int gr_strx_plain_universal(const gr_strx *x, int32_t st);
@@ -452,11 +499,12 @@ int gr_strx_plain_universal(const gr_strx *x, int32_t st);
 typedef struct gr_equiv {
     int32_t *rep;
     int32_t *rep_short;
-    void **short_cache;
+    gr_once *short_cache;
+    int32_t n_states;
 } gr_equiv;
-const gr_equiv *gr_strx_equiv(const sx_grammar *g, gr_strx *x);
-void gr_equiv_free(gr_equiv *e, int32_t n_states);
-void gr_strx_free_rep(gr_strx *x);
+const gr_equiv *gr_strx_equiv(const sx_grammar *g, const gr_strx *x);
+/* ir/gr_grammar.c: frees a gr_equiv (a gr_once drop function). */
+void gr_equiv_drop(void *e);
 /* gr_strx_equiv.c: one byte class per distinct column of the table into
  * col (n_classes entries); how many, or -1 when out of memory. */
 int32_t gr_strx_columns(const gr_strx *x, int32_t *col);
@@ -471,7 +519,6 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
  * or -1 if none fits in cap or the search budget. */
 long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
                       int64_t max_len, int raw, uint8_t *buf, size_t cap);
-void gr_strx_free_caches(sx_grammar *g);
 
 /* gr_keyauto.c: drop key-automaton states that cannot close into a usable
  * value (value_ok(ctx, node) != 0), so live means completable. */
@@ -487,8 +534,7 @@ int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int 
 /* 1 if no state that a plain token reaches from st can have every
  * completion among the keys in `seen` (so gr_keyauto_all_seen is 0 all
  * along the token). */
-int gr_keyauto_none_all_seen(const sx_grammar *g, gr_strx *x, int32_t st, const void *seen);
-void gr_keyauto_free_near(gr_strx *x);
+int gr_keyauto_none_all_seen(const sx_grammar *g, const gr_strx *x, int32_t st, const void *seen);
 
 /* A completion from state st to a key not in `seen` (escaped bytes into
  * out, *final = the state reached); its length, or -1 if none was found
@@ -534,6 +580,10 @@ uint16_t gr_ord_after(const gr_prop *p);
 int gr_ord_ok(const gr_node *n, uint16_t ord, const gr_prop *p);
 /* gr_obj_feasible once the key p is added in property-order mode. */
 int gr_obj_feasible_add(const gr_node *n, uint64_t seen, int64_t count, const gr_prop *p);
+/* The keys required once `seen` are present (required, dependencies). */
+uint64_t gr_obj_required(const gr_node *n, uint64_t seen);
+/* gr_obj_feasible with the keys `blocked` no longer allowed (property order). */
+int gr_obj_feasible_blocked(const gr_node *n, uint64_t seen, int64_t count, uint64_t blocked);
 /* The object's anyOf/oneOf-of-required condition holds for keys `seen`. */
 int gr_obj_pres_holds(const gr_node *n, uint64_t seen);
 /* The keys the shortest way to meet the presence condition ends with,
@@ -584,7 +634,44 @@ int gr_item_start_live(const sx_grammar *g, int32_t node, const gr_vseen *seen, 
  * path -- the reference that tests hold the fast paths to. */
 int gr_fill_mask_reference(sx_matcher *m, uint32_t *mask);
 
-/* gr_witness.c: a short text that finishes the document from stack f
+/* ---- writing values (ir/gr_witness.c) ----------------------------------
+ * A growing text that stops on the first failure (oom), on the work
+ * budget (work) or at limit bytes (over); the writers below append to it
+ * from the compiled grammar alone.  gr_wit: node's witness (shortest
+ * value); gr_wit_write: the same computed from the children (the
+ * compiler's witness pass); the rest write the members or items a
+ * completion needs: an additional key by the key automaton, items of a
+ * uniqueItems array that differ, members meeting the key conditions,
+ * contains counts, fresh keys not yet in the object. */
+typedef struct gr_wbuf {
+    uint8_t *b;
+    size_t n, cap;
+    int oom;        /* failed: out of memory, a part without a value, or a stop */
+    gr_work *work;  /* spends a step per byte written (NULL: unbounded) */
+    size_t limit;   /* the most bytes (0: no limit) */
+    int over;       /* failed for the limit */
+} gr_wbuf;
+
+void gr_wput(gr_wbuf *w, const void *p, size_t n);
+void gr_wputs(gr_wbuf *w, const char *s);
+int gr_wit(const gr_node *N, int32_t node, gr_wbuf *w);
+int32_t gr_wit_auto_key(const gr_node *n, int32_t st, int in_escape, uint64_t h,
+                        const void *seen, gr_wbuf *w, uint64_t *key_hash);
+void gr_wit_unique_items(const gr_node *N, const gr_node *arr, uint64_t used, int64_t n,
+                         int need_comma, gr_wbuf *w);
+size_t gr_wit_fresh_key(const gr_node *n, const void *seen_keys, long *next, char key[32]);
+void gr_wit_object_members(const sx_grammar *g, const gr_node *n, uint64_t seen, int64_t count,
+                           int need_comma, gr_wbuf *w, int depth,
+                           const void *seen_keys, int32_t skip, uint16_t ord);
+void gr_wit_cont_fill(const sx_grammar *g, const gr_node *n, int64_t count, const int64_t *cnt,
+                      int must_one, int need_comma, gr_wbuf *w, int depth);
+void gr_wit_extra_members(const sx_grammar *g, const gr_node *n, int64_t k, int need_comma,
+                          const gr_vseen *keys, gr_wbuf *w, int depth);
+void gr_wit_new_items(const sx_grammar *g, const gr_node *arr, int64_t at, int64_t n,
+                      const gr_vseen *seen, int64_t from, int need_comma, gr_wbuf *w, int depth);
+void gr_wit_write(const sx_grammar *g, int32_t i, gr_wbuf *w, int depth);
+
+/* match/gr_complete.c: a short text that finishes the document from stack f
  * (not verified: callers feed it to check).  Returns its length, or -1 if
  * none was found within cap bytes.  variant > 0 asks for other texts where
  * an item must differ from earlier ones (more members, other values), so
@@ -593,5 +680,41 @@ int gr_fill_mask_reference(sx_matcher *m, uint32_t *mask);
  * the text stops at cap bytes, so one call costs O(cap + the steps). */
 long gr_complete(const sx_grammar *g, const gr_frame *f, int variant, gr_work *work,
                  uint8_t *buf, size_t cap);
+
+/* ---- the grammar's memory (ir/gr_grammar.c) ----------------------------- */
+
+/* Zeroed bytes owned by the grammar, freed with it; NULL when out of memory. */
+void *gr_pool_alloc(sx_grammar *g, size_t n);
+/* Frees every cache the matcher filled and the automata the grammar holds. */
+void gr_strx_free_caches(sx_grammar *g);
+
+/* ---- literals and distinct values (ir/) ---------------------------------- */
+
+/* ir/gr_literal.c: the JSON spellings a value may be written with, as the
+ * grammar accepts them (one canonical spelling for strings, the integer
+ * and float spellings for integral numbers).  Appends malloc'd texts. */
+int gr_spellings(const json_t *v, char **out, int *n, int cap);
+/* Canonical JSON string body (no quotes) of UTF-8 text; malloc'd. */
+char *gr_encode_string(const char *s, size_t len, size_t *out_len);
+
+/* ir/gr_literal.c: |d| as m * 10^e from its shortest round-trip decimal
+ * form (m without trailing zeros; the form the validator reads numbers
+ * in); -1 when d is not finite. */
+int gr_decimal(double d, int64_t *m, int *e);
+
+/* ir/gr_literal.c: the value hash (gr_internal.h) of a JSON value, and of a
+ * JSON text (*ok = 0 when it does not parse). */
+uint64_t gr_json_hash(const json_t *v);
+uint64_t gr_text_hash(const char *text, size_t len, int *ok);
+
+/* ir/gr_distinct.c: a lower bound on the number of distinct values of node (GR_LIVE_BIG
+ * for as many as could ever matter; counting may stop once `need` are
+ * found), or -1 when the node is not of a kind whose items are kept
+ * distinct. */
+#define GR_LIVE_BIG ((int64_t)1 << 40)
+int64_t gr_distinct_values(const sx_grammar *g, int32_t node, int depth, int64_t need);
+/* Composite items whose value can always still change: an object that
+ * takes more additional keys, an array that takes more items. */
+int gr_can_grow(const sx_grammar *g, int32_t node);
 
 #endif

@@ -27,31 +27,9 @@ void sx_gr_opts_default(sx_gr_opts *o)
 
 /* ---- owned allocations ------------------------------------------------ */
 
-typedef struct pool_block {
-    struct pool_block *next;
-    _Alignas(16) unsigned char data[];
-} pool_block;
-
 void *gc_alloc(gc_ctx *c, size_t n)
 {
-    pool_block *b = malloc(sizeof *b + (n ? n : 1));
-    if (!b)
-        return NULL;
-    b->next = c->g->pool;
-    c->g->pool = b;
-    c->g->pool_bytes += sizeof *b + (n ? n : 1);
-    memset(b->data, 0, n ? n : 1);
-    return b->data;
-}
-
-static void pool_free(void *p)
-{
-    pool_block *b = p;
-    while (b) {
-        pool_block *n = b->next;
-        free(b);
-        b = n;
-    }
+    return gr_pool_alloc(c->g, n);
 }
 
 int gc_new_node(gc_ctx *c, gr_kind kind, int32_t *id)
@@ -331,27 +309,4 @@ int sx_gr_compile_regex(const sx_vocab *v, const char *pattern, size_t len, cons
         c.g->root = id;
     }
     return finish(&c, rc, out);
-}
-
-void sx_gr_free(sx_grammar *g)
-{
-    if (!g)
-        return;
-    gr_strx_free_caches(g);
-    free(g->nodes);
-    pool_free(g->pool);
-    free(g);
-}
-
-int sx_gr_n_nodes(const sx_grammar *g)
-{
-    return g->n_nodes;
-}
-
-size_t sx_gr_mem_bytes(const sx_grammar *g)
-{
-    size_t b = sizeof *g + (size_t)g->cap_nodes * sizeof *g->nodes + g->pool_bytes;
-    for (int i = 0; i < g->n_res; i++)
-        b += sx_re_mem_bytes(g->res[i]);
-    return b;
 }

@@ -162,37 +162,10 @@ int gc_merge(gc_ctx *c, json_t *dst, const json_t *src);
  * items, for when src joins other schemas as one member of a conjunction. */
 int gc_localise_unevaluated(gc_ctx *c, const json_t *src, json_t **out);
 
-/* gr_literal.c: the JSON spellings a value may be written with, as the
- * grammar accepts them (one canonical spelling for strings, the integer
- * and float spellings for integral numbers).  Appends malloc'd texts. */
-int gc_spellings(const json_t *v, char **out, int *n, int cap);
-/* Canonical JSON string body (no quotes) of UTF-8 text; malloc'd. */
-char *gc_encode_string(const char *s, size_t len, size_t *out_len);
-
-/* gr_literal.c: |d| as m * 10^e from its shortest round-trip decimal
- * form (m without trailing zeros; the form the validator reads numbers
- * in); -1 when d is not finite. */
-int gc_decimal(double d, int64_t *m, int *e);
-
-/* gr_literal.c: the value hash (gr_internal.h) of a JSON value, and of a
- * JSON text (*ok = 0 when it does not parse). */
-uint64_t gc_json_hash(const json_t *v);
-uint64_t gc_text_hash(const char *text, size_t len, int *ok);
-
 /* gr_unique_check.c: after analysis, every GR_UNIQ_HASH array's items are
  * of a kind the matcher keeps distinct exactly, and minItems distinct
  * values exist; else SX_EUNSUPPORTED naming the keyword. */
 int gc_unique_check(gc_ctx *c);
-/* A lower bound on the number of distinct values of node (GR_LIVE_BIG
- * for as many as could ever matter; counting may stop once `need` are
- * found), or -1 when the node is not of a kind whose items are kept
- * distinct. */
-#define GR_LIVE_BIG ((int64_t)1 << 40)
-int64_t gc_distinct_values(const sx_grammar *g, int32_t node, int depth, int64_t need);
-/* Composite items whose value can always still change: an object that
- * takes more additional keys, an array that takes more items. */
-int gc_can_grow(const sx_grammar *g, int32_t node);
-
 /* gr_finite.c: when s admits only values from a finite list (an enum or
  * const in s or in an allOf conjunct, also through $ref) and asserts more
  * than type/enum/const, the validator decides every listed value against

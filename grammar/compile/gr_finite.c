@@ -337,7 +337,7 @@ static int keep_valid(gc_ctx *c, const sx_validator *val, const json_t *v, json_
     /* scalars: each spelling the grammar would accept is decided as the
      * value it reads back as (1.0 is not an integer in draft-04) */
     char *sp[4];
-    int n = 0, rc = gc_spellings(v, sp, &n, 4);
+    int n = 0, rc = gr_spellings(v, sp, &n, 4);
     for (int i = 0; i < n && !rc && !*undecided; i++) {
         json_t *back = json_loads(sp[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
         if (!back || sx_val_validate(val, back, &ok, NULL))

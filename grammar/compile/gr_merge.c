@@ -490,8 +490,8 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             /* decimal divisors: the lcm at their common scale */
             int64_t p1, p2;
             int e1, e2;
-            if (gc_decimal(json_number_value(dv), &p1, &e1) ||
-                gc_decimal(json_number_value(sv), &p2, &e2))
+            if (gr_decimal(json_number_value(dv), &p1, &e1) ||
+                gr_decimal(json_number_value(sv), &p2, &e2))
                 return gc_unsupported(c, k, "two different values inside allOf");
             int K = -(e1 < e2 ? e1 : e2);
             if (K < 0)

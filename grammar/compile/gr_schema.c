@@ -254,7 +254,7 @@ static int lit_node(gc_ctx *c, char **texts, int n, int32_t *node)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     for (int i = 0; i < m; i++) {
         int ok;
-        hash[i] = gc_text_hash((const char *)lits[i].b, lits[i].len, &ok);
+        hash[i] = gr_text_hash((const char *)lits[i].b, lits[i].len, &ok);
     }
     gr_node *nd = &c->g->nodes[id];
     nd->u.lit.lits = lits;
@@ -332,7 +332,7 @@ static int scaled_bounds(gc_ctx *c, gr_node *n)
         int excl = hi ? n->u.num.excl_max : n->u.num.excl_min;
         int64_t m;
         int e;
-        if (gc_decimal(b, &m, &e))
+        if (gr_decimal(b, &m, &e))
             return gc_invalid(c, hi ? "maximum" : "minimum", "must be finite");
         /* |b| * 10^scale = m * 10^(e + scale): an integer, or between two */
         int s = e + n->u.num.scale;
@@ -412,7 +412,7 @@ static int number_node(gc_ctx *c, const json_t *s, int integer, const json_t *ex
          * P, checked exactly on the digits */
         int64_t P;
         int e;
-        if (gc_decimal(m, &P, &e) || e >= 0 || -e > 15 || P > 100000000000000LL)
+        if (gr_decimal(m, &P, &e) || e >= 0 || -e > 15 || P > 100000000000000LL)
             return gc_unsupported(c, "multipleOf", "a divisor beyond 15 significant digits");
         int64_t p10 = 1;
         for (int i = 0; i < -e; i++)
@@ -448,7 +448,7 @@ static int number_node(gc_ctx *c, const json_t *s, int integer, const json_t *ex
         n->u.num.excl = h;
         json_array_foreach((json_t *)excl, i, ev)
             if (json_is_number(ev))
-                h[n->u.num.n_excl++] = gc_json_hash(ev);
+                h[n->u.num.n_excl++] = gr_json_hash(ev);
     }
     if (n->u.num.integer) {
         if (n->u.num.has_min) {
@@ -1045,7 +1045,7 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
     for (int k = 0; k < np; k++) {
         size_t klen;
-        char *enc = gc_encode_string(tmp[k].name, strlen(tmp[k].name), &klen);
+        char *enc = gr_encode_string(tmp[k].name, strlen(tmp[k].name), &klen);
         uint8_t *kb = enc ? gc_alloc(c, klen) : NULL;
         if (!kb) {
             free(enc);
@@ -1534,7 +1534,7 @@ static int const_node(gc_ctx *c, const json_t *v, int32_t *node)
     if (json_is_object(v) || json_is_array(v))
         return const_container(c, v, node);
     char *texts[4];
-    int n = 0, rc = gc_spellings(v, texts, &n, 4);
+    int n = 0, rc = gr_spellings(v, texts, &n, 4);
     if (rc) {
         for (int i = 0; i < n; i++)
             free(texts[i]);
@@ -1640,7 +1640,7 @@ static int enum_node(gc_ctx *c, const json_t *s, int types, int32_t *node)
         }
         int k = 0;
         char *sp[4];
-        rc = gc_spellings(v, sp, &k, 4);
+        rc = gr_spellings(v, sp, &k, 4);
         if (rc) {
             for (int j = 0; j < k; j++)
                 free(sp[j]);

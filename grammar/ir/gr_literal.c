@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "common/sx_pyjson.h"
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/gr_internal.h"
 
-char *gc_encode_string(const char *s, size_t len, size_t *out_len)
+char *gr_encode_string(const char *s, size_t len, size_t *out_len)
 {
     char *o = malloc(len * 6 + 1);
     size_t k = 0;
@@ -35,7 +35,7 @@ char *gc_encode_string(const char *s, size_t len, size_t *out_len)
     return o;
 }
 
-int gc_decimal(double d, int64_t *m, int *e)
+int gr_decimal(double d, int64_t *m, int *e)
 {
     char buf[64];
     int p = 17;
@@ -65,7 +65,7 @@ int gc_decimal(double d, int64_t *m, int *e)
     return 0;
 }
 
-uint64_t gc_json_hash(const json_t *v)
+uint64_t gr_json_hash(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_NULL:
@@ -87,7 +87,7 @@ uint64_t gc_json_hash(const json_t *v)
     case JSON_ARRAY: {
         uint64_t acc = 0;
         for (size_t i = 0; i < json_array_size(v); i++)
-            acc = gr_hash_arr_step(acc, gc_json_hash(json_array_get(v, i)));
+            acc = gr_hash_arr_step(acc, gr_json_hash(json_array_get(v, i)));
         return gr_hash_arr(acc, (int64_t)json_array_size(v));
     }
     case JSON_OBJECT: {
@@ -96,10 +96,10 @@ uint64_t gc_json_hash(const json_t *v)
         json_t *x;
         json_object_foreach((json_t *)v, k, x) {
             size_t kl;
-            char *e = gc_encode_string(k, strlen(k), &kl);
+            char *e = gr_encode_string(k, strlen(k), &kl);
             uint64_t kh = e ? gr_key_hash((const uint8_t *)e, kl) : 0;
             free(e);
-            sum += gr_hash_member(kh, gc_json_hash(x));
+            sum += gr_hash_member(kh, gr_json_hash(x));
         }
         return gr_hash_obj(sum);
     }
@@ -107,14 +107,14 @@ uint64_t gc_json_hash(const json_t *v)
     return 0;
 }
 
-uint64_t gc_text_hash(const char *text, size_t len, int *ok)
+uint64_t gr_text_hash(const char *text, size_t len, int *ok)
 {
     json_error_t je;
     json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     uint64_t h = 0;
     *ok = 1;
     if (v) {
-        h = gc_json_hash(v);
+        h = gr_json_hash(v);
         json_decref(v);
     } else if (len && len < 64 && (text[0] == '-' || (text[0] >= '0' && text[0] <= '9'))) {
         /* an integer past jansson's range: by its double, as the matcher */
@@ -141,7 +141,7 @@ static int add(char **out, int *n, int cap, const char *s, size_t len)
     return SX_OK;
 }
 
-int gc_spellings(const json_t *v, char **out, int *n, int cap)
+int gr_spellings(const json_t *v, char **out, int *n, int cap)
 {
     char buf[80];
     switch (json_typeof(v)) {
@@ -175,7 +175,7 @@ int gc_spellings(const json_t *v, char **out, int *n, int cap)
     }
     case JSON_STRING: {
         size_t len;
-        char *e = gc_encode_string(json_string_value(v), json_string_length(v), &len);
+        char *e = gr_encode_string(json_string_value(v), json_string_length(v), &len);
         if (!e)
             return SX_ENOMEM;
         char *q = malloc(len + 3);

@@ -449,7 +449,7 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
             continue;
         }
         if (n->kind == GK_STRING && n->u.str.x && at_start(n, f) && !(f->flags & F_UITEM)) {
-            pl = gr_strx_start_mask(m->g, (gr_node *)n);
+            pl = gr_strx_start_mask(m->g, n);
             if (!pl)
                 return -1;
         } else if (n->kind == GK_STRING && n->u.str.x) {
@@ -703,7 +703,7 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
                     uint64_t h = (uint64_t)f->val;
                     const uint8_t *b = v->tok_bytes[t];
                     for (uint32_t k = 0; k < v->sq_plen[e]; k++)
-                        h = (h ^ b[k]) * GR_KEY_PRIME;
+                        h = (h ^ b[k]) * GR_FNV_PRIME;
                     const hslot *s = hs_find(tab, cap, h);
                     if (s->kind == 2)
                         continue; /* an earlier key */

@@ -26,7 +26,6 @@
  * all but the largest of each, as in Hopcroft's algorithm -- touching
  * only their predecessors.  Too large an automaton gets no classes
  * (every state its own). */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,9 +53,9 @@ int32_t gr_strx_columns(const gr_strx *x, int32_t *col)
     if (!h)
         return -1;
     for (int32_t c = 0; c < C; c++) {
-        uint64_t v = 1469598103934665603ULL;
+        uint64_t v = GR_FNV_BASIS;
         for (int32_t s = 0; s < S; s++)
-            v = (v ^ (uint32_t)x->next[(size_t)s * (size_t)C + (size_t)c]) * 1099511628211ULL;
+            v = (v ^ (uint32_t)x->next[(size_t)s * (size_t)C + (size_t)c]) * GR_FNV_PRIME;
         h[c] = v;
         int32_t j = 0;
         for (; j < k; j++) {
@@ -298,6 +297,7 @@ static gr_equiv *compute(const sx_vocab *v, const gr_strx *x)
     if (e) {
         e->rep = rep;
         e->rep_short = rep_short;
+        e->n_states = x->n_states;
         rep = rep_short = NULL;
     }
 out:
@@ -319,42 +319,10 @@ out:
     return e;
 }
 
-/* A marker for "computed, nothing shared", distinct from NULL (not yet). */
-static gr_equiv none_shared;
-
-const gr_equiv *gr_strx_equiv(const sx_grammar *g, gr_strx *x)
+const gr_equiv *gr_strx_equiv(const sx_grammar *g, const gr_strx *x)
 {
-    _Atomic(gr_equiv *) *slot = (_Atomic(gr_equiv *) *)&x->plain_rep;
-    gr_equiv *e = atomic_load_explicit(slot, memory_order_acquire);
-    if (!e) {
-        gr_equiv *mine = compute(g->vocab, x);
-        gr_equiv *want = mine ? mine : &none_shared, *expected = NULL;
-        if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_acq_rel,
-                                                    memory_order_acquire)) {
-            e = want;
-        } else {
-            gr_equiv_free(mine, x->n_states);
-            e = expected;
-        }
-    }
-    return e == &none_shared ? NULL : e;
-}
-
-void gr_equiv_free(gr_equiv *e, int32_t n_states)
-{
-    if (!e || e == &none_shared)
-        return;
-    if (e->short_cache)
-        for (int32_t s = 0; s < n_states; s++)
-            free(e->short_cache[s]);
-    free(e->short_cache);
-    free(e->rep);
-    free(e->rep_short);
-    free(e);
-}
-
-void gr_strx_free_rep(gr_strx *x)
-{
-    gr_equiv_free(x->plain_rep, x->n_states);
-    x->plain_rep = NULL;
+    gr_equiv *e = gr_once_get(&x->plain_rep);
+    if (!e)
+        e = gr_once_publish(&x->plain_rep, compute(g->vocab, x), gr_equiv_drop);
+    return e == GR_ONCE_NONE ? NULL : e;
 }
