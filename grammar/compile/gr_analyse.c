@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 
 /* Calls fn for every node that node n's values are built from (with
  * repeats): O(the node's own size). */

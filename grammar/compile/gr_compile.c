@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 #include "grammar/regex/regex.h"
 
 void sx_gr_opts_default(sx_gr_opts *o)

@@ -7,7 +7,7 @@
  * satisfy the branch for the empty P, as they satisfy the dependencies. */
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 
 enum { MAX_KEYS = 5 }; /* 2^5 branches at most */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 #include "grammar/validator/validator.h"
 
 /* The retrieval URI the root document is served under when the schema

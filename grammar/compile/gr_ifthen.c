@@ -9,7 +9,7 @@
  * a compile error naming the keyword. */
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 
 /* Only these assertion keywords, and at least one of them. */
 static int only_keywords(const json_t *s, const char *const *allowed)

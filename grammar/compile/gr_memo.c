@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 
 struct gc_addrs {
     const void **slot;

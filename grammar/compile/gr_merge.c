@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 #include "grammar/regex/regex.h"
 
 static int merge_local(gc_ctx *c, json_t *dst, const json_t *src);

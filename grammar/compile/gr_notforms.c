@@ -15,7 +15,7 @@
  * `not` with no such form inside is left alone. */
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 
 #define MAX_NAMES 16
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 #include "grammar/regex/regex.h"
 
 enum {

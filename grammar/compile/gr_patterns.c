@@ -8,7 +8,7 @@
  * schema that holds one. */
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 #include "grammar/regex/regex.h"
 
 int gc_more_patterns(gc_ctx *c, json_t *dst, const json_t *p)

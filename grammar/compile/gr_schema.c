@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "grammar/formats/formats.h"
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 #include "grammar/regex/regex.h"
 #include "grammar/validator/validator.h"
 

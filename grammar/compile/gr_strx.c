@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "grammar/formats/formats.h"
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 #include "grammar/regex/regex.h"
 
 int gc_keep_re(gc_ctx *c, sx_re *re)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 
 static int refuse(gc_ctx *c, const gr_node *n, const char *why)
 {

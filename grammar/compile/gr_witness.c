@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/compile/gr_compile_internal.h"
+#include "grammar/compile/compile.h"
 
 /* The longest witness kept: a longer shortest value (a deep chain of
  * minItems) gets none, and completions through it are not offered. */

@@ -3,7 +3,7 @@
  * completion search, so that no schema and no request pins a CPU. */
 #include <time.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 /* The clock is read once per this many steps: a step is a few hundred
  * nanoseconds at most, so a deadline is overrun by well under a

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

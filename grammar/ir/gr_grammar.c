@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 #include "grammar/regex/regex.h"
 
 char gr_once_none[1];

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 /* Depth-first over the (few) completions: 1 if all are seen. */
 static int all_seen_from(const gr_strx *x, const int32_t *close, int32_t st, uint64_t h,

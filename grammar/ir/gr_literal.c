@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/sx_pyjson.h"
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 char *gr_encode_string(const char *s, size_t len, size_t *out_len)
 {

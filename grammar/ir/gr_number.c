@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 /* ---- numbers ------------------------------------------------------------ */
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 /* Exists a continuation of k code points from state st with
  * count + k within [min_len, max_len]? */

@@ -1,7 +1,7 @@
 /* Liveness of values that must differ from a finite set of others: the
  * items of a uniqueItems array (each must differ from the earlier ones)
  * and numbers under `not` of listed values.  Values are compared by their
- * hashes (gr_internal.h).  A value being written stays alive while some
+ * hashes (ir/ir.h).  A value being written stays alive while some
  * completion of it hashes to none of the blocked values: most states have
  * far more completions than there are blocked values (a count decides),
  * the few others are enumerated. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 #define LIVE_BIG ((int64_t)1 << 40)
 

@@ -2,7 +2,7 @@
  * depth and drops them all by resetting to the depth's mark. */
 #include <stdlib.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 
 #define GR_CHUNK (64u * 1024u)
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 
 /* sentinel returned by feeds that finish the whole document */
 static const gr_frame gr_end_frame = {.node = -2};

@@ -13,7 +13,7 @@
  * name -- instead of the whole trie with the matcher fed at every node.
  * Inside a string literal the same holds for a literal set whose
  * literals all still need their closing quote (see gr_lits_plain). */
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/vocab/vocab.h"
 
 typedef struct names {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/vocab/vocab.h"
 
 /* fin_near[s]: the least fin_count of any state reachable from s in at

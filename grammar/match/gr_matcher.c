@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 
 #define GR_MAX_DEPTH 256
 

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/vocab/vocab.h"
 
 /* states x distinct columns of one automaton (the predecessor lists) */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 
 /* Marks into m the plain tokens of trie N (n nodes) that keep the
  * automaton alive from st, going no deeper than max_depth bytes. */

@@ -13,7 +13,7 @@
  * number of pairs. */
 #include <stdlib.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 
 /* decoder states: between characters, then inside one (bytes still to
  * come, and the range the next one must lie in) */

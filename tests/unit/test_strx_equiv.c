@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/vocab/vocab.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;

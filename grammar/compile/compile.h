@@ -1,11 +1,21 @@
-/* Shared state of the schema compiler (gr_compile.c, gr_schema.c,
- * gr_merge.c, gr_literal.c, gr_analyse.c). */
-#ifndef SX_GR_COMPILE_INTERNAL_H
-#define SX_GR_COMPILE_INTERNAL_H
+/* The schema compiler's insides (grammar/compile/): JSON Schema -> the
+ * compiled grammar of grammar/ir/ir.h, which it writes and the matcher
+ * then only reads.
+ *
+ * Exports, to the compiler's files only: the compile context (gc_ctx) with
+ * its error and JSON Pointer helpers (gr_compile.c), the schema walker
+ * (gr_schema.c), the rewrites -- merge, if/then, not-forms, dependencies,
+ * oneOf, patterns, finite sets, memo -- string and key automata
+ * construction (gr_strx.c, gr_keyauto.c), the analysis, the uniqueItems
+ * check and the witness pass (gr_analyse.c, gr_unique_check.c,
+ * gr_witness.c).  Nothing here is the matcher's: the queries both sides
+ * need are in ir/. */
+#ifndef SX_GR_COMPILE_H
+#define SX_GR_COMPILE_H
 
 #include <jansson.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/ir/ir.h"
 
 typedef struct gc_ref {
     struct gc_ref *next;
@@ -251,5 +261,9 @@ int gc_parents(const sx_grammar *g, int32_t **at, int32_t **par);
 int gc_analyse(gc_ctx *c);
 /* gr_witness.c: a shortest value text for every node. */
 int gc_witness(gc_ctx *c);
+
+/* compile/gr_keyauto.c: drop key-automaton states that cannot close into a usable
+ * value (value_ok(ctx, node) != 0), so live means completable. */
+void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_t), void *ctx);
 
 #endif

@@ -1,7 +1,23 @@
-/* Internal structures of the grammar engine: the node graph a schema
- * compiles to, the run-time frames, and the arena they live in. */
-#ifndef SX_GR_INTERNAL_H
-#define SX_GR_INTERNAL_H
+/* The compiled grammar as data, and the pure queries on it that both the
+ * compiler (grammar/compile/) and the matcher (grammar/match/) use.
+ *
+ * Exports: the node graph (gr_node, gr_strx, sx_grammar) with its owned
+ * memory (gr_pool_alloc) and its publish-once caches (gr_once); the one
+ * byte hash (FNV-1a) and the value hashes built on it; the bounded-work
+ * budget (gr_work); the state of a partly written value (gr_frame, its
+ * phases and flags) and the queries on it that need no parse stack --
+ * numbers (ir/gr_number.c), uniqueness of strings and numbers
+ * (ir/gr_unique.c); key sets that can still be completed (ir/gr_object.c);
+ * string and key automata (ir/gr_strx_query.c, ir/gr_keyquery.c);
+ * literals and their hashes (ir/gr_literal.c); distinct values
+ * (ir/gr_distinct.c); writing values and witnesses (ir/gr_witness.c).
+ *
+ * The rule of the three parts: the compiler writes the compiled grammar,
+ * the matcher only reads it (but for the gr_once caches); neither includes
+ * or calls the other, and nothing here includes either
+ * (tools/check_layout.py). */
+#ifndef SX_GR_IR_H
+#define SX_GR_IR_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -342,25 +358,7 @@ static inline int gr_vseen_has(const gr_vseen *s, uint64_t h)
     return 0;
 }
 
-/* ---- arena ------------------------------------------------------------ */
-
-typedef struct gr_arena_chunk gr_arena_chunk;
-typedef struct gr_arena {
-    gr_arena_chunk *head;
-    size_t used;          /* bytes used in head */
-    gr_arena_chunk *spare; /* one released chunk kept for reuse */
-} gr_arena;
-typedef struct gr_mark {
-    gr_arena_chunk *chunk;
-    size_t used;
-} gr_mark;
-
-void *gr_arena_alloc(gr_arena *a, size_t n);
-gr_mark gr_arena_mark(const gr_arena *a);
-void gr_arena_reset(gr_arena *a, gr_mark m);
-void gr_arena_free(gr_arena *a);
-
-/* ---- bounded work (gr_bound.c) ------------------------------------------
+/* ---- bounded work (ir/gr_bound.c) ------------------------------------------
  * A step budget plus the caller's deadline and cancel flag (sx_gr_opts).
  * Every search over the grammar whose length is not fixed by its input
  * spends steps here and stops once told to; the clock is read every 1,024
@@ -383,7 +381,7 @@ int gr_work_poll(gr_work *w);
 /* "deadline passed", "cancelled", "work budget exceeded" */
 const char *gr_stop_text(int stop);
 
-/* ---- run-time frames -------------------------------------------------- */
+/* ---- partly written values (frames) -------------------------------------------------- */
 
 /* One open value.  Frames are immutable once built: a step copies the top
  * frame and links it to the shared parent, so alternatives share tails. */
@@ -443,56 +441,8 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 #define GR_HASH_FRAC 200
 
 #define GR_EOF 256
-#define GR_MAX_THREADS 64
 
-/* gr_feed.c: the two frames are alike, their parents aside (`depth`
- * aside too: it only bounds the values they open). */
-int gr_frame_top_equal(const gr_frame *a, const gr_frame *b);
-/* gr_feed.c: the two stacks are alike, frame by frame (emit's test). */
-int gr_frames_equal(const gr_frame *a, const gr_frame *b);
-
-typedef struct gr_set {
-    const gr_frame *f[GR_MAX_THREADS];
-    int n;
-    int overflow; /* more interpretations than fit: the later ones were
-                     dropped (narrower, never looser: every kept one is a
-                     live parse, so masks stay sound and never empty) */
-} gr_set;
-
-typedef struct gr_ctx {
-    const sx_grammar *g;
-    gr_arena *arena;
-    int max_ws;
-    int max_stack;
-    int indent;   /* SX_WS_INDENTED: spaces per level; 0 = flexible whitespace */
-    const gr_frame *watch; /* a value on top of this frame finishing sets */
-    int watched;           /* watched (the grouped walk's pops), whatever the
-                              frame then makes of it */
-} gr_ctx;
-
-/* The set of stacks at the start of a document. */
-void gr_start(gr_ctx *cx, gr_set *out);
-/* Feeds byte c (0..255, or GR_EOF to end the document) to every stack in
- * `in`; the surviving stacks go to `out` (deduplicated). */
-void gr_feed_set(gr_ctx *cx, const gr_set *in, int c, gr_set *out);
-/* 1 if feeding GR_EOF to some stack succeeds. */
-int gr_can_end(gr_ctx *cx, const gr_set *in);
-/* 1 if the stack is the finished root (nothing but the end may follow). */
-int gr_is_done(const gr_frame *f);
-
-/* gr_strx.c: a mask of the plain tokens that keep the string's automaton
- * alive from state st, computed on first use and shared (thread-safe). */
-const uint32_t *gr_strx_plain_mask(const sx_grammar *g, const gr_strx *x, int32_t st);
-/* The plain tokens allowed as the first content of string node n (with an
- * automaton and length bounds): alive, and with a completion whose length
- * fits.  Computed on first use and shared (thread-safe); NULL when out of
- * memory. */
-const uint32_t *gr_strx_start_mask(const sx_grammar *g, const gr_node *n);
-/* gr_strx_universal.c: 1 when no sequence of plain characters (vocab.h)
- * kills the automaton from st, 0 when one may (or the search gave up). */
-int gr_strx_plain_universal(const gr_strx *x, int32_t st);
-/* gr_strx_equiv.c: classes of states whose plain masks agree -- rep[s]
- * on all plain tokens (NULL: none known), rep_short[s] on those of at
+/* A string automaton's classes of states whose plain masks agree -- rep[s] on all plain tokens (NULL: none known), rep_short[s] on those of at
  * most SX_VOCAB_SHORT bytes (NULL: no coarser than rep), with the short
  * tokens' masks cached per rep_short state.  Computed on first use and
  * shared (thread-safe); NULL when nothing is shared. */
@@ -502,15 +452,9 @@ typedef struct gr_equiv {
     gr_once *short_cache;
     int32_t n_states;
 } gr_equiv;
-const gr_equiv *gr_strx_equiv(const sx_grammar *g, const gr_strx *x);
 /* ir/gr_grammar.c: frees a gr_equiv (a gr_once drop function). */
 void gr_equiv_drop(void *e);
-/* gr_strx_equiv.c: one byte class per distinct column of the table into
- * col (n_classes entries); how many, or -1 when out of memory. */
-int32_t gr_strx_columns(const gr_strx *x, int32_t *col);
-/* gr_strx_equiv.c: the longest plain token in bytes (the deepest a walk
- * over plain tokens goes). */
-int32_t gr_vocab_plain_depth(const sx_vocab *v);
+
 /* Some continuation of k code points from state st keeps count + k within
  * [min_len, max_len] (max -1 = unbounded)? */
 int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len, int64_t max_len);
@@ -520,10 +464,6 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
 long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
                       int64_t max_len, int raw, uint8_t *buf, size_t cap);
 
-/* gr_keyauto.c: drop key-automaton states that cannot close into a usable
- * value (value_ok(ctx, node) != 0), so live means completable. */
-void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_t), void *ctx);
-
 /* 1 if every key that can complete from key-automaton state st (with a
  * pending backslash if in_escape) is among the keys already seen, whose
  * hashes are in `seen` (a key_hash list) -- then that state is a dead end.
@@ -531,36 +471,18 @@ void gr_keyauto_prune(gr_strx *x, int32_t *close, int (*value_ok)(void *, int32_
 int gr_keyauto_all_seen(const gr_strx *x, const int32_t *close, int32_t st, int in_escape,
                         uint64_t h, const void *seen);
 
-/* 1 if no state that a plain token reaches from st can have every
- * completion among the keys in `seen` (so gr_keyauto_all_seen is 0 all
- * along the token). */
-int gr_keyauto_none_all_seen(const sx_grammar *g, const gr_strx *x, int32_t st, const void *seen);
-
 /* A completion from state st to a key not in `seen` (escaped bytes into
  * out, *final = the state reached); its length, or -1 if none was found
  * within the search budget. */
 long gr_keyauto_new_key(const gr_strx *x, const int32_t *close, int32_t st, uint64_t h,
                         const void *seen, uint8_t *out, size_t cap, int32_t *final);
 
-/* gr_feed.c: some listed property in props[lo, hi) may still be added to
- * the object on frame f (not seen, in order, feasible). */
-int gr_obj_range_live(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t hi);
-/* gr_keymask.c: ORs into mask the plain tokens (vocab.h) that an object
- * key on frame f (phase O_KEY, no escape or character pending) may take
- * because they continue a usable listed name of its range lo..hi. */
-int gr_key_names_plain(const sx_grammar *g, gr_arena *scratch, const gr_node *n,
-                       const gr_frame *f, uint32_t *mask);
-/* gr_keymask.c: ORs into mask the plain tokens equal to a prefix of the
- * rest (from byte pos) of one of the n strings L, sorted and sharing
- * their first pos bytes. */
-void gr_lits_plain(const sx_vocab *v, const gr_lit *L, uint32_t n, uint32_t pos, uint32_t *mask);
-
 /* An object frame's key-hash list (its `ext`): the keys already in the
  * object that no seen bit records.  The same list type as an array's
  * item hashes, so that frames can compare either by content. */
 typedef gr_vseen gr_keyh;
 
-/* gr_feed.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
+/* ir/gr_object.c: 1 if hash h is on a frame's key-hash list (its `ext`). */
 int gr_key_listed(const void *list, uint64_t h);
 
 /* The property is already in the object (seen bits, key-hash list). */
@@ -570,7 +492,7 @@ static inline int gr_prop_seen(const gr_prop *p, uint64_t seen, const void *keys
     return b ? (seen & b) != 0 : gr_key_listed(keys, p->hash);
 }
 
-/* gr_feed.c: with keys `seen` (count of them), can the object still be
+/* ir/gr_object.c: with keys `seen` (count of them), can the object still be
  * completed validly? */
 int gr_obj_feasible(const gr_node *n, uint64_t seen, int64_t count);
 /* Property-order mode: the keys an object at position `ord` can no longer
@@ -597,14 +519,12 @@ static inline int gr_obj_has_gen(const gr_node *n)
     return n->u.obj.keyx ? n->u.obj.keyx->start >= 0 : n->u.obj.additional >= 0;
 }
 
-/* gr_feed.c: an array with one contains constraint, `count` items of
+/* ir/gr_object.c: an array with one contains constraint, `count` items of
  * which `cnt` match: can it still be finished, given whether items that
  * do not match (ok0) and that match (ok1) exist at all? */
 int gr_cont_feasible(const gr_node *n, int64_t count, int64_t cnt, int ok0, int ok1);
 
-/* gr_feed.c: the value hash of a finished value on frame f. */
-uint64_t gr_frame_hash(const sx_grammar *g, const gr_frame *f);
-/* gr_feed.c: numbers.  The value read so far; whether it is hashed (so
+/* ir/gr_number.c: numbers.  The value read so far; whether it is hashed (so
  * capped at GR_HASH_DIGITS, no exponent); whether some completion is valid
  * (or, `ending`, the number may end here); the frame after byte c (0 when
  * c cannot continue it); significant digits of v. */
@@ -614,7 +534,7 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending);
 int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf);
 int gr_num_digits(int64_t v);
 
-/* gr_unique.c: liveness of a value that must differ from the values whose
+/* ir/gr_unique.c: liveness of a value that must differ from the values whose
  * hashes are listed (the earlier items of a uniqueItems array, n_seen of
  * them) -- and, for numbers, from the node's excluded values: 1 if some
  * completion of the value on frame f hashes to none of them. */
@@ -629,10 +549,6 @@ long gr_num_new_completion(const gr_node *n, const gr_frame *f, const gr_vseen *
                            int64_t skip, uint8_t *out, size_t cap, uint64_t *hash);
 /* 1 if some value of node (a fresh item) is not among seen. */
 int gr_item_start_live(const sx_grammar *g, int32_t node, const gr_vseen *seen, int64_t n_seen);
-
-/* gr_matcher.c: the mask by a plain walk of the whole trie, with no fast
- * path -- the reference that tests hold the fast paths to. */
-int gr_fill_mask_reference(sx_matcher *m, uint32_t *mask);
 
 /* ---- writing values (ir/gr_witness.c) ----------------------------------
  * A growing text that stops on the first failure (oom), on the work
@@ -671,16 +587,6 @@ void gr_wit_new_items(const sx_grammar *g, const gr_node *arr, int64_t at, int64
                       const gr_vseen *seen, int64_t from, int need_comma, gr_wbuf *w, int depth);
 void gr_wit_write(const sx_grammar *g, int32_t i, gr_wbuf *w, int depth);
 
-/* match/gr_complete.c: a short text that finishes the document from stack f
- * (not verified: callers feed it to check).  Returns its length, or -1 if
- * none was found within cap bytes.  variant > 0 asks for other texts where
- * an item must differ from earlier ones (more members, other values), so
- * that some variant up to the number of earlier items is new.  Each byte
- * written and each value tried spends a step of `work` (may be NULL), and
- * the text stops at cap bytes, so one call costs O(cap + the steps). */
-long gr_complete(const sx_grammar *g, const gr_frame *f, int variant, gr_work *work,
-                 uint8_t *buf, size_t cap);
-
 /* ---- the grammar's memory (ir/gr_grammar.c) ----------------------------- */
 
 /* Zeroed bytes owned by the grammar, freed with it; NULL when out of memory. */
@@ -702,7 +608,7 @@ char *gr_encode_string(const char *s, size_t len, size_t *out_len);
  * in); -1 when d is not finite. */
 int gr_decimal(double d, int64_t *m, int *e);
 
-/* ir/gr_literal.c: the value hash (gr_internal.h) of a JSON value, and of a
+/* ir/gr_literal.c: the value hash (above) of a JSON value, and of a
  * JSON text (*ok = 0 when it does not parse). */
 uint64_t gr_json_hash(const json_t *v);
 uint64_t gr_text_hash(const char *text, size_t len, int *ok);
