@@ -28,7 +28,7 @@
 #include "common/sx_error.h"
 #include "common/sx_pyjson.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/grammar.h"
 
 static double now(void)

@@ -13,6 +13,10 @@ module names its contract: the header(s) other folders may include.  The rules:
      ...), each named here on purpose; product code never may.
   2. Direction (what a folder may depend on at all):
        grammar/**            never includes engine/, rpc/ or kernels/
+       grammar/compile/      never includes grammar/match/, nor match/ compile/:
+       grammar/match/        the compiler writes the compiled grammar (ir/),
+       grammar/ir/           the matcher only reads it; both may use ir/, and
+                             ir/ includes neither
        grammar/validator/    includes nothing of grammar/ outside itself (not
                              the compiler, the matcher, the regex engine, the
                              formats or the vocabulary): its re-check is an
@@ -40,6 +44,9 @@ MODULES = {
     "common": {"sx_error.h", "sx_file.h", "sx_numjson.h", "sx_pyjson.h", "sx_text.h",
                "sx_sample_math.h"},
     "grammar": {"grammar.h"},
+    "grammar/ir": {"ir.h"},          # the compiled grammar: data + pure queries
+    "grammar/compile": set(),        # implements grammar.h's compile calls; no header of its own
+    "grammar/match": set(),          # implements grammar.h's matcher calls; no header of its own
     "grammar/regex": {"regex.h"},
     "grammar/formats": {"formats.h"},
     "grammar/validator": {"validator.h"},
@@ -64,7 +71,8 @@ WHITE_BOX = {
     "engine/cpu/threadpool.h",           # kernel tests and benches drive the pool directly
     "engine/sampler/sampler_internal.h",  # sampler stages tested one by one
     "engine/tokenizer/tokenizer_internal.h",  # BPE and pre-tokenizer tables
-    "grammar/gr_internal.h",             # matcher internals (arena, unique sets)
+    "grammar/ir/ir.h",                   # the compiled grammar's node graph and queries
+    "grammar/match/match.h",             # matcher internals (arena, frames, reference walk)
     "engine/cuda/kv_pages_internal.h",   # the GPU page table's host side
     "rpc/schema_cache.h",                # the cache tested without a server
 }
@@ -82,6 +90,13 @@ ALLOWED = {
     "grammar/formats": {"common", "grammar/regex"},
     "grammar/fuzzgen": {"common", "grammar", "grammar/validator", "grammar/vocab"},
     "grammar": {"common"} | GRAMMAR_ALL - {"grammar/fuzzgen"},
+    # the three parts of the grammar engine: the compiler writes the
+    # compiled grammar (ir/), the matcher only reads it; neither includes
+    # the other, and ir/ includes neither
+    "grammar/ir": {"common", "grammar", "grammar/regex", "grammar/vocab"},
+    "grammar/compile": {"common", "grammar", "grammar/ir", "grammar/regex", "grammar/formats",
+                        "grammar/validator", "grammar/vocab"},
+    "grammar/match": {"common", "grammar", "grammar/ir", "grammar/vocab"},
     "engine/model": {"common"},
     "engine/tokenizer": {"common", "grammar/vocab"},
     "engine/cpu": {"common", "engine", "engine/model"},
@@ -98,6 +113,9 @@ ALLOWED = {
 # prefixes it must never include
 FORBIDDEN = [
     ("grammar/", ("engine/", "rpc/", "kernels/")),
+    ("grammar/compile/", ("grammar/match/",)),
+    ("grammar/match/", ("grammar/compile/",)),
+    ("grammar/ir/", ("grammar/compile/", "grammar/match/")),
     ("kernels/", ("engine/", "grammar/", "rpc/")),
     ("engine/", ("rpc/",)),
 ]

@@ -28,7 +28,13 @@ breaks() { # breaks WHAT FILE LINE EXPECTED: adding LINE to FILE makes the check
     local rc=$?
     check "$what" sh -c "[ $rc -eq 1 ] && grep -q -- '$expect' '$T/out' && grep -q '^$file:' '$T/out'"
 }
-breaks "grammar never includes engine" grammar/gr_feed.c '#include "engine/generate.h"' 'never includes'
+breaks "grammar never includes engine" grammar/match/gr_feed.c '#include "engine/generate.h"' 'never includes'
+breaks "the matcher never includes the compiler" grammar/match/gr_feed.c \
+    '#include "grammar/compile/compile.h"' 'never includes'
+breaks "the compiler never includes the matcher" grammar/compile/gr_schema.c \
+    '#include "grammar/match/match.h"' 'never includes'
+breaks "the compiled grammar includes neither part" grammar/ir/gr_object.c \
+    '#include "grammar/match/match.h"' 'never includes'
 breaks "grammar never includes rpc" grammar/regex/regex_api.c '#include "rpc/server.h"' 'never includes'
 breaks "the validator includes no regex engine" grammar/validator/val_eval.c \
     '#include "grammar/regex/regex.h"' 'must stay independent'

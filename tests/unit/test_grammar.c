@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/sx_numjson.h"
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
 #include "grammar/vocab/vocab.h"

@@ -43,7 +43,7 @@
 
 #include "common/sx_pyjson.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/grammar.h"
 #include "grammar/vocab/vocab.h"
 #include "tests/unit/helpers/test_vocab.h"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/gr_internal.h"
+#include "grammar/match/match.h"
 #include "grammar/vocab/vocab.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -153,7 +153,7 @@ static void one(int shape, int32_t S, int32_t C, int32_t depth)
             assert_null(e->rep_short);
         }
     }
-    gr_strx_free_rep(&x);
+    gr_once_clear(&x.plain_rep, gr_equiv_drop);
     free(full);
     free(shrt);
     free(next);
@@ -200,7 +200,7 @@ static void counter_far_states_share(void **state)
      * strings of at most depth bytes when S - s > depth */
     for (int32_t s = 0; s < S; s++)
         assert_int_equal(e->rep[s], S - s > depth ? 0 : s);
-    gr_strx_free_rep(&x);
+    gr_once_clear(&x.plain_rep, gr_equiv_drop);
     free(next);
 }
 

@@ -1,0 +1,493 @@
+/* Numbers as the grammar reads them, one character at a time: the value
+ * read so far, whether some completion is valid, the state after one more
+ * character.  Pure functions of a number node and a number frame; the
+ * matcher feeds with them (match/gr_feed.c), and the value queries
+ * (ir/gr_unique.c) and the compiler's analysis search completions with
+ * them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/ir/ir.h"
+
+/* ---- numbers ------------------------------------------------------------ */
+
+/* Exact value of what was read (mantissa digits and fraction digits) as
+ * strtod would round the text. */
+double gr_num_value(const gr_frame *f)
+{
+    char buf[64];
+    long long e = -(long long)f->count;
+    if (f->phase >= N_E) /* an exponent has started: count holds its digits */
+        e = ((f->flags & F_ENEG) ? -(long long)f->kst : (long long)f->kst) - (long long)f->lo;
+    snprintf(buf, sizeof buf, "%s%llue%lld", (f->flags & F_NEG) ? "-" : "",
+             (unsigned long long)f->val, e);
+    return strtod(buf, NULL);
+}
+
+static int exp_ok(const gr_node *n, const gr_frame *f, int ending);
+
+static int in_bounds(const gr_node *n, double x)
+{
+    if (n->u.num.has_min && (n->u.num.excl_min ? !(x > n->u.num.min) : !(x >= n->u.num.min)))
+        return 0;
+    if (n->u.num.has_max && (n->u.num.excl_max ? !(x < n->u.num.max) : !(x <= n->u.num.max)))
+        return 0;
+    return 1;
+}
+
+/* Is the decimal +-m*10^e10 inside the bounds?  `approx` is its double
+ * product; only when that lies within rounding distance of a bound does
+ * the exact text decide, rounded as a parser (strtod) would round it. */
+static int scaled_in_bounds(const gr_node *n, int neg, uint64_t m, long long e10, double approx)
+{
+    const double rel = 1e-12;
+    int near = 0;
+    if (n->u.num.has_min && fabs(approx - n->u.num.min) <= rel * fabs(n->u.num.min) + 1e-300)
+        near = 1;
+    if (n->u.num.has_max && fabs(approx - n->u.num.max) <= rel * fabs(n->u.num.max) + 1e-300)
+        near = 1;
+    if (!near)
+        return in_bounds(n, approx);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%llue%lld", neg ? "-" : "", (unsigned long long)m, e10);
+    return in_bounds(n, strtod(buf, NULL));
+}
+
+/* Integer nodes: some integer in [a, b] (a <= b) satisfies bounds and
+ * multipleOf. */
+static int int_range_ok(const gr_node *n, __int128 a, __int128 b)
+{
+    if (a < n->u.num.imin)
+        a = n->u.num.imin;
+    if (b > n->u.num.imax)
+        b = n->u.num.imax;
+    if (a > b)
+        return 0;
+    int64_t m = n->u.num.multiple;
+    if (m <= 0)
+        return 1;
+    __int128 q = a / m;
+    if (q * m < a)
+        q++;
+    return q * m <= b;
+}
+
+int gr_num_hashed(const gr_node *n, const gr_frame *f)
+{
+    return (f->flags & F_UH) || n->u.num.n_excl || n->u.num.scale;
+}
+
+static __int128 pow10_i(int k)
+{
+    __int128 p = 1;
+    while (k-- > 0)
+        p *= 10;
+    return p;
+}
+
+/* Decimal multipleOf: the completions as integers x*10^scale, in ranges
+ * (within the GR_HASH_DIGITS cap); some must be a multiple inside the
+ * bounds.  Past `scale` fraction digits only zeros keep a multiple. */
+static int scaled_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    int K = n->u.num.scale, neg = (f->flags & F_NEG) != 0;
+    const __int128 cap = pow10_i(GR_HASH_DIGITS) - 1, v = f->val;
+    __int128 lo[GR_HASH_DIGITS + 3], hi[GR_HASH_DIGITS + 3];
+    int nr = 0;
+    int frac = f->phase == N_DOT || f->phase == N_FRAC;
+    int64_t cnt = frac ? f->count : 0;
+    if (ending || (frac && cnt > K)) {
+        __int128 x;
+        if (cnt <= K) {
+            x = v * pow10_i(K - (int)cnt);
+        } else {
+            __int128 p = pow10_i((int)(cnt - K));
+            if (v % p)
+                return 0;
+            x = v / p;
+        }
+        lo[0] = hi[0] = neg ? -x : x;
+        nr = 1;
+    } else {
+        switch (f->phase) {
+        case N_START:
+            lo[nr] = -cap;
+            hi[nr++] = cap;
+            break;
+        case N_SIGN:
+            lo[nr] = 0;
+            hi[nr++] = cap;
+            break;
+        case N_ZERO:
+            lo[nr] = 0;
+            hi[nr++] = pow10_i(K) - 1;
+            break;
+        case N_INT:
+            for (int j = 0; j <= GR_HASH_DIGITS; j++) {
+                __int128 sc = pow10_i(j + K), a = v * sc;
+                if (a > cap)
+                    break;
+                lo[nr] = a;
+                hi[nr++] = a + sc - 1 > cap ? cap : a + sc - 1;
+            }
+            break;
+        default: { /* N_DOT, N_FRAC with at most K fraction digits */
+            __int128 sc = pow10_i(K - (int)cnt);
+            lo[nr] = v * sc;
+            hi[nr++] = v * sc + sc - 1;
+            break;
+        }
+        }
+        if (neg || f->phase == N_SIGN)
+            for (int i = 0; i < nr; i++) {
+                __int128 t = -hi[i];
+                hi[i] = -lo[i];
+                lo[i] = t;
+            }
+    }
+    for (int i = 0; i < nr; i++)
+        if (int_range_ok(n, lo[i], hi[i]))
+            return 1;
+    return 0;
+}
+
+int gr_num_digits(int64_t v)
+{
+    int d = 0;
+    for (; v; v /= 10)
+        d++;
+    return d;
+}
+
+/* The open interval (a, b) meets [lo, hi] with room beyond rounding
+ * error, so some decimal lies in both. */
+static int interval_room(double a, double b, double lo, double hi)
+{
+    double L = a > lo ? a : lo, H = b < hi ? b : hi;
+    double tol = 1e-9 * (fabs(L) + fabs(H) + 1e-300);
+    if (isinf(L) || isinf(H))
+        return L < H;
+    return H - L > tol;
+}
+
+/* ---- numbers of any length -------------------------------------------------
+ *
+ * A number whose integer part reaches big_from(n) goes on as F_NBIG when
+ * its verdict no longer needs the full value: its magnitude is then beyond
+ * every bound the node may have (big_allowed requires bounds below
+ * big_from in magnitude), so the bounds decide by the sign alone, and
+ * multipleOf needs only the remainder, carried digit by digit in val
+ * (x mod m for integers; for a decimal divisor P/10^K, the digits read so
+ * far mod P, fraction digits past K only zeros).  Values whose equality
+ * matters (enum exclusions, uniqueItems) keep the capped digits.  The state
+ * stays one int64, so the work per byte is constant and the number may have
+ * any length.  big_from keeps the exact values below it inside the caps of
+ * the exact paths (18 digits; 15 for x*10^K), so no length is unreachable. */
+static int64_t big_from(const gr_node *n)
+{
+    int k = n->u.num.scale ? GR_HASH_DIGITS - 1 - n->u.num.scale : GR_HASH_DIGITS;
+    int64_t t = 10;
+    while (k-- > 1)
+        t *= 10;
+    return t;
+}
+
+static int big_allowed(const gr_node *n, const gr_frame *f)
+{
+    if ((f->flags & (F_UH | F_UITEM)) || n->u.num.n_excl)
+        return 0;
+    /* a big number is closed by digits that bring its remainder to 0: with
+     * a multiple below 10^4 four digits always do, which the shortest
+     * completion's search (20000 digit strings) finds; larger multiples
+     * keep the capped digits */
+    if (n->u.num.multiple > 9999)
+        return 0;
+    double t = (double)big_from(n);
+    if (n->u.num.has_min && !(fabs(n->u.num.min) < t))
+        return 0;
+    if (n->u.num.has_max && !(fabs(n->u.num.max) < t))
+        return 0;
+    return (f->flags & F_NEG) ? !n->u.num.has_min : !n->u.num.has_max;
+}
+
+static int64_t mod_mul10(int64_t r, int k, int64_t m)
+{
+    __int128 x = r;
+    while (k-- > 0)
+        x = x * 10 % m;
+    return (int64_t)x;
+}
+
+/* One more digit on a big number: 0 when it cannot be taken. */
+static int big_digit(const gr_node *n, gr_frame *nf, int next, int d)
+{
+    int64_t m = n->u.num.multiple;
+    if (n->u.num.scale && next == N_FRAC && nf->count >= n->u.num.scale)
+        return d == 0; /* past the divisor's decimals only zeros keep a multiple */
+    if (m > 0)
+        nf->val = (int64_t)(((__int128)nf->val * 10 + d) % m);
+    return 1;
+}
+
+static int big_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    if (!big_allowed(n, f))
+        return 0;
+    int64_t m = n->u.num.multiple;
+    if (m <= 0 || f->phase >= N_E)
+        return 1; /* no multipleOf, or an unbounded real's exponent */
+    int K = n->u.num.scale, cnt = 0;
+    if (K && (f->phase == N_DOT || f->phase == N_FRAC))
+        cnt = f->count > K ? K : (int)f->count;
+    if (!K || f->phase != N_INT || ending) {
+        int left = K - cnt; /* fraction digits still to come, as zeros or more */
+        int64_t x = mod_mul10(f->val, left, m);
+        if (ending || !K)
+            return ending ? x == 0 : 1;
+        /* some t < 10^left makes x + t a multiple */
+        int64_t need = (m - x) % m;
+        __int128 room = 1;
+        for (int i = 0; i < left && room <= need; i++)
+            room *= 10;
+        return need < room;
+    }
+    return 1; /* more integer digits can reach any remainder */
+}
+
+/* Can the number on f still be completed into a valid value?  `ending`
+ * asks instead whether the number may end right here.  Completions have
+ * at most `cap` significant digits; only reals that are not hashed take an
+ * exponent. */
+int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    int neg = (f->flags & F_NEG) != 0;
+    int cap = gr_num_hashed(n, f) ? GR_HASH_DIGITS : 18;
+    if (f->flags & F_NBIG)
+        return big_ok(n, f, ending);
+    if (!ending && f->phase == N_INT && big_allowed(n, f))
+        return 1; /* more digits make it big, and a big one can end */
+    if (n->u.num.scale)
+        return scaled_ok(n, f, ending);
+    if (n->u.num.integer) {
+        __int128 v = (__int128)f->val * (neg ? -1 : 1);
+        int closed = f->phase == N_ZERO || f->phase == N_DOT || f->phase == N_FRAC;
+        if (ending || closed)
+            return int_range_ok(n, v, v);
+        /* N_START/N_SIGN/N_INT: more digits may follow: v*10^k + [0, 10^k),
+         * up to the digits feed_num lets an integer have */
+        __int128 most = 1;
+        for (int k = 0; k < cap; k++)
+            most *= 10;
+        most--;
+        if (f->phase == N_START)
+            return int_range_ok(n, -most, most);
+        if (f->phase == N_SIGN)
+            return int_range_ok(n, -most, 0);
+        __int128 scale = 1;
+        for (int k = 0; k <= cap + 1; k++) {
+            __int128 lo = (__int128)f->val * scale, hi = lo + scale - 1;
+            if (lo > most)
+                break;
+            if (hi > most)
+                hi = most;
+            int ok = neg ? int_range_ok(n, -hi, -lo) : int_range_ok(n, lo, hi);
+            if (ok)
+                return 1;
+            scale *= 10;
+        }
+        return 0;
+    }
+    if (!n->u.num.has_min && !n->u.num.has_max)
+        return 1;
+    if (f->phase >= N_E)
+        return exp_ok(n, f, ending);
+    if (ending)
+        return in_bounds(n, gr_num_value(f));
+    if (f->phase != N_START && f->phase != N_SIGN && in_bounds(n, gr_num_value(f)))
+        return 1; /* the value read so far (or "x." plus a zero) */
+    /* Every completion lies in some [A*10^j, B*10^j) for j in [jlo, jhi]:
+     * the digits so far, more integer digits while the cap allows, any
+     * fraction, and for reals that are not hashed an exponent of two digits
+     * at most.  A is the digits read so far, itself reachable exactly. */
+    int exp = !gr_num_hashed(n, f);
+    uint64_t A = f->val;
+    long long e10 = 0, jlo = exp ? -99 : 0, jhi = exp ? 99 : 0;
+    double B;
+    int either = 0;
+    switch (f->phase) {
+    case N_START:
+    case N_SIGN:
+        either = f->phase == N_START;
+        A = 0;
+        B = pow(10.0, cap);
+        break;
+    case N_ZERO:
+        B = 1;
+        break;
+    case N_INT:
+        B = (double)A + 1;
+        jhi += cap - gr_num_digits(f->val);
+        break;
+    default: /* N_DOT, N_FRAC: more fraction digits */
+        e10 = -(long long)f->count;
+        B = (double)A + 1;
+        break;
+    }
+    /* no digit can follow: the completions are the endpoints alone */
+    if (f->val >= (exp ? 100000000000000000LL : 100000000000000LL) ||
+        (!exp && (f->phase == N_DOT || f->phase == N_FRAC) && f->count >= GR_HASH_FRAC))
+        B = (double)A;
+    double lo = n->u.num.has_min ? n->u.num.min : -INFINITY;
+    double hi = n->u.num.has_max ? n->u.num.max : INFINITY;
+    for (int s = 0; s <= either; s++) {
+        int sg = either ? s : neg || f->phase == N_SIGN;
+        /* a running power of ten: ~200 products stay far inside the
+         * tolerances below (1e-9 for room, 1e-12 for nearness) */
+        double sc = pow(10.0, (double)(jlo + e10));
+        for (long long j = jlo; j <= jhi; j++, sc *= 10) {
+            double a = (double)A * sc, b = B * sc;
+            if (sg ? interval_room(-b, -a, lo, hi) : interval_room(a, b, lo, hi))
+                return 1;
+            if (scaled_in_bounds(n, sg, A, j + e10, sg ? -a : a))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* After the exponent mark: some exponent the digits so far can grow into
+ * (two digits at most) puts the value inside the bounds. */
+static int exp_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    if (ending)
+        return f->phase == N_EXP && in_bounds(n, gr_num_value(f));
+    int neg = (f->flags & F_NEG) != 0;
+    long long e_lo = 0, e_hi = 99, base = -(long long)f->lo;
+    int sgn_lo = (f->flags & F_ENEG) ? -1 : 1, sgn_hi = sgn_lo;
+    if (f->phase == N_E) {
+        sgn_lo = -1; /* no sign yet: either */
+        sgn_hi = 1;
+    } else if (f->phase == N_EXP && f->count >= 2) {
+        e_lo = e_hi = f->kst;
+    } else if (f->phase == N_EXP) { /* one digit so far: it, or it and one more */
+        e_lo = e_hi = f->kst;
+        if (scaled_in_bounds(n, neg, f->val, base + sgn_lo * e_lo,
+                             (neg ? -1.0 : 1.0) * (double)f->val * pow(10.0, (double)(base + sgn_lo * e_lo))))
+            return 1;
+        e_lo = f->kst * 10;
+        e_hi = e_lo + 9;
+    }
+    for (int sg = sgn_lo; sg <= sgn_hi; sg += 2) {
+        double sc = pow(10.0, (double)(base + sg * e_lo)), step = sg > 0 ? 10 : 0.1;
+        for (long long e = e_lo; e <= e_hi; e++, sc *= step) {
+            long long x = base + sg * e;
+            if (scaled_in_bounds(n, neg, f->val, x, (neg ? -1.0 : 1.0) * (double)f->val * sc))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The number frame after byte c (a digit, sign, point or exponent
+ * character): 1 and *nf when c continues the number validly, else 0. */
+int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
+{
+    int digit = c >= '0' && c <= '9';
+    int ph = f->phase, next = -1;
+    int hashed = gr_num_hashed(n, f);
+    int bounded = n->u.num.has_min || n->u.num.has_max || n->u.num.integer || hashed;
+    /* integers and hashed values are read digit by digit; bounded reals
+     * take an exponent too (exp_ok) */
+    int no_exp = n->u.num.integer || hashed;
+    int big = (f->flags & F_NBIG) != 0;
+    if (big && (n->u.num.has_min || n->u.num.has_max))
+        no_exp = 1; /* an exponent could bring it back within the bounds */
+    switch (ph) {
+    case N_START:
+        if (c == '-')
+            next = N_SIGN;
+        /* fallthrough */
+    case N_SIGN:
+        if (c == '0')
+            next = N_ZERO;
+        else if (digit && c != '0')
+            next = N_INT;
+        break;
+    case N_ZERO:
+    case N_INT:
+        if (digit && ph == N_INT)
+            next = N_INT;
+        else if (c == '.' && !n->u.num.no_frac &&
+                 !(n->u.num.integer && (big || f->val > 9007199254740992LL)) &&
+                 !(bounded && !big &&
+                   f->val >= (hashed ? 100000000000000LL : 100000000000000000LL)))
+            next = N_DOT; /* past 2^53 a parser reads "N.0" as a rounded double */
+        else if ((c == 'e' || c == 'E') && !no_exp)
+            next = N_E;
+        break;
+    case N_DOT:
+    case N_FRAC:
+        if (digit && !(n->u.num.integer && c != '0'))
+            next = N_FRAC;
+        else if ((c == 'e' || c == 'E') && ph == N_FRAC && !no_exp)
+            next = N_E;
+        break;
+    case N_E:
+        if (c == '+' || c == '-')
+            next = N_ESIGN;
+        else if (digit)
+            next = N_EXP;
+        break;
+    case N_ESIGN:
+    case N_EXP:
+        if (digit)
+            next = N_EXP;
+        break;
+    }
+    if (next < 0)
+        return 0;
+    *nf = *f;
+    nf->phase = (uint8_t)next;
+    if (c == '-' && ph == N_START)
+        nf->flags |= F_NEG;
+    if (c == '-' && ph == N_E)
+        nf->flags |= F_ENEG;
+    if (digit && next == N_EXP) {
+        /* two exponent digits at most: the value stays finite for any
+         * parser (jansson refuses overflowing reals) */
+        if (++nf->count > 2)
+            return 0;
+        nf->kst = nf->kst * 10 + (c - '0');
+    } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
+        int64_t top = hashed ? 100000000000000LL : 100000000000000000LL;
+        if (big) {
+            if (!big_digit(n, nf, next, c - '0'))
+                return 0;
+        } else if (next == N_INT && nf->val >= big_from(n) / 10 && big_allowed(n, nf)) {
+            /* the integer part reaches big_from: on as a big number */
+            nf->flags |= F_NBIG;
+            nf->val = n->u.num.multiple > 0 ? nf->val % n->u.num.multiple : 0;
+            big_digit(n, nf, next, c - '0');
+        } else if (nf->val >= top) {
+            /* past 18 significant digits: integers leave the int64
+             * range, bounded numbers lose exactness -- refuse both;
+             * unbounded reals keep going as long as they are fractions */
+            if (bounded || next == N_INT)
+                return 0;
+            nf->flags |= F_INEXACT;
+        } else {
+            nf->val = nf->val * 10 + (c - '0');
+        }
+        if (next == N_FRAC && ++nf->count > GR_HASH_FRAC && hashed)
+            return 0;
+    } else if (next == N_E) {
+        /* from here count holds exponent digits, lo the fraction digits */
+        nf->lo = (uint32_t)(ph == N_FRAC ? f->count : 0);
+        nf->count = 0;
+        nf->kst = 0;
+    }
+    return gr_num_ok(n, nf, 0);
+}
+
