@@ -89,6 +89,18 @@ typedef struct sx_rpc_limits {
 
 void sx_rpc_limits_default(sx_rpc_limits *l);
 
+/* A request's own layout of the output (`layout`): each part the request
+ * sets replaces the server's (its --max-ws / --indent / --property-order).
+ * Zeroed: the server's layout throughout. */
+enum { SX_RPC_LAY_WS = 1, SX_RPC_LAY_MAXWS = 2, SX_RPC_LAY_INDENT = 4, SX_RPC_LAY_ORDER = 8 };
+typedef struct sx_rpc_layout {
+    int has;        /* SX_RPC_LAY_* bits: which parts below are set */
+    int ws_mode;    /* an sx_gr_ws (grammar/grammar.h) */
+    int max_ws;     /* 0..64 */
+    int indent;     /* 1..16 */
+    int prop_order; /* 0 or 1 */
+} sx_rpc_layout;
+
 typedef struct sx_rpc_req {
     json_t       *root;          /* the parsed request; everything below points into it */
     const json_t *id;            /* borrowed from root; NULL when absent */
@@ -132,6 +144,7 @@ typedef struct sx_rpc_req {
     int           one_call;      /* parallel_tool_calls: false (at most one call) */
     int           thinking;      /* free reasoning in <think>...</think> before the answer */
     int           think_budget;  /* ... at most this many tokens of it (0 = max_tokens bounds it) */
+    sx_rpc_layout layout;        /* `layout` (native) or `strux.layout` (OpenAI) */
     const char   *constraint_at; /* OpenAI route: JSON Pointer of the constraint's source
                                   * (static text; compile errors are rooted there), or NULL */
     json_t       *keep;          /* strings made while parsing (joined content parts) */
@@ -176,6 +189,15 @@ int  sx_rpc_req_set_penalties(sx_rpc_req *r, const json_t *obj, const char *at, 
  * default mode, false = off) into r->speculate.  Same output either way;
  * only the speed changes (engine/generate.h). */
 int  sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err);
+/* `layout` (an object, at JSON Pointer `at`) into r->layout:
+ *   "whitespace": "flexible" (a run of up to max_ws blanks between tokens),
+ *                 "compact" (none) or "indent" (JSON.stringify(v, null, indent))
+ *   "max_ws": 0..64 (flexible; alone it means flexible)
+ *   "indent": 1..16 (alone it means "indent")
+ *   "property_order": "schema" (members in `properties` order) or "any"
+ * Unknown members and contradictions are errors naming the member.  Only
+ * constrained requests take a layout (free text has none). */
+int  sx_rpc_req_set_layout(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err);
 /* `field_confidence` (a boolean) into r->field_confidence, once the mode,
  * logprobs, beams and stream are parsed: refused for free text and regex
  * (their output is not JSON), with beam search (no per-token log-probs)

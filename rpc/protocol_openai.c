@@ -185,7 +185,7 @@ static void ptr_join(char *out, size_t cap, const char *base, const char *key)
 
 static const char *const strux_members[] = {"num_beams", "length_penalty",
                                             "num_return_sequences", "early_stopping",
-                                            "field_confidence", "thinking", NULL};
+                                            "field_confidence", "thinking", "layout", NULL};
 
 static int is_strux_member(const char *k)
 {
@@ -551,6 +551,9 @@ static int strux_ext(sx_rpc_req *r, const json_t *root, sx_error *err)
     if (!json_is_object(ext))
         return bad(err, "/strux", "strux must be an object");
     if ((rc = only(ext, "/strux", "strux", strux_members, err)))
+        return rc;
+    const json_t *lay = json_object_get(ext, "layout");
+    if (lay && (rc = sx_rpc_req_set_layout(r, lay, "/strux/layout", err)))
         return rc;
     if (json_object_get(ext, "num_beams") && !json_object_get(root, "temperature"))
         r->sampling.temperature = 0;

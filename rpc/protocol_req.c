@@ -7,6 +7,7 @@
 
 #include "common/sx_numjson.h"
 #include "engine/generate.h"
+#include "grammar/grammar.h"
 #include "rpc/protocol.h"
 
 void sx_rpc_limits_default(sx_rpc_limits *l)
@@ -472,6 +473,93 @@ int sx_rpc_req_set_speculate(sx_rpc_req *r, const json_t *v, const char *at, sx_
     return SX_OK;
 }
 
+/* One integer member of `layout` in [lo, hi]. */
+static int layout_int(const json_t *v, const char *at, const char *name, int lo, int hi, int *out,
+                      sx_error *err)
+{
+    char ptr[256];
+    snprintf(ptr, sizeof ptr, "%s/%s", at, name);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return sx_err_setp(err, SX_EINVAL, ptr, -1, "layout.%s must be an integer in [%d, %d]",
+                           name, lo, hi);
+    *out = (int)json_integer_value(v);
+    return SX_OK;
+}
+
+int sx_rpc_req_set_layout(sx_rpc_req *r, const json_t *v, const char *at, sx_error *err)
+{
+    char ptr[256];
+    sx_rpc_layout l = {0};
+    if (!json_is_object(v))
+        return bad_type(err, at, "layout", "an object", v);
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        ptr_join(ptr, sizeof ptr, at, k);
+        int rc = SX_OK;
+        if (!strcmp(k, "whitespace")) {
+            const char *w = json_string_value(x);
+            l.has |= SX_RPC_LAY_WS;
+            if (w && !strcmp(w, "flexible"))
+                l.ws_mode = SX_WS_FLEXIBLE;
+            else if (w && !strcmp(w, "compact"))
+                l.ws_mode = SX_WS_COMPACT;
+            else if (w && !strcmp(w, "indent"))
+                l.ws_mode = SX_WS_INDENTED;
+            else
+                return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                                   "layout.whitespace must be \"flexible\", \"compact\" or "
+                                   "\"indent\"");
+        } else if (!strcmp(k, "max_ws")) {
+            l.has |= SX_RPC_LAY_MAXWS;
+            rc = layout_int(x, at, k, 0, 64, &l.max_ws, err);
+        } else if (!strcmp(k, "indent")) {
+            l.has |= SX_RPC_LAY_INDENT;
+            rc = layout_int(x, at, k, 1, 16, &l.indent, err);
+        } else if (!strcmp(k, "property_order")) {
+            const char *o = json_string_value(x);
+            l.has |= SX_RPC_LAY_ORDER;
+            if (o && (!strcmp(o, "schema") || !strcmp(o, "any")))
+                l.prop_order = !strcmp(o, "schema");
+            else
+                return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                                   "layout.property_order must be \"schema\" or \"any\"");
+        } else {
+            return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                               "unknown layout member \"%.100s\" (expected whitespace, max_ws, "
+                               "indent, property_order)",
+                               k);
+        }
+        if (rc)
+            return rc;
+    }
+    /* a part given alone implies its whitespace mode; a contradiction is an error */
+    if ((l.has & SX_RPC_LAY_MAXWS) && !(l.has & SX_RPC_LAY_WS)) {
+        l.has |= SX_RPC_LAY_WS;
+        l.ws_mode = SX_WS_FLEXIBLE;
+    }
+    if ((l.has & SX_RPC_LAY_INDENT) && !(l.has & SX_RPC_LAY_WS)) {
+        l.has |= SX_RPC_LAY_WS;
+        l.ws_mode = SX_WS_INDENTED;
+    }
+    if ((l.has & SX_RPC_LAY_MAXWS) && l.ws_mode != SX_WS_FLEXIBLE) {
+        ptr_join(ptr, sizeof ptr, at, "max_ws");
+        return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                           "layout.max_ws applies to \"whitespace\": \"flexible\" only");
+    }
+    if ((l.has & SX_RPC_LAY_INDENT) && l.ws_mode != SX_WS_INDENTED) {
+        ptr_join(ptr, sizeof ptr, at, "indent");
+        return sx_err_setp(err, SX_EINVAL, ptr, -1,
+                           "layout.indent applies to \"whitespace\": \"indent\" only");
+    }
+    if (r->mode == SX_RPC_TEXT)
+        return sx_err_setp(err, SX_EINVAL, at, -1,
+                           "layout applies to constrained output (schema, choices, regex or "
+                           "json_object); free text has none");
+    r->layout = l;
+    return SX_OK;
+}
+
 /* ---- the request ---------------------------------------------------------- */
 
 static const char *const known_fields[] = {
@@ -479,7 +567,7 @@ static const char *const known_fields[] = {
     "system", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "no_repeat_ngram",
     "seed", "max_tokens", "n", "logprobs", "top_logprobs", "scores", "timeout", "speculate",
     "num_beams", "length_penalty", "num_return_sequences", "early_stopping", "field_confidence",
-    "logit_bias", "presence_penalty", "frequency_penalty", NULL,
+    "logit_bias", "presence_penalty", "frequency_penalty", "layout", NULL,
 };
 
 static int check_fields(const json_t *root, sx_error *err)
@@ -629,6 +717,9 @@ static int parse_sampling(sx_rpc_req *r, const json_t *root, const sx_rpc_limits
                                lim->max_tokens);
         r->max_tokens = (int)i;
     }
+    if ((v = json_object_get(root, "layout")) &&
+        (rc = sx_rpc_req_set_layout(r, v, "/layout", err)))
+        return rc;
     r->speculate = -1;
     if ((v = json_object_get(root, "speculate")) &&
         (rc = sx_rpc_req_set_speculate(r, v, "/speculate", err)))

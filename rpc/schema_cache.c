@@ -11,6 +11,7 @@
 typedef struct entry {
     sx_rpc_compiled c;          /* first: holders see only this */
     uint64_t        hash;
+    uint64_t        kind;       /* mode and layout (kind_of) */
     char           *key;
     size_t          key_len;
     int             refs;
@@ -30,6 +31,8 @@ typedef struct flight {
     struct sx_rpc_cache *c;
     uint64_t          hash;
     int               mode;
+    uint64_t          kind;        /* mode and layout (kind_of) */
+    sx_rpc_layout     layout;
     char             *key;
     size_t            key_len;
     json_t           *schema;      /* SCHEMA */
@@ -62,10 +65,30 @@ struct sx_rpc_cache {
     pthread_mutex_t   mu;
 };
 
-static uint64_t fnv1a(int mode, const char *key, size_t len)
+/* What besides the constraint text tells compiles apart: the mode and the
+ * request's own layout (a grammar for {"a":1} compact is not the one for
+ * it indented).  Unset layout parts are 0, so requests that set none share
+ * the server-layout entry. */
+static uint64_t kind_of(const sx_rpc_req *r)
+{
+    const sx_rpc_layout *l = &r->layout;
+    uint64_t k = (uint64_t)(unsigned)r->mode;
+    if (l->has & SX_RPC_LAY_WS)
+        k |= (uint64_t)(1 + (unsigned)l->ws_mode) << 8;
+    if (l->has & SX_RPC_LAY_MAXWS)
+        k |= (uint64_t)(1 + (unsigned)l->max_ws) << 12;
+    if (l->has & SX_RPC_LAY_INDENT)
+        k |= (uint64_t)(unsigned)l->indent << 20;
+    if (l->has & SX_RPC_LAY_ORDER)
+        k |= (uint64_t)(1 + (unsigned)l->prop_order) << 28;
+    return k;
+}
+
+static uint64_t fnv1a(uint64_t kind, const char *key, size_t len)
 {
     uint64_t h = 1469598103934665603ull;
-    h = (h ^ (uint64_t)(unsigned)mode) * 1099511628211ull;
+    for (int i = 0; i < 64; i += 8)
+        h = (h ^ ((kind >> i) & 0xff)) * 1099511628211ull;
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
     return h;
@@ -73,7 +96,7 @@ static uint64_t fnv1a(int mode, const char *key, size_t len)
 
 uint64_t sx_rpc_key_hash(const sx_rpc_req *r)
 {
-    return fnv1a(r->mode, r->key ? r->key : "", r->key ? r->key_len : 0);
+    return fnv1a(kind_of(r), r->key ? r->key : "", r->key ? r->key_len : 0);
 }
 
 static double now_ms(void)
@@ -146,10 +169,10 @@ void sx_rpc_cache_free(sx_rpc_cache *c)
     free(c);
 }
 
-static entry *find(sx_rpc_cache *c, uint64_t h, int mode, const char *key, size_t len)
+static entry *find(sx_rpc_cache *c, uint64_t h, uint64_t kind, const char *key, size_t len)
 {
     for (entry *e = c->buckets[h & (c->n_buckets - 1)]; e; e = e->hnext)
-        if (e->hash == h && e->c.mode == mode && e->key_len == len && !memcmp(e->key, key, len))
+        if (e->hash == h && e->kind == kind && e->key_len == len && !memcmp(e->key, key, len))
             return e;
     return NULL;
 }
@@ -218,6 +241,15 @@ static int compile(sx_rpc_cache *c, flight *f, entry *e, sx_error *err)
      * deadline_ms: the grammar keeps both for the matchers made from it,
      * and a cached grammar serves requests long after this one's deadline. */
     sx_gr_opts o = c->opts;
+    const sx_rpc_layout *l = &f->layout;
+    if (l->has & SX_RPC_LAY_WS)
+        o.ws_mode = l->ws_mode;
+    if (l->has & SX_RPC_LAY_MAXWS)
+        o.max_ws = l->max_ws;
+    if (l->has & SX_RPC_LAY_INDENT)
+        o.indent = l->indent;
+    if (l->has & SX_RPC_LAY_ORDER)
+        o.prop_order = l->prop_order;
     o.deadline_ms = 0;
     o.cancel = &e->gr_cancel;
     int rc = SX_OK;
@@ -262,6 +294,8 @@ static flight *flight_new(sx_rpc_cache *c, const sx_rpc_req *r, uint64_t h)
     f->c = c;
     f->hash = h;
     f->mode = r->mode;
+    f->kind = kind_of(r);
+    f->layout = r->layout;
     memcpy(f->key, r->key ? r->key : "", r->key_len);
     f->key[r->key_len] = 0;
     f->key_len = r->key_len;
@@ -287,10 +321,11 @@ fail:
     return NULL;
 }
 
-static flight *flight_find(sx_rpc_cache *c, uint64_t h, int mode, const char *key, size_t len)
+static flight *flight_find(sx_rpc_cache *c, uint64_t h, uint64_t kind, const char *key,
+                           size_t len)
 {
     for (flight *f = c->flights; f; f = f->next)
-        if (f->hash == h && f->mode == mode && f->key_len == len && !memcmp(f->key, key, len))
+        if (f->hash == h && f->kind == kind && f->key_len == len && !memcmp(f->key, key, len))
             return f;
     return NULL;
 }
@@ -362,7 +397,7 @@ static void start_queued(sx_rpc_cache *c)
  * thread put there first is shared); refs references are handed out. */
 static entry *insert(sx_rpc_cache *c, entry *n, int refs)
 {
-    entry *e = find(c, n->hash, n->c.mode, n->key, n->key_len);
+    entry *e = find(c, n->hash, n->kind, n->key, n->key_len);
     if (e) {
         e->refs += refs;
         lru_unlink(c, e);
@@ -424,6 +459,7 @@ static void *flight_main(void *arg)
             n->key_len = f->key_len;
             n->hash = f->hash;
             n->c.mode = f->mode;
+            n->kind = f->kind;
             double t0 = now_ms();
             rc = compile(c, f, n, &err);
             n->c.compile_ms = now_ms() - t0;
@@ -499,12 +535,13 @@ int sx_rpc_cache_lookup(sx_rpc_cache *c, const sx_rpc_req *r, sx_rpc_cache_wait 
     *out = NULL;
     *how = SX_RPC_CACHE_BUSY;
     const char *key = r->key ? r->key : "";
-    uint64_t h = fnv1a(r->mode, key, r->key_len);
+    uint64_t kind = kind_of(r);
+    uint64_t h = fnv1a(kind, key, r->key_len);
     w->next = NULL;
     w->flight = NULL;
 
     pthread_mutex_lock(&c->mu);
-    entry *e = find(c, h, r->mode, key, r->key_len);
+    entry *e = find(c, h, kind, key, r->key_len);
     if (e) {
         e->refs++;
         lru_unlink(c, e);
@@ -516,7 +553,7 @@ int sx_rpc_cache_lookup(sx_rpc_cache *c, const sx_rpc_req *r, sx_rpc_cache_wait 
         return SX_OK;
     }
     c->st.misses++;
-    flight *f = flight_find(c, h, r->mode, key, r->key_len);
+    flight *f = flight_find(c, h, kind, key, r->key_len);
     if (f) {
         c->st.merged++;
         if (f->abandoned) {
@@ -543,7 +580,7 @@ int sx_rpc_cache_lookup(sx_rpc_cache *c, const sx_rpc_req *r, sx_rpc_cache_wait 
         if (!nf)
             return sx_err_set(err, SX_ENOMEM, "out of memory");
         pthread_mutex_lock(&c->mu);
-        if ((f = flight_find(c, h, r->mode, key, r->key_len))) {
+        if ((f = flight_find(c, h, kind, key, r->key_len))) {
             flight_free(nf); /* another request started it meanwhile */
             c->st.merged++;
         } else {
