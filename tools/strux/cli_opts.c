@@ -228,7 +228,8 @@ void cli_help(FILE *f, const cli_spec *s)
     fprintf(f, "usage: strux %s %s\n", s->cmd, s->usage);
     if (s->about)
         fprintf(f, "\n%s", s->about);
-    fprintf(f, "\noptions:\n");
+    /* a table that starts with a heading names its own groups */
+    fprintf(f, s->n_opts && s->opts[0].kind == CLI_SECTION ? "\n" : "\noptions:\n");
     for (size_t k = 0; k < s->n_opts; k++) {
         const cli_opt *o = &s->opts[k];
         if (o->kind == CLI_SECTION) {
