@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/sx_file.h"
+#include "common/sx_utf8.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tools/strux/commands.h"
 
@@ -55,10 +56,9 @@ static void print_piece(const char *s, size_t n)
     putchar('"');
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        int whole = len > 1 && len <= n - i;
-        for (size_t k = 1; whole && k < len; k++)
-            whole = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+        uint32_t cp;
+        size_t len = sx_utf8_decode((const uint8_t *)s + i, n - i, &cp);
+        int whole = len > 1;
         if (c == '\n')
             fputs("\\n", stdout);
         else if (c == '\t')
