@@ -55,6 +55,10 @@ check "call --concurrency 99999999999999999999 (overflow)" usage_err 'strux call
     call --addr ipc:///nowhere --concurrency 99999999999999999999
 check "call --temperature 1e999 (overflow)" usage_err 'strux call: --temperature: "1e999" is not a number' \
     call --addr ipc:///nowhere --temperature 1e999
+check "fuzzschema --size 9" usage_err 'strux fuzzschema: --size: "9" is not an integer from 1 to 8' \
+    fuzzschema --size 9
+check "perplexity --kl-to f16: not one of the choices" usage_err 'strux perplexity: --kl-to: "f16" is not one of bf16' \
+    perplexity --model m --kl-to f16 f.txt
 check "extract --batch 0" usage_err 'strux extract: --batch: "0" is not an integer from 1 to 1024' \
     extract --batch 0
 check "fuzzgen --shard 2/2" usage_err 'strux fuzzgen: --shard: "2/2" is not K/N' \
@@ -63,7 +67,8 @@ check "fuzzgen --mode nope" usage_err 'strux fuzzgen: --mode: "nope" is not a mo
     fuzzgen --schema x.json --mode nope
 
 # --- unknown options, missing values, flags given a value --------------------
-for c in check compile maskbench fuzzgen generate extract call; do
+for c in check compile maskbench fuzzgen generate extract call fuzzschema perplexity tokenize \
+    detokenize; do
     check "$c: unknown option" usage_err "strux $c: unknown option '--bogus'" $c --bogus
     check "$c: --bogus=1 named without its value" usage_err "strux $c: unknown option '--bogus'" $c --bogus=1
 done
@@ -93,7 +98,8 @@ for c in check compile maskbench fuzzgen; do
 done
 
 # --- --help: exit 0 on stdout, every option of the table ---------------------
-for c in check compile maskbench fuzzgen generate extract call; do
+# (detokenize shares cmd_tokenize.c; its two options are tokenize's too)
+for c in check compile maskbench fuzzgen generate extract call fuzzschema perplexity tokenize; do
     "$S" $c --help >"$T/help" 2>"$T/herr"
     rc=$?
     missing=""

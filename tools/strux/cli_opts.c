@@ -84,7 +84,7 @@ int cli_seen(const cli_spec *s, const char *name)
 
 static int takes_value(const cli_opt *o)
 {
-    return o->kind != CLI_FLAG && o->kind != CLI_SECTION;
+    return o->kind != CLI_FLAG && o->kind != CLI_SET && o->kind != CLI_SECTION;
 }
 
 static void enum_list(const cli_opt *o, char *buf, size_t cap)
@@ -153,6 +153,7 @@ static int set_value(const cli_opt *o, const char *val, char *why, size_t cap)
         return 0;
     }
     case CLI_FLAG:
+    case CLI_SET:
     case CLI_SECTION:
         break;
     }
@@ -203,7 +204,7 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos)
             if (eq)
                 return cli_usage_error(s, "%s takes no value", name);
             if (o->dst)
-                *(int *)o->dst = 1;
+                *(int *)o->dst = o->kind == CLI_SET ? (int)o->lo : 1;
             o->seen++;
             continue;
         }

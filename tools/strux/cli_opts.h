@@ -19,6 +19,7 @@
 typedef enum cli_kind {
     CLI_SECTION, /* no option: `help` is a heading in --help */
     CLI_FLAG,    /* no value: *(int *)dst = 1 */
+    CLI_SET,     /* no value: *(int *)dst = lo (one of several flags naming a mode) */
     CLI_INT,     /* *(int *)dst, an integer in [lo, hi] */
     CLI_LONG,    /* *(long *)dst, an integer in [lo, hi] */
     CLI_U64,     /* *(unsigned long long *)dst, 0 .. 2^64-1 */
