@@ -49,6 +49,8 @@ check "generate --temperature=nan" usage_err 'strux generate: --temperature: "na
     generate --model m --prompt p --temperature=nan
 check "generate --seed -1 (no wrap-around to 2^64-1)" usage_err 'strux generate: --seed: "-1" is not an integer' \
     generate --model m --prompt p --seed -1
+check "demo --max-tokens 12x (was atoi: 12)" usage_err 'strux demo: --max-tokens: "12x" is not an integer' \
+    demo --schema x.json --max-tokens 12x
 check "call --max-tokens 12x (was atol: 12)" usage_err 'strux call: --max-tokens: "12x" is not an integer' \
     call --addr ipc:///nowhere --max-tokens 12x
 check "call --concurrency 99999999999999999999 (overflow)" usage_err 'strux call: --concurrency: "99999999999999999999" is not an integer' \
@@ -67,12 +69,12 @@ check "fuzzgen --mode nope" usage_err 'strux fuzzgen: --mode: "nope" is not a mo
     fuzzgen --schema x.json --mode nope
 
 # --- unknown options, missing values, flags given a value --------------------
-for c in check compile maskbench fuzzgen generate extract call fuzzschema perplexity tokenize \
-    detokenize; do
+for c in check compile maskbench fuzzgen demo generate extract call fuzzschema perplexity \
+    tokenize detokenize chat; do
     check "$c: unknown option" usage_err "strux $c: unknown option '--bogus'" $c --bogus
     check "$c: --bogus=1 named without its value" usage_err "strux $c: unknown option '--bogus'" $c --bogus=1
 done
-for c in check compile fuzzgen generate extract; do
+for c in check compile fuzzgen demo generate extract; do
     check "$c: --schema without a value" usage_err "strux $c: --schema needs a value" $c --schema
 done
 check "maskbench: --max-ws without a value" usage_err "strux maskbench: --max-ws needs a value" maskbench --max-ws
@@ -90,7 +92,8 @@ check "check accepts the grammar options" usage_err "strux check: needs --schema
 check "compile accepts the grammar options" usage_err "strux compile: needs --schema FILE" compile "${gr[@]}"
 check "maskbench accepts the grammar options" usage_err "strux maskbench: needs FILE" maskbench "${gr[@]}"
 check "fuzzgen accepts the grammar options" usage_err "strux fuzzgen: needs --schema FILE or --schemas LIST" fuzzgen "${gr[@]}"
-for c in check compile maskbench fuzzgen; do
+check "demo accepts the grammar options" usage_err "strux demo: needs --schema FILE" demo "${gr[@]}"
+for c in check compile maskbench fuzzgen demo; do
     "$S" $c --help >"$T/help" 2>&1
     check "$c --help lists the grammar options" sh -c "grep -q -- '--max-ws N' '$T/help' &&
         grep -q -- '--indent N' '$T/help' && grep -q -- '--property-order' '$T/help' &&
@@ -99,7 +102,8 @@ done
 
 # --- --help: exit 0 on stdout, every option of the table ---------------------
 # (detokenize shares cmd_tokenize.c; its two options are tokenize's too)
-for c in check compile maskbench fuzzgen generate extract call fuzzschema perplexity tokenize; do
+for c in check compile maskbench fuzzgen demo generate extract call fuzzschema perplexity \
+    tokenize chat; do
     "$S" $c --help >"$T/help" 2>"$T/herr"
     rc=$?
     missing=""
