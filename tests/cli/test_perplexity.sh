@@ -175,6 +175,6 @@ check "--int8: perplexity within 0.5% of bf16's" sh -c \
 run both perplexity --model "$T/m" --int8 --q4 "$TEXT"
 check "--int8 with --q4: exit 2" fails_well both "strux perplexity: give at most one of --int8, --q4" 2
 run klx perplexity --model "$T/m" --kl-to int8 "$TEXT"
-check "--kl-to other than bf16: exit 2" fails_well klx "strux perplexity: --kl-to takes bf16" 2
+check "--kl-to other than bf16: exit 2" fails_well klx "strux perplexity: --kl-to: .int8. is not one of bf16" 2
 
 [ $failed -eq 0 ]
