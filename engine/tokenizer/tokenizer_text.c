@@ -85,17 +85,12 @@ int sx_nfc_quick(const sx_nfc *t, const char *str, size_t len)
             i++;
             continue;
         }
-        unsigned cp;
-        if (c < 0xE0) {
-            cp = ((c & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu);
-            i += 2;
-        } else if (c < 0xF0) {
-            cp = ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu);
-            i += 3;
-        } else {
-            cp = ((c & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6) |
-                 (s[i + 3] & 0x3Fu);
-            i += 4;
+        uint32_t cp;
+        size_t n = sx_utf8_decode(s + i, len - i, &cp);
+        if (!n)
+            return 0; /* not UTF-8 (callers check first): let the full pass judge it */
+        i += n;
+        if (cp >= 0x10000) {
             const utf8proc_property_t *p = utf8proc_get_property((utf8proc_int32_t)cp);
             if (!plausibly_inert(p, cp) || canonical_decomp(p))
                 return 0;
