@@ -570,11 +570,9 @@ int cmd_call(int argc, char **argv)
         free(addr_text);
         return 2;
     }
-    if (!n_addrs || retries < 0 || retries > 100 || overload_wait < 0 || overload_wait > 86400) {
-        fprintf(stderr, "strux call: needs --addr or --addr-file, --retries in 0..100 and "
-                        "--overload-wait in 0..86400 (see --help)\n");
+    if (!n_addrs) {
         free(addr_text);
-        return 2;
+        return cli_usage_error(&spec, "needs --addr or --addr-file");
     }
     sx_client_opts copts;
     sx_client_opts_init(&copts);
