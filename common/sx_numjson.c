@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_utf8.h"
+
 #define NJ_MAX_DEPTH 2048
 
 typedef struct nj {
@@ -145,23 +147,10 @@ static json_t *read_number(nj *p)
     return v;
 }
 
+/* cp is a scalar value: a lone surrogate was refused before */
 static void put_utf8(char *o, size_t *k, unsigned long cp)
 {
-    if (cp < 0x80) {
-        o[(*k)++] = (char)cp;
-    } else if (cp < 0x800) {
-        o[(*k)++] = (char)(0xC0 | cp >> 6);
-        o[(*k)++] = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        o[(*k)++] = (char)(0xE0 | cp >> 12);
-        o[(*k)++] = (char)(0x80 | (cp >> 6 & 0x3F));
-        o[(*k)++] = (char)(0x80 | (cp & 0x3F));
-    } else {
-        o[(*k)++] = (char)(0xF0 | cp >> 18);
-        o[(*k)++] = (char)(0x80 | (cp >> 12 & 0x3F));
-        o[(*k)++] = (char)(0x80 | (cp >> 6 & 0x3F));
-        o[(*k)++] = (char)(0x80 | (cp & 0x3F));
-    }
+    *k += sx_utf8_encode((uint32_t)cp, (uint8_t *)o + *k);
 }
 
 static long hex4(const char *s, size_t left)

@@ -7,14 +7,9 @@
  * valid output. */
 #include <stdlib.h>
 #include <string.h>
+#include "common/sx_utf8.h"
 #include "engine/gen_internal.h"
 #include "engine/gen_spec_internal.h"
-
-static int utf8_len(uint8_t c)
-{
-    return c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3
-         : c >= 0xf0 && c < 0xf5 ? 4 : 0;
-}
 
 static int push_byte_tokens(const sx_tokenizer *tok, const uint8_t *b, size_t n, sx_ids *out)
 {
@@ -41,7 +36,7 @@ static int encode_grammar_bytes(const sx_tokenizer *tok, const uint8_t *b, size_
         lo++;
     /* the last character, if the text stops inside it */
     for (size_t i = hi; i > lo && hi - i < 4; i--) {
-        int len = utf8_len(b[i - 1]);
+        int len = sx_utf8_lead_len(b[i - 1]);
         if ((b[i - 1] & 0xc0) == 0x80)
             continue;
         if (len > 1 && (size_t)len > n - (i - 1))

@@ -141,7 +141,7 @@ __global__ static void attn_decode_reduce(sx_attn_dims d, const sx_attn_item *it
         sl += f * ws[1];
         sa += f * ws[2 + dd];
     }
-    o[dd] = sx_f2bf(sa / sl);
+    o[dd] = sx_f32_to_bf16(sa / sl);
 }
 
 extern "C" size_t sx_attn_decode_work_bytes(const sx_attn_dims *d, int n_items, int n_splits)

@@ -67,8 +67,8 @@ __global__ static void attn_prefill_kernel(sx_attn_dims d, const float *q, const
             if (p < kend) {
                 int64_t at = (int64_t)table[p / bt] * d.block_stride +
                              ((int64_t)kvh * bt + p % bt) * D + dd;
-                kv = sx_bf2f(kc[at]);
-                vv = sx_bf2f(vc[at]);
+                kv = sx_bf16_to_f32(kc[at]);
+                vv = sx_bf16_to_f32(vc[at]);
             }
             ks[kk * (D + 1) + dd] = kv;
             vs[kk * D + dd] = vv;
@@ -115,7 +115,7 @@ __global__ static void attn_prefill_kernel(sx_attn_dims d, const float *q, const
         uint16_t *o = out + ((size_t)(it.q_row + q0 + r) * d.n_heads + h) * D;
 #pragma unroll
         for (int e = 0; e < EPT; e++)
-            o[cq + 4 * e] = sx_f2bf(acc[e] / l);
+            o[cq + 4 * e] = sx_f32_to_bf16(acc[e] / l);
     }
 }
 

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 
 static const uint16_t *cache_at(const sx_attn_dims *d, const uint16_t *cache, const int32_t *table,
                                 int p, int kvh)
@@ -21,7 +21,7 @@ static float score(const sx_attn_dims *d, const float *q, const uint16_t *kc, co
     const uint16_t *k = cache_at(d, kc, table, j, kvh);
     float s = 0.0f;
     for (int i = 0; i < d->head_dim; i++)
-        s += q[i] * sx_bf2f(k[i]);
+        s += q[i] * sx_bf16_to_f32(k[i]);
     return s * scale;
 }
 
@@ -39,10 +39,10 @@ static void one_query(const sx_attn_dims *d, const float *q, const uint16_t *kc,
         const uint16_t *v = cache_at(d, vc, table, j, kvh);
         l += p;
         for (int i = 0; i < D; i++)
-            acc[i] += p * sx_bf2f(v[i]);
+            acc[i] += p * sx_bf16_to_f32(v[i]);
     }
     for (int i = 0; i < D; i++)
-        out[i] = sx_f2bf(acc[i] / l);
+        out[i] = sx_f32_to_bf16(acc[i] / l);
 }
 
 void sx_ref_attn(const sx_attn_dims *d, const float *q, const uint16_t *k_cache,

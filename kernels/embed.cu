@@ -7,7 +7,7 @@ static __device__ __forceinline__ T embed_cast(uint16_t h);
 template <>
 __device__ __forceinline__ float embed_cast<float>(uint16_t h)
 {
-    return sx_bf2f(h);
+    return sx_bf16_to_f32(h);
 }
 template <>
 __device__ __forceinline__ uint16_t embed_cast<uint16_t>(uint16_t h)

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 
 void sx_ref_embed_f32(const uint16_t *table, int vocab, int hidden, const int32_t *tokens, int n,
                       float *out)
@@ -17,7 +17,7 @@ void sx_ref_embed_f32(const uint16_t *table, int vocab, int hidden, const int32_
         }
         const uint16_t *row = table + (size_t)t * hidden;
         for (int c = 0; c < hidden; c++)
-            o[c] = sx_bf2f(row[c]);
+            o[c] = sx_bf16_to_f32(row[c]);
     }
 }
 

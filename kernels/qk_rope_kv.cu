@@ -25,8 +25,8 @@ __global__ static void qk_rope_kv_kernel(sx_attn_dims d, const float *qkv, const
              ((int64_t)kvh * d.block_tokens + s % d.block_tokens) * D;
     }
     if (h >= hq + hkv) {
-        v_cache[at + i] = sx_f2bf(x[i]);
-        v_cache[at + i + half] = sx_f2bf(x[i + half]);
+        v_cache[at + i] = sx_f32_to_bf16(x[i]);
+        v_cache[at + i + half] = sx_f32_to_bf16(x[i + half]);
         return;
     }
     float a = x[i], b = x[i + half];
@@ -43,8 +43,8 @@ __global__ static void qk_rope_kv_kernel(sx_attn_dims d, const float *qkv, const
         qo[i] = y0;
         qo[i + half] = y1;
     } else {
-        k_cache[at + i] = sx_f2bf(y0);
-        k_cache[at + i + half] = sx_f2bf(y1);
+        k_cache[at + i] = sx_f32_to_bf16(y0);
+        k_cache[at + i + half] = sx_f32_to_bf16(y1);
     }
 }
 

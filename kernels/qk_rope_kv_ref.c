@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 
 /* RMSNorm then rotate-half RoPE of one head into y. */
 static void norm_rope(const float *x, const float *w, float eps, int dim, const float *c,
@@ -43,8 +43,8 @@ void sx_ref_qk_rope_kv(const sx_attn_dims *d, const float *qkv, int n, const int
             norm_rope(x + (size_t)(hq + h) * D, k_norm, eps, D, c, s, y);
             const float *v = x + (size_t)(hq + hkv + h) * D;
             for (int i = 0; i < D; i++) {
-                k_cache[at + i] = sx_f2bf(y[i]);
-                v_cache[at + i] = sx_f2bf(v[i]);
+                k_cache[at + i] = sx_f32_to_bf16(y[i]);
+                v_cache[at + i] = sx_f32_to_bf16(v[i]);
             }
         }
     }

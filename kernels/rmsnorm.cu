@@ -24,7 +24,7 @@ __global__ static void add_rmsnorm_kernel(float *res, const float *delta, const 
     for (int c = threadIdx.x; c < dim; c += blockDim.x) {
         // each thread re-reads only the elements it wrote itself
         float v = write_back || !dl ? x[c] : x[c] + dl[c];
-        o[c] = sx_f2bf(v * inv * w[c]);
+        o[c] = sx_f32_to_bf16(v * inv * w[c]);
     }
 }
 

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 
 /* The add is stored into `sum` when the residual is written back (sum may
  * alias x) and recomputed, bit-identically, when it is not. */
@@ -20,7 +20,7 @@ static void norm_row(const float *x, const float *delta, float *sum, const float
     float inv = 1.0f / sqrtf(ss / (float)dim + eps);
     for (int c = 0; c < dim; c++) {
         float v = sum ? sum[c] : delta ? x[c] + delta[c] : x[c];
-        out[c] = sx_f2bf(v * inv * w[c]);
+        out[c] = sx_f32_to_bf16(v * inv * w[c]);
     }
 }
 

@@ -8,7 +8,7 @@ __global__ static void swiglu_kernel(const float *gate_up, int64_t total, int in
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t t = i / inter, j = i % inter;
         float g = gate_up[t * 2 * inter + j], u = gate_up[t * 2 * inter + inter + j];
-        out[i] = sx_f2bf(g / (1.0f + expf(-g)) * u);
+        out[i] = sx_f32_to_bf16(g / (1.0f + expf(-g)) * u);
     }
 }
 

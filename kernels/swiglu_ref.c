@@ -3,13 +3,13 @@
 
 #include <math.h>
 
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 
 void sx_ref_swiglu(const float *gate_up, int n, int inter, uint16_t *out)
 {
     for (int t = 0; t < n; t++) {
         const float *g = gate_up + (size_t)t * 2 * inter, *u = g + inter;
         for (int j = 0; j < inter; j++)
-            out[(size_t)t * inter + j] = sx_f2bf(g[j] / (1.0f + expf(-g[j])) * u[j]);
+            out[(size_t)t * inter + j] = sx_f32_to_bf16(g[j] / (1.0f + expf(-g[j])) * u[j]);
     }
 }

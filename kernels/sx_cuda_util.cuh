@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "kernels/cuda_check.h"
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 
 #ifdef SX_CUDA_EMU
 // arguments are evaluated at the launch, as CUDA does, and bound by value
@@ -64,8 +64,8 @@ static __device__ __forceinline__ void sx_load_bf16(const uint16_t *p, float *ou
 #pragma unroll
     for (int j = 0; j < N / 2; j++) {
         uint32_t u = w[j];
-        out[2 * j] = sx_bf2f((uint16_t)(u & 0xffffu));
-        out[2 * j + 1] = sx_bf2f((uint16_t)(u >> 16));
+        out[2 * j] = sx_bf16_to_f32((uint16_t)(u & 0xffffu));
+        out[2 * j + 1] = sx_bf16_to_f32((uint16_t)(u >> 16));
     }
 }
 

@@ -59,7 +59,7 @@ int sx_cuda_available(const char **why);
 
 
 /* ---- the Qwen3 forward pass ------------------------------------------------
- * bf16 values are uint16_t bit patterns (kernels/sx_bf16.h).  Every sx_cuda_*
+ * bf16 values are uint16_t bit patterns (common/sx_bf16.h).  Every sx_cuda_*
  * launcher works on device pointers, enqueues on `stream` (a cudaStream_t,
  * NULL = the legacy default stream) without synchronising, and returns
  * SX_EINVAL for impossible sizes or SX_EINTERNAL after printing the file and

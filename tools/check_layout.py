@@ -42,7 +42,7 @@ import sys
 # module folder -> its contract header(s) (file names in that folder)
 MODULES = {
     "common": {"sx_error.h", "sx_file.h", "sx_numjson.h", "sx_pyjson.h", "sx_text.h",
-               "sx_sample_math.h"},
+               "sx_sample_math.h", "sx_bf16.h", "sx_utf8.h"},
     "grammar": {"grammar.h"},
     "grammar/ir": {"ir.h"},          # the compiled grammar: data + pure queries
     "grammar/compile": set(),        # implements grammar.h's compile calls; no header of its own
@@ -58,7 +58,7 @@ MODULES = {
     "engine/cpu": {"engine.h"},
     "engine/sampler": {"sampler.h"},
     "engine/cuda": {"engine_cuda.h"},
-    "kernels": {"sx_kernels.h", "sx_bf16.h", "cuda_check.h"},
+    "kernels": {"sx_kernels.h", "cuda_check.h"},
     "rpc": {"server.h", "client.h", "protocol.h"},
     "tools/strux": set(),
     "tools/struxd": set(),

@@ -60,6 +60,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "common/sx_bf16.h"
 #include "common/sx_error.h"
 
 #define SX_PANEL 32
@@ -267,12 +268,7 @@ void sx_cpu_rope_angles(int pos, const float *inv_freq, int half, float *cos_t, 
 void sx_cpu_rope_inv_freq(double theta, int head_dim, float *inv_freq);
 /* g[i] = silu(g[i]) * u[i] = g[i] / (1 + e^-g[i]) * u[i], e^ by k->exp */
 void sx_cpu_swiglu(const sx_cpu_kernels *k, float *g, const float *u, int n);
-static inline float sx_bf16_to_f32(uint16_t h)
-{
-    union { uint32_t u; float f; } c = { (uint32_t)h << 16 };
-    return c.f;
-}
-uint16_t sx_f32_to_bf16(float f);   /* round to nearest even, NaN kept */
+/* sx_bf16_to_f32, sx_f32_to_bf16 (round to nearest even, NaN kept): common/sx_bf16.h */
 void sx_cpu_bf16_to_f32(float *y, const uint16_t *x, size_t n);   /* plain C */
 
 #endif

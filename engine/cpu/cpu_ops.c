@@ -61,16 +61,6 @@ void sx_cpu_swiglu(const sx_cpu_kernels *k, float *g, const float *u, int n)
     }
 }
 
-uint16_t sx_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
 void sx_cpu_bf16_to_f32(float *y, const uint16_t *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/sx_bf16.h"
 #include "engine/model/model.h"
 
 enum { SX_QK_EMBED, SX_QK_LM_HEAD, SX_QK_MATRIX, SX_QK_NORM };
@@ -58,24 +59,7 @@ static inline int sx_quant_mat_index(int slot)
     }
 }
 
-/* Round to nearest even; NaN stays NaN (quiet), overflow becomes inf. */
-static inline uint16_t sx_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
-static inline float sx_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+/* sx_f32_to_bf16, sx_bf16_to_f32: common/sx_bf16.h */
 
 /* IEEE half to float, exactly (subnormals, inf, NaN included). */
 static inline float sx_f16_to_f32(uint16_t h)

@@ -24,18 +24,12 @@ long sx_bl_decode(const sx_bytelevel *bl, const char *piece, size_t len, char *o
     const unsigned char *s = (const unsigned char *)piece;
     size_t i = 0, n = 0;
     while (i < len) {
-        unsigned cp;
-        /* aliases are all below U+0144, so one or two UTF-8 bytes */
-        if (s[i] < 0x80) {
-            cp = s[i++];
-        } else if ((s[i] & 0xE0) == 0xC0 && i + 1 < len && (s[i + 1] & 0xC0) == 0x80) {
-            cp = ((unsigned)(s[i] & 0x1F) << 6) | (s[i + 1] & 0x3F);
-            i += 2;
-        } else {
+        uint32_t cp;
+        size_t k = sx_utf8_decode(s + i, len - i, &cp);
+        /* aliases are all below U+0144 (one or two UTF-8 bytes) */
+        if (!k || cp >= 324 || bl->rev[cp] < 0)
             return -1;
-        }
-        if (cp >= 324 || bl->rev[cp] < 0)
-            return -1;
+        i += k;
         out[n++] = (char)bl->rev[cp];
     }
     return (long)n;

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/sx_utf8.h"
 #include "engine/tokenizer/tokenizer.h"
 
 /* Ids above this are refused at load: no real vocabulary comes near it, and
@@ -150,14 +151,7 @@ size_t sx_added_next(const sx_added *a, const char *text, size_t len, size_t fro
                      const sx_added_tok **tok_out);
 
 /* ---- text: UTF-8 checks, lossy repair, NFC (tokenizer_text.c) ------------ */
-/* Offset of the first byte of the first invalid sequence, or len if the text
- * is valid UTF-8.  *ascii is set to 1 if every byte is < 0x80. */
-size_t sx_utf8_check(const char *s, size_t len, int *ascii);
-/* Length of the maximal invalid subpart starting at s[0] (>= 1), or 0 if a
- * valid sequence starts there (its length via *seq).  For an invalid subpart
- * *seq is 0 when only the end of the input cut it short (more bytes could
- * complete it), else 1. */
-size_t sx_utf8_bad_len(const unsigned char *s, size_t len, size_t *seq);
+/* sx_utf8_check and sx_utf8_bad_len: common/sx_utf8.h */
 /* Copies s to *out replacing each maximal invalid subpart with U+FFFD. */
 int sx_utf8_repair(const char *s, size_t len, sx_bytes *out);
 

@@ -7,77 +7,6 @@
 
 #include "engine/tokenizer/tokenizer_internal.h"
 
-size_t sx_utf8_bad_len(const unsigned char *s, size_t len, size_t *seq)
-{
-    unsigned c = s[0];
-    size_t need;
-    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (c < 0x80) {
-        *seq = 1;
-        return 0;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* no overlongs */
-        if (c == 0xED)
-            hi = 0x9F; /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        if (c == 0xF4)
-            hi = 0x8F; /* nothing past U+10FFFF */
-    } else {
-        *seq = 1;
-        return 1;
-    }
-    for (size_t i = 1; i < need; i++) {
-        if (i >= len) {
-            *seq = 0; /* cut short by the end of the input */
-            return i;
-        }
-        unsigned b = s[i];
-        if (i == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) {
-            *seq = 1;
-            return i; /* the maximal subpart ends before this byte */
-        }
-    }
-    *seq = need;
-    return 0;
-}
-
-size_t sx_utf8_check(const char *str, size_t len, int *ascii)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    int all_ascii = 1;
-    while (i < len) {
-        if (i + 8 <= len) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        all_ascii = 0;
-        size_t seq;
-        if (sx_utf8_bad_len(s + i, len - i, &seq))
-            break;
-        i += seq;
-    }
-    if (ascii)
-        *ascii = all_ascii && i == len;
-    return i;
-}
-
 int sx_utf8_repair(const char *str, size_t len, sx_bytes *out)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -156,17 +85,12 @@ int sx_nfc_quick(const sx_nfc *t, const char *str, size_t len)
             i++;
             continue;
         }
-        unsigned cp;
-        if (c < 0xE0) {
-            cp = ((c & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu);
-            i += 2;
-        } else if (c < 0xF0) {
-            cp = ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu);
-            i += 3;
-        } else {
-            cp = ((c & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6) |
-                 (s[i + 3] & 0x3Fu);
-            i += 4;
+        uint32_t cp;
+        size_t n = sx_utf8_decode(s + i, len - i, &cp);
+        if (!n)
+            return 0; /* not UTF-8 (callers check first): let the full pass judge it */
+        i += n;
+        if (cp >= 0x10000) {
             const utf8proc_property_t *p = utf8proc_get_property((utf8proc_int32_t)cp);
             if (!plausibly_inert(p, cp) || canonical_decomp(p))
                 return 0;

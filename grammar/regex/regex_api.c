@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sx_utf8.h"
 #include "grammar/regex/regex_internal.h"
 
 void sx_re_limits_default(sx_re_limits *lim)
@@ -110,40 +111,6 @@ int sx_re_compile(const char *pattern, size_t len, sx_re_mode mode,
     return rc;
 }
 
-/* Offset of the first byte that breaks UTF-8 (or encodes a surrogate), or len. */
-static size_t utf8_bad(const uint8_t *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        uint8_t c = s[i];
-        size_t k;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            k = 2, cp = c & 0x1F, min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            k = 3, cp = c & 0x0F, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            k = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (i + k > len)
-            return i;
-        for (size_t j = 1; j < k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + j] & 0x3F);
-        }
-        if (cp < min || cp > SX_RX_MAX_CP || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += k;
-    }
-    return len;
-}
-
 /* A byte trie of the strings, minimised: the trie is already a DFA, so the
  * NFA and subset construction are skipped (much faster for large enums). */
 int sx_re_from_literals(const char *const *strs, const size_t *lens, size_t n,
@@ -171,7 +138,7 @@ int sx_re_from_literals(const char *const *strs, const size_t *lens, size_t n,
         if (!strs[i])
             return sx_err_set(err, SX_EINVAL, "sx_re_from_literals: string %zu is NULL", i);
         size_t l = lens ? lens[i] : strlen(strs[i]);
-        size_t bad = utf8_bad((const uint8_t *)strs[i], l);
+        size_t bad = sx_utf8_check(strs[i], l, NULL);
         if (bad < l)
             return sx_err_setp(err, SX_EUTF8, NULL, (long)bad,
                                "literal %zu is not valid UTF-8 at byte %zu", i, bad);

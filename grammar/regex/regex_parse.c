@@ -4,6 +4,7 @@
 #include "common/sx_text.h"
 #include <string.h>
 
+#include "common/sx_utf8.h"
 #include "grammar/regex/regex_internal.h"
 
 /* Nesting of groups; deeper patterns are refused rather than risking the
@@ -38,18 +39,8 @@ static int nomem(parser *ps)
 /* Decodes one UTF-8 code point at pos (the pattern was validated first). */
 static uint32_t take_cp(parser *ps)
 {
-    const uint8_t *s = ps->p + ps->pos;
-    uint32_t c = s[0];
-    int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if (n == 2)
-        c &= 0x1F;
-    else if (n == 3)
-        c &= 0x0F;
-    else if (n == 4)
-        c &= 0x07;
-    for (int i = 1; i < n; i++)
-        c = (c << 6) | (s[i] & 0x3F);
-    ps->pos += (size_t)n;
+    uint32_t c = 0;
+    ps->pos += sx_utf8_decode(ps->p + ps->pos, ps->len - ps->pos, &c);
     return c;
 }
 
@@ -677,45 +668,9 @@ static int32_t parse_disjunction(parser *ps)
     return alt;
 }
 
-/* Offset of the first invalid UTF-8 sequence (overlongs and surrogates
- * included), or len. */
-static size_t utf8_check(const uint8_t *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        uint8_t c = s[i];
-        size_t n;
-        uint32_t min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            n = 2, min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 3, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 4, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (i + n > len)
-            return i;
-        uint32_t cp = c & (0x7F >> n);
-        for (size_t k = 1; k < n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > SX_RX_MAX_CP || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += n;
-    }
-    return len;
-}
-
 int sx_rx_parse(const char *pat, size_t len, sx_rx_ast *ast, sx_error *err)
 {
-    size_t bad = utf8_check((const uint8_t *)pat, len);
+    size_t bad = sx_utf8_check(pat, len, NULL);
     if (bad < len)
         return sx_err_setp(err, SX_EUTF8, NULL, (long)bad,
                            "pattern is not valid UTF-8 at offset %zu", bad);

@@ -118,7 +118,7 @@ check "a departure excuses only its own error (2 departures, 2 disagreements)" \
 # usage
 "$B/strux" fuzzgen --mode nope --schema "$T/date.json" >"$T/u.out" 2>&1
 rc=$?
-check "unknown --mode: exit 2 with the choices" '[ $rc -eq 2 ] && grep -q "unknown --mode" "$T/u.out"'
+check "unknown --mode: exit 2 with the choices" '[ $rc -eq 2 ] && grep -q -- "--mode: \"nope\" is not a mode (uniform, long, deep, wide, edge or mixed)" "$T/u.out"'
 "$B/strux" fuzzgen "${tok[@]}" --schema "$T/missing.json" --count 1 >"$T/u.out" 2>&1
 rc=$?
 check "a missing schema file: exit 1, named" '[ $rc -eq 1 ] && grep -q "missing.json" "$T/u.out"'

@@ -180,15 +180,15 @@ check "--choices: the reply is one label, as a JSON string" grep -qxE '"(red|gre
 # --- bad arguments: one line, nothing on stdout ------------------------------
 P=(--prompt hi)
 run u1 "${M[@]}" "${P[@]}" --temperature abc
-check "--temperature abc: exit 2" fails_well u1 "strux generate: --temperature wants a number" 2
+check "--temperature abc: exit 2" fails_well u1 "strux generate: --temperature: .abc. is not a number" 2
 run u2 "${M[@]}" "${P[@]}" --top-k 1.5
-check "--top-k 1.5: exit 2" fails_well u2 "strux generate: --top-k wants an integer" 2
+check "--top-k 1.5: exit 2" fails_well u2 "strux generate: --top-k: .1.5. is not an integer" 2
 run u3 "${M[@]}" "${P[@]}" --seed -1
-check "--seed -1: exit 2" fails_well u3 "strux generate: --seed wants a non-negative integer" 2
+check "--seed -1: exit 2" fails_well u3 "strux generate: --seed: .-1. is not an integer from 0" 2
 run u4 "${M[@]}" "${P[@]}" --max-tokens 0
-check "--max-tokens 0: exit 2" fails_well u4 "strux generate: --max-tokens wants an integer from 1" 2
+check "--max-tokens 0: exit 2" fails_well u4 "strux generate: --max-tokens: .0. is not an integer from 1" 2
 run u5 "${M[@]}" "${P[@]}" --threads -3
-check "--threads -3: exit 2" fails_well u5 "strux generate: --threads wants an integer from 0" 2
+check "--threads -3: exit 2" fails_well u5 "strux generate: --threads: .-3. is not an integer from 0" 2
 run u6 --model "$T/no-such-model" "${P[@]}" --top-p 2
 check "--top-p 2: exit 2 before the model is read" fails_well u6 "strux generate: top_p must be in (0, 1]" 2
 run u7 "${M[@]}" "${P[@]}" --min-p 1.5
@@ -198,11 +198,11 @@ check "--repetition-penalty 0: exit 2" fails_well u8 "strux generate: repetition
 run u9 "${M[@]}" --prompt
 check "--prompt without a value: exit 2" fails_well u9 "strux generate: --prompt needs a value" 2
 run u10 "${M[@]}" "${P[@]}" --bogus 1
-check "unknown option: exit 2" fails_well u10 "strux generate: unexpected argument '--bogus'" 2
+check "unknown option: exit 2" fails_well u10 "strux generate: unknown option '--bogus'" 2
 run u11 "${M[@]}" "${P[@]}" --top-logprobs 21
-check "--top-logprobs 21: exit 2" fails_well u11 "strux generate: --top-logprobs wants an integer from 0 to 20" 2
+check "--top-logprobs 21: exit 2" fails_well u11 "strux generate: --top-logprobs: .21. is not an integer from 0 to 20" 2
 run u12 "${M[@]}" "${P[@]}" --n 17
-check "--n 17: exit 2" fails_well u12 "strux generate: --n wants an integer from 1 to 16" 2
+check "--n 17: exit 2" fails_well u12 "strux generate: --n: .17. is not an integer from 1 to 16" 2
 run u13 "${M[@]}" "${P[@]}" --n 2 --stream
 check "--n 2 --stream: exit 2" fails_well u13 "strux generate: --stream prints one reply" 2
 run f1 "${M[@]}" --prompt-file "$T"

@@ -34,7 +34,7 @@ check "check --indent 4: a 2-space layout refused (exit 1)" [ $? -eq 1 ]
 "$S" check "${tok[@]}" --indent 2 --schema "$T/s.json" "$T/compact.json" >/dev/null 2>&1
 check "check --indent 2: compact JSON refused (exit 1)" [ $? -eq 1 ]
 "$S" check "${tok[@]}" --indent 0 --schema "$T/s.json" "$T/ind2.json" >"$T/out" 2>&1
-check "check --indent 0: usage error (exit 2)" sh -c "[ $? -eq 2 ] && grep -q 'indent must be 1..16' '$T/out'"
+check "check --indent 0: usage error (exit 2)" sh -c "[ $? -eq 2 ] && grep -q 'indent: .0. is not an integer from 1 to 16' '$T/out'"
 printf '%s' '{"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"integer"}},"required":["a"]}' >"$T/po.json"
 printf '{"b": 2, "a": 1}' >"$T/po_in.json"
 printf '{"a": 1, "b": 2}' >"$T/po_out.json"

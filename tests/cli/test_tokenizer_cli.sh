@@ -117,7 +117,7 @@ STRUX_SHARED="$SHARED" run model3 "Hello, world!" tokenize --model "$T/empty-mod
 check "--model without tokenizer.json falls back to shared" [ "$(out model3)" = "9707 11 1879 0" ]
 
 run usage "" tokenize --bogus
-check "unknown option: exit 2" fails_well usage "strux tokenize: unexpected argument '--bogus'" 2
+check "unknown option: exit 2" fails_well usage "strux tokenize: unknown option '--bogus'" 2
 run help "" tokenize --help
 check "tokenize --help explains" sh -c "[ $(rc help) = 0 ] && grep -q 'usage: strux tokenize' '$T/help.out' && grep -q -- '--lossy' '$T/help.out'"
 run help2 "" detokenize --help

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 #include "kernels/sx_kernels.h"
 
 void sx_gpu_test_kernels(int *passed, int *failed);
@@ -103,7 +103,7 @@ static int bf_compare(const uint16_t *got, const uint16_t *want, size_t n, doubl
     for (size_t i = 0; i < n; i++) {
         int s = bf_steps(got[i], want[i]);
         worst = s > worst ? s : worst;
-        double d = fabs((double)sx_bf2f(got[i]) - sx_bf2f(want[i]));
+        double d = fabs((double)sx_bf16_to_f32(got[i]) - sx_bf16_to_f32(want[i]));
         *maxdiff = d > *maxdiff || d != d ? d : *maxdiff;
     }
     return worst;
@@ -117,7 +117,7 @@ static void test_embed(void)
     float *rf = xmalloc((size_t)N * H * 4), *gf = xmalloc((size_t)N * H * 4);
     int32_t tok[37];
     for (size_t i = 0; i < (size_t)V * H; i++)
-        table[i] = sx_f2bf(rndf(1.0f));
+        table[i] = sx_f32_to_bf16(rndf(1.0f));
     for (int i = 0; i < N; i++)
         tok[i] = (int32_t)(rnd01() * V);
     tok[3] = -1;
@@ -319,8 +319,8 @@ static void attn_setup(attn_case *c, int hq, int hkv, int hd, int bt, const int 
     for (size_t i = 0; i < (size_t)c->rows * hq * hd; i++)
         c->q[i] = rndf(1.0f);
     for (size_t i = 0; i < cache; i++) {
-        c->kc[i] = sx_f2bf(rndf(1.0f));
-        c->vc[i] = sx_f2bf(rndf(1.0f));
+        c->kc[i] = sx_f32_to_bf16(rndf(1.0f));
+        c->vc[i] = sx_f32_to_bf16(rndf(1.0f));
     }
     int nb = max_blocks * n_items;
     for (int i = 0; i < nb; i++) /* a permutation of the first nb blocks */
@@ -373,7 +373,7 @@ static void attn_run(attn_case *c, int splits, const char *label)
     double md = 0;
     size_t bad = 0;
     for (size_t i = 0; i < out; i++) {
-        double g = sx_bf2f(got[i]), r = sx_bf2f(ref[i]), diff = fabs(g - r);
+        double g = sx_bf16_to_f32(got[i]), r = sx_bf16_to_f32(ref[i]), diff = fabs(g - r);
         if (!(diff <= fabs(r) / 128 + 2e-4))
             bad++;
         md = diff > md || diff != diff ? diff : md;
@@ -464,9 +464,9 @@ static void test_gemm(void *blas, int M, int N, int K)
     uint16_t *x = xmalloc((size_t)M * K * 2), *w = xmalloc((size_t)N * K * 2);
     float *ref = xmalloc((size_t)M * N * 4), *got = xmalloc((size_t)M * N * 4);
     for (size_t i = 0; i < (size_t)M * K; i++)
-        x[i] = sx_f2bf(rndf(2.0f));
+        x[i] = sx_f32_to_bf16(rndf(2.0f));
     for (size_t i = 0; i < (size_t)N * K; i++)
-        w[i] = sx_f2bf(rndf(0.1f));
+        w[i] = sx_f32_to_bf16(rndf(0.1f));
     uint16_t *dx = dev_copy(x, (size_t)M * K * 2), *dw = dev_copy(w, (size_t)N * K * 2);
     float *dy = dev((size_t)M * N * 4);
     CHECK(sx_cuda_gemm(blas, dx, dw, M, N, K, dy, NULL) == 0, "gemm launch");
@@ -478,7 +478,7 @@ static void test_gemm(void *blas, int M, int N, int K)
             double mag = 0;
             const uint16_t *a = x + (size_t)i * K, *b = w + (size_t)j * K;
             for (int k = 0; k < K; k++)
-                mag += fabs((double)sx_bf2f(a[k]) * sx_bf2f(b[k]));
+                mag += fabs((double)sx_bf16_to_f32(a[k]) * sx_bf16_to_f32(b[k]));
             double diff = fabs((double)got[(size_t)i * N + j] - ref[(size_t)i * N + j]);
             double rel = diff / (mag + 1e-30);
             worst = rel > worst || rel != rel ? rel : worst;

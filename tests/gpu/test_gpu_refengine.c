@@ -22,7 +22,7 @@
 
 #include "engine/model/model.h"
 #include "engine/cuda/engine_cuda.h"
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 #include "kernels/sx_kernels.h"
 
 void sx_gpu_test_refengine(int *passed, int *failed, const char *dir);

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "engine/cpu/cpu_kernels.h"
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 #include "kernels/sx_kernels.h"
 
 static uint64_t rs;
@@ -40,7 +40,7 @@ static float rndf(float a)
 
 static uint16_t rndbf(float a)
 {
-    return sx_f2bf(rndf(a));
+    return sx_f32_to_bf16(rndf(a));
 }
 
 /* Distance in bf16 steps between two bf16 values (same sign assumed near). */
@@ -54,18 +54,17 @@ static int bf_steps(uint16_t a, uint16_t b)
 static void bf16_roundtrip(void **state)
 {
     (void)state;
-    assert_int_equal(sx_f2bf(1.0f), 0x3f80);
-    assert_true(sx_bf2f(0x3f80) == 1.0f);
+    assert_int_equal(sx_f32_to_bf16(1.0f), 0x3f80);
+    assert_true(sx_bf16_to_f32(0x3f80) == 1.0f);
     /* ties go to even: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7 */
-    assert_int_equal(sx_f2bf(1.0f + 1.0f / 256), 0x3f80);
-    assert_int_equal(sx_f2bf(1.0f + 3.0f / 256), 0x3f82);
-    assert_int_equal(sx_f2bf(INFINITY), 0x7f80);
-    assert_true(isnan(sx_bf2f(sx_f2bf(NAN))));
-    assert_int_equal(sx_f2bf(3.4e38f), 0x7f80); /* rounds past the largest bf16 */
+    assert_int_equal(sx_f32_to_bf16(1.0f + 1.0f / 256), 0x3f80);
+    assert_int_equal(sx_f32_to_bf16(1.0f + 3.0f / 256), 0x3f82);
+    assert_int_equal(sx_f32_to_bf16(INFINITY), 0x7f80);
+    assert_true(isnan(sx_bf16_to_f32(sx_f32_to_bf16(NAN))));
+    assert_int_equal(sx_f32_to_bf16(3.4e38f), 0x7f80); /* rounds past the largest bf16 */
     for (int i = 0; i < 1000; i++) {
         float f = rndf(100.0f);
-        assert_int_equal(sx_f2bf(f), sx_f32_to_bf16(f)); /* the CPU engine's rounding */
-        assert_true(fabsf(sx_bf2f(sx_f2bf(f)) - f) <= fabsf(f) / 256);
+        assert_true(fabsf(sx_bf16_to_f32(sx_f32_to_bf16(f)) - f) <= fabsf(f) / 256);
     }
 }
 
@@ -84,7 +83,7 @@ static void embed_gathers_rows(void **state)
     for (int i = 0; i < N; i++)
         for (int c = 0; c < H; c++) {
             int ok = tok[i] >= 0 && tok[i] < V;
-            double want = ok ? (double)sx_bf2f(table[tok[i] * H + c]) : 0.0;
+            double want = ok ? (double)sx_bf16_to_f32(table[tok[i] * H + c]) : 0.0;
             assert_true(got[i * H + c] == want);
             assert_int_equal(got_bf[i * H + c], ok ? table[tok[i] * H + c] : 0);
         }
@@ -116,14 +115,14 @@ static void rmsnorm_matches_double_and_cpu_engine(void **state)
         double inv = 1.0 / sqrt(ss / D + eps);
         for (int c = 0; c < D; c++) {
             double want = (double)res[r * D + c] * inv * w[c];
-            double diff = fabs(sx_bf2f(out[r * D + c]) - want);
+            double diff = fabs(sx_bf16_to_f32(out[r * D + c]) - want);
             assert_true(diff <= fabs(want) / 256 + 1e-30);
             worst = fmax(worst, diff / (fabs(want) + 1e-30));
         }
         /* the CPU engine's norm (f32 out) rounds to the same bf16, or its neighbour */
         sx_cpu_rmsnorm(y, res + r * D, w, D, eps);
         for (int c = 0; c < D; c++)
-            assert_true(bf_steps(sx_f2bf(y[c]), out[r * D + c]) <= 1);
+            assert_true(bf_steps(sx_f32_to_bf16(y[c]), out[r * D + c]) <= 1);
     }
     printf("rmsnorm: max relative error vs double %.3g (bf16 output)\n", worst);
 
@@ -233,8 +232,8 @@ static void qk_rope_kv_matches_double(void **state)
                 size_t at = cache_at(slot[t], h - HQ);
                 const float *v = x + HKV * HD;
                 for (int i = 0; i < HD; i++) {
-                    assert_true(fabs(sx_bf2f(kc[at + i]) - want[i]) <= fabs(want[i]) / 256 + 1e-6);
-                    assert_int_equal(vc[at + i], sx_f2bf(v[i]));
+                    assert_true(fabs(sx_bf16_to_f32(kc[at + i]) - want[i]) <= fabs(want[i]) / 256 + 1e-6);
+                    assert_int_equal(vc[at + i], sx_f32_to_bf16(v[i]));
                 }
             }
         }
@@ -298,7 +297,7 @@ static void attention_matches_double(void **state)
                     const uint16_t *kk = kc + cache_at(slot, kvh);
                     double d = 0;
                     for (int i = 0; i < HD; i++)
-                        d += (double)q[(r * HQ + h) * HD + i] * sx_bf2f(kk[i]);
+                        d += (double)q[(r * HQ + h) * HD + i] * sx_bf16_to_f32(kk[i]);
                     sc[k] = d * scale;
                     m = fmax(m, sc[k]);
                 }
@@ -308,10 +307,10 @@ static void attention_matches_double(void **state)
                     double p = exp(sc[k] - m);
                     l += p;
                     for (int i = 0; i < HD; i++)
-                        acc[i] += p * sx_bf2f(vv[i]);
+                        acc[i] += p * sx_bf16_to_f32(vv[i]);
                 }
                 for (int i = 0; i < HD; i++) {
-                    double want = acc[i] / l, diff = fabs(sx_bf2f(o[i]) - want);
+                    double want = acc[i] / l, diff = fabs(sx_bf16_to_f32(o[i]) - want);
                     /* |v| <= 1: bf16 rounding of the output plus f32 sums */
                     assert_true(diff <= fabs(want) / 256 + 1e-5);
                     worst = fmax(worst, diff);
@@ -332,15 +331,15 @@ static void attention_matches_double(void **state)
                 for (int j = 0; j < nj; j++) {
                     size_t at = cache_at(tables[a->seq * MAXB + b] * BT + j, kvh);
                     for (int i = 0; i < HD; i++) {
-                        kt[i * BT + j] = sx_bf2f(kc[at + i]);
-                        v[j * HD + i] = sx_bf2f(vc[at + i]);
+                        kt[i * BT + j] = sx_bf16_to_f32(kc[at + i]);
+                        v[j * HD + i] = sx_bf16_to_f32(vc[at + i]);
                     }
                 }
                 sx_cpu_scalar_kernels.att_block(q + (r * HQ + h) * HD, HD, 1, kt, v, BT, nj, HD,
                                                 scale, &m, &l, acc);
             }
             for (int i = 0; i < HD; i++)
-                assert_true(bf_steps(sx_f2bf(acc[i] / l), out[(r * HQ + h) * HD + i]) <= 1);
+                assert_true(bf_steps(sx_f32_to_bf16(acc[i] / l), out[(r * HQ + h) * HD + i]) <= 1);
         }
     }
     /* rows outside the items are untouched */
@@ -363,12 +362,12 @@ static void swiglu_matches_double_and_cpu_engine(void **state)
         const float *gt = gu + t * 2 * I, *ut = gt + I;
         for (int j = 0; j < I; j++) {
             double want = gt[j] / (1.0 + exp(-(double)gt[j])) * ut[j];
-            assert_true(fabs(sx_bf2f(out[t * I + j]) - want) <= fabs(want) / 256 + 1e-30);
+            assert_true(fabs(sx_bf16_to_f32(out[t * I + j]) - want) <= fabs(want) / 256 + 1e-30);
         }
         memcpy(g, gt, sizeof g);
         sx_cpu_swiglu(&sx_cpu_scalar_kernels, g, ut, I);
         for (int j = 0; j < I; j++)
-            assert_true(bf_steps(sx_f2bf(g[j]), out[t * I + j]) <= 1);
+            assert_true(bf_steps(sx_f32_to_bf16(g[j]), out[t * I + j]) <= 1);
     }
 }
 
@@ -381,7 +380,7 @@ static void gemm_matches_double_and_cpu_engine(void **state)
     rs = 66;
     for (int i = 0; i < M * K; i++) {
         x[i] = rndbf(2.0f);
-        xf[i] = sx_bf2f(x[i]);
+        xf[i] = sx_bf16_to_f32(x[i]);
     }
     for (int i = 0; i < N * K; i++)
         w[i] = rndbf(0.5f);
@@ -403,8 +402,8 @@ static void gemm_matches_double_and_cpu_engine(void **state)
         for (int j = 0; j < N; j++) {
             double d = 0, mag = 0;
             for (int c = 0; c < K; c++) {
-                d += (double)sx_bf2f(x[i * K + c]) * sx_bf2f(w[j * K + c]);
-                mag += fabs((double)sx_bf2f(x[i * K + c]) * sx_bf2f(w[j * K + c]));
+                d += (double)sx_bf16_to_f32(x[i * K + c]) * sx_bf16_to_f32(w[j * K + c]);
+                mag += fabs((double)sx_bf16_to_f32(x[i * K + c]) * sx_bf16_to_f32(w[j * K + c]));
             }
             assert_true(fabs(y[i * N + j] - d) <= 1e-5 * mag);
             assert_true(fabs(yc[i * N + j] - y[i * N + j]) <= 1e-5 * mag);

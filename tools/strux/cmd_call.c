@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,72 +15,8 @@
 #include "grammar/validator/validator.h"
 #include "rpc/client.h"
 #include "rpc/protocol.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: strux call --addr ADDR [--addr ADDR2 ...] (--schema FILE | --choices A,B,C |\n"
-        "                  --regex RE | --json-object) (--document FILE | --messages FILE) [options]\n"
-        "       strux call --addr ADDR [...] --batch IN.jsonl --out OUT.jsonl [--concurrency N]\n"
-        "                  [--resume]\n"
-        "       strux call --addr ADDR [...] --openai-batch IN.jsonl --out OUT.jsonl [--resume]\n"
-        "\n"
-        "Sends requests to struxd replicas (nng REQ/REP; docs/PROTOCOL.md).\n"
-        "\n"
-        "replicas:\n"
-        "  --addr ADDR          a server, tcp://HOST:PORT or ipc:///PATH; repeat it for several\n"
-        "                       replicas of one service: requests are spread over the connected\n"
-        "                       ones, and one that goes away is re-dialled in the background\n"
-        "  --addr-file FILE     more addresses, one per line ('#' starts a comment)\n"
-        "  --retries N          how often one request is sent again when its replica's\n"
-        "                       connection closes before the answer (it died or restarted) or\n"
-        "                       no answer comes in time (default 3). The same bytes go again --\n"
-        "                       same id, same seed, so the same answer -- to another replica;\n"
-        "                       nng itself never resends. Each request gets exactly one answer.\n"
-        "  --overload-wait S    an `overloaded` answer (queue full, or the replica is draining\n"
-        "                       after SIGTERM) is not a failure: the request is sent again after\n"
-        "                       a short backoff (20 ms, doubling to 1 s) for up to S seconds\n"
-        "                       (default 60; 0 returns `overloaded` as the answer)\n"
-        "\n"
-        "one request (printed response on stdout; exit 0 when ok, 1 when not):\n"
-        "  --schema FILE        JSON Schema the output must validate against\n"
-        "  --choices A,B,C      labels to classify into (output is one of them, plus scores)\n"
-        "  --regex RE           the output is text matching RE\n"
-        "  --json-object        any JSON object\n"
-        "  --document FILE      text to extract from ('-' = stdin); strux builds the prompt\n"
-        "  --messages FILE      a JSON array of {role, content} messages instead\n"
-        "  --instruction TEXT   replaces the default task sentence of document requests\n"
-        "  --system TEXT        replaces the whole default system message\n"
-        "  --max-tokens N       completion budget (server default otherwise)\n"
-        "  --temperature T      sampling temperature (default 0: greedy)\n"
-        "  --seed N             sampling seed\n"
-        "  --logprobs N         per-token log-probs with N alternatives\n"
-        "  --id ID              request id echoed back\n"
-        "  --output             print only the output value, not the whole response\n"
-        "batch:\n"
-        "  --batch IN.jsonl     one request object per line (as in docs/PROTOCOL.md)\n"
-        "  --out OUT.jsonl      one response per line, in input order, each exactly once\n"
-        "                       (written as soon as every line before it is answered)\n"
-        "  --resume             OUT.jsonl holds the answers of a batch that stopped: keep its\n"
-        "                       complete lines (checked against the input's ids), drop a\n"
-        "                       partial last line, and send only the lines not yet answered\n"
-        "  --openai-batch IN.jsonl  OpenAI's batch input instead: lines {\"custom_id\", \"method\":\n"
-        "                       \"POST\", \"url\": \"/v1/chat/completions\" or \"/v1/completions\",\n"
-        "                       \"body\": {...}}; OUT gets OpenAI's batch output lines {\"id\",\n"
-        "                       \"custom_id\", \"response\": {\"status_code\", \"request_id\",\n"
-        "                       \"body\"}, \"error\"}; a malformed line is named and nothing is\n"
-        "                       sent (exit 1); --resume matches lines by custom_id\n"
-        "  --concurrency N      requests in flight (default 8)\n"
-        "  --no-progress        no progress bar (it is drawn only on a terminal anyway)\n"
-        "  --verify             re-check every successful output on the client side with\n"
-        "                       strux's validator against its request (schema, choices,\n"
-        "                       json_object); failures are counted and make the exit 1\n"
-        "both:\n"
-        "  --timeout S          request deadline sent to the server, seconds; the client\n"
-        "                       waits that long plus 5 s per attempt (default: server's\n"
-        "                       deadline, client waits up to 600 s per attempt)\n");
-}
 
 static int load_text(const char *path, char **out, size_t *len)
 {
@@ -723,73 +660,120 @@ int cmd_call(int argc, char **argv)
     int want_object = 0, output_only = 0, conc = 8, progress_bar = 1, verify = 0, openai_batch = 0;
     long max_tokens = 0, seed = -1, logprobs = -1;
     double temperature = -1, timeout = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int flag = 1;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json-object")) {
-            want_object = 1;
-        } else if (!strcmp(a, "--output")) {
-            output_only = 1;
-        } else if (!strcmp(a, "--no-progress")) {
-            progress_bar = 0;
-        } else if (!strcmp(a, "--verify")) {
-            verify = 1;
-        } else if (!strcmp(a, "--resume")) {
-            resume = 1;
-        } else {
-            flag = 0;
-        }
-        if (flag)
-            continue;
-        if (!v) {
-            fprintf(stderr, "strux call: %s needs a value (or is unknown; see --help)\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--addr")) {
-            if (n_addrs >= MAX_ADDRS) {
-                fprintf(stderr, "strux call: more than %d addresses\n", MAX_ADDRS);
-                return 2;
-            }
-            addrs[n_addrs++] = v;
-        }
-        else if (!strcmp(a, "--addr-file")) addr_file = v;
-        else if (!strcmp(a, "--retries")) retries = atoi(v);
-        else if (!strcmp(a, "--overload-wait")) overload_wait = atof(v);
-        else if (!strcmp(a, "--schema")) schema = v;
-        else if (!strcmp(a, "--choices")) choices = v;
-        else if (!strcmp(a, "--regex")) regex = v;
-        else if (!strcmp(a, "--document")) doc = v;
-        else if (!strcmp(a, "--messages")) msgs = v;
-        else if (!strcmp(a, "--instruction")) instruction = v;
-        else if (!strcmp(a, "--system")) sys = v;
-        else if (!strcmp(a, "--id")) id = v;
-        else if (!strcmp(a, "--batch")) batch_in = v;
-        else if (!strcmp(a, "--openai-batch")) { batch_in = v; openai_batch = 1; }
-        else if (!strcmp(a, "--out")) batch_out = v;
-        else if (!strcmp(a, "--concurrency")) conc = atoi(v);
-        else if (!strcmp(a, "--max-tokens")) max_tokens = atol(v);
-        else if (!strcmp(a, "--seed")) seed = atol(v);
-        else if (!strcmp(a, "--logprobs")) logprobs = atol(v);
-        else if (!strcmp(a, "--temperature")) temperature = atof(v);
-        else if (!strcmp(a, "--timeout")) timeout = atof(v);
-        else {
-            fprintf(stderr, "strux call: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
+    int no_progress = 0;
+    const char *openai_in = NULL;
+    cli_list addr_list = {.v = addrs, .cap = MAX_ADDRS};
+    cli_opt opts[] = {
+        {.kind = CLI_SECTION, .help = "replicas:"},
+        {.name = "--addr", .kind = CLI_LIST, .dst = &addr_list, .arg = "ADDR",
+         .help = "a server, tcp://HOST:PORT or ipc:///PATH; repeat it for several\n"
+                 "replicas of one service: requests are spread over the connected\n"
+                 "ones, and one that goes away is re-dialled in the background"},
+        {.name = "--addr-file", .kind = CLI_STR, .dst = &addr_file, .arg = "FILE",
+         .help = "more addresses, one per line ('#' starts a comment)"},
+        {.name = "--retries", .kind = CLI_INT, .dst = &retries, .lo = 0, .hi = 100, .arg = "N",
+         .help = "how often one request is sent again when its replica's\n"
+                 "connection closes before the answer (it died or restarted) or\n"
+                 "no answer comes in time (0..100, default 3). The same bytes go again --\n"
+                 "same id, same seed, so the same answer -- to another replica;\n"
+                 "nng itself never resends. Each request gets exactly one answer."},
+        {.name = "--overload-wait", .kind = CLI_DOUBLE, .dst = &overload_wait, .dlo = 0,
+         .dhi = 86400, .arg = "S",
+         .help = "an `overloaded` answer (queue full, or the replica is draining\n"
+                 "after SIGTERM) is not a failure: the request is sent again after\n"
+                 "a short backoff (20 ms, doubling to 1 s) for up to S seconds\n"
+                 "(default 60; 0 returns `overloaded` as the answer)"},
+        {.kind = CLI_SECTION,
+         .help = "one request (printed response on stdout; exit 0 when ok, 1 when not):"},
+        {.name = "--schema", .kind = CLI_STR, .dst = &schema, .arg = "FILE",
+         .help = "JSON Schema the output must validate against"},
+        {.name = "--choices", .kind = CLI_STR, .dst = &choices, .arg = "A,B,C",
+         .help = "labels to classify into (output is one of them, plus scores)"},
+        {.name = "--regex", .kind = CLI_STR, .dst = &regex, .arg = "RE",
+         .help = "the output is text matching RE"},
+        {.name = "--json-object", .kind = CLI_FLAG, .dst = &want_object,
+         .help = "any JSON object"},
+        {.name = "--document", .kind = CLI_STR, .dst = &doc, .arg = "FILE",
+         .help = "text to extract from ('-' = stdin); strux builds the prompt"},
+        {.name = "--messages", .kind = CLI_STR, .dst = &msgs, .arg = "FILE",
+         .help = "a JSON array of {role, content} messages instead"},
+        {.name = "--instruction", .kind = CLI_STR, .dst = &instruction, .arg = "TEXT",
+         .help = "replaces the default task sentence of document requests"},
+        {.name = "--system", .kind = CLI_STR, .dst = &sys, .arg = "TEXT",
+         .help = "replaces the whole default system message"},
+        {.name = "--max-tokens", .kind = CLI_LONG, .dst = &max_tokens, .lo = 0, .hi = 1L << 30,
+         .arg = "N", .help = "completion budget (server default otherwise)"},
+        {.name = "--temperature", .kind = CLI_DOUBLE, .dst = &temperature, .dlo = 0, .dhi = 1e6,
+         .arg = "T", .help = "sampling temperature (default 0: greedy)"},
+        {.name = "--seed", .kind = CLI_LONG, .dst = &seed, .lo = 0, .hi = LONG_MAX, .arg = "N",
+         .help = "sampling seed"},
+        {.name = "--logprobs", .kind = CLI_LONG, .dst = &logprobs, .lo = 0, .hi = 1000000,
+         .arg = "N", .help = "per-token log-probs with N alternatives"},
+        {.name = "--id", .kind = CLI_STR, .dst = &id, .arg = "ID", .help = "request id echoed back"},
+        {.name = "--output", .kind = CLI_FLAG, .dst = &output_only,
+         .help = "print only the output value, not the whole response"},
+        {.kind = CLI_SECTION, .help = "batch:"},
+        {.name = "--batch", .kind = CLI_STR, .dst = &batch_in, .arg = "IN.jsonl",
+         .help = "one request object per line (as in docs/PROTOCOL.md)"},
+        {.name = "--out", .kind = CLI_STR, .dst = &batch_out, .arg = "OUT.jsonl",
+         .help = "one response per line, in input order, each exactly once\n"
+                 "(written as soon as every line before it is answered)"},
+        {.name = "--resume", .kind = CLI_FLAG, .dst = &resume,
+         .help = "OUT.jsonl holds the answers of a batch that stopped: keep its\n"
+                 "complete lines (checked against the input's ids), drop a\n"
+                 "partial last line, and send only the lines not yet answered"},
+        {.name = "--openai-batch", .kind = CLI_STR, .dst = &openai_in, .arg = "IN.jsonl",
+         .help = "OpenAI's batch input instead of --batch: lines {\"custom_id\",\n"
+                 "\"method\": \"POST\", \"url\": \"/v1/chat/completions\" or\n"
+                 "\"/v1/completions\", \"body\": {...}}; OUT gets OpenAI's batch output\n"
+                 "lines {\"id\", \"custom_id\", \"response\": {\"status_code\",\n"
+                 "\"request_id\", \"body\"}, \"error\"}; a malformed line is named and\n"
+                 "nothing is sent (exit 1); --resume matches lines by custom_id"},
+        {.name = "--concurrency", .kind = CLI_INT, .dst = &conc, .lo = 1, .hi = 4096, .arg = "N",
+         .help = "requests in flight (1..4096, default 8)"},
+        {.name = "--no-progress", .kind = CLI_FLAG, .dst = &no_progress,
+         .help = "no progress bar (it is drawn only on a terminal anyway)"},
+        {.name = "--verify", .kind = CLI_FLAG, .dst = &verify,
+         .help = "re-check every successful output on the client side with\n"
+                 "strux's validator against its request (schema, choices,\n"
+                 "json_object); failures are counted and make the exit 1"},
+        {.kind = CLI_SECTION, .help = "both:"},
+        {.name = "--timeout", .kind = CLI_DOUBLE, .dst = &timeout, .dlo = 0, .dhi = 1e8,
+         .arg = "S", .help = "request deadline sent to the server, seconds; the client\n"
+                             "waits that long plus 5 s per attempt (default: server's\n"
+                             "deadline, client waits up to 600 s per attempt)"},
+    };
+    cli_spec spec = {
+        .cmd = "call",
+        .usage = "--addr ADDR [--addr ADDR2 ...] (--schema FILE | --choices A,B,C |\n"
+                 "                  --regex RE | --json-object) (--document FILE | --messages FILE) "
+                 "[options]\n"
+                 "       strux call --addr ADDR [...] --batch IN.jsonl --out OUT.jsonl "
+                 "[--concurrency N]\n"
+                 "                  [--resume]\n"
+                 "       strux call --addr ADDR [...] --openai-batch IN.jsonl --out OUT.jsonl "
+                 "[--resume]",
+        .about = "Sends requests to struxd replicas (nng REQ/REP; docs/PROTOCOL.md).\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    n_addrs = addr_list.n;
+    progress_bar = !no_progress;
+    if (openai_in) {
+        if (batch_in)
+            return cli_usage_error(&spec, "--batch and --openai-batch exclude each other");
+        batch_in = openai_in;
+        openai_batch = 1;
     }
     if (addr_file && read_addr_file(addr_file, &addr_text, addrs, &n_addrs)) {
         free(addr_text);
         return 2;
     }
-    if (!n_addrs || retries < 0 || retries > 100 || overload_wait < 0 || overload_wait > 86400) {
-        fprintf(stderr, "strux call: needs --addr or --addr-file, --retries in 0..100 and "
-                        "--overload-wait in 0..86400 (see --help)\n");
+    if (!n_addrs) {
         free(addr_text);
-        return 2;
+        return cli_usage_error(&spec, "needs --addr or --addr-file");
     }
     sx_client_opts copts;
     sx_client_opts_init(&copts);

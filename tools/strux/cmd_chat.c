@@ -6,49 +6,39 @@
 
 #include "common/sx_file.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: strux chat [--ids] [--no-generation-prompt] [--tokenizer PATH] [--model DIR]\n"
-            "                  [FILE|-]\n\n"
-            "Reads a conversation -- a JSON array of {\"role\", \"content\"} messages, or an\n"
-            "object with such a \"messages\" array -- from FILE or stdin and prints the prompt\n"
-            "Qwen3's chat template makes of it with thinking disabled: the assistant turn is\n"
-            "opened and pre-filled with \"<think>\\n\\n</think>\\n\\n\".  Roles: system, user,\n"
-            "assistant, tool.\n\n"
-            "  --ids                   print the prompt's token ids (one line) instead; template\n"
-            "                          markers become special tokens, message text never does\n"
-            "  --no-generation-prompt  render the messages only, no opened assistant turn\n"
-            "  --tokenizer, --model    as for `strux tokenize` (only needed with --ids)\n\n"
-            "Exit status: 0 ok, 1 bad conversation or tokenizer file, 2 usage.\n");
-}
 
 int cmd_chat(int argc, char **argv)
 {
     const char *path = NULL, *model = NULL, *file = NULL;
     int want_ids = 0, gen = 1, rc = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--ids")) {
-            want_ids = 1;
-        } else if (!strcmp(argv[i], "--no-generation-prompt")) {
-            gen = 0;
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            path = argv[++i];
-        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
-            model = argv[++i];
-        } else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && !file) {
-            file = argv[i];
-        } else {
-            fprintf(stderr, "strux chat: unexpected argument '%s'\n\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
+    int no_gen = 0;
+    cli_opt opts[] = {
+        {.name = "--ids", .kind = CLI_FLAG, .dst = &want_ids,
+         .help = "print the prompt's token ids (one line) instead; template\n"
+                 "markers become special tokens, message text never does"},
+        {.name = "--no-generation-prompt", .kind = CLI_FLAG, .dst = &no_gen,
+         .help = "render the messages only, no opened assistant turn"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &path, .arg = "PATH",
+         .help = "as for `strux tokenize` (only needed with --ids)"},
+        {.name = "--model", .kind = CLI_STR, .dst = &model, .arg = "DIR",
+         .help = "as for `strux tokenize` (only needed with --ids)"},
+    };
+    cli_spec spec = {
+        .cmd = "chat", .usage = "[options] [FILE|-]",
+        .about = "Reads a conversation -- a JSON array of {\"role\", \"content\"} messages, or an\n"
+                 "object with such a \"messages\" array -- from FILE or stdin and prints the prompt\n"
+                 "Qwen3's chat template makes of it with thinking disabled: the assistant turn is\n"
+                 "opened and pre-filled with \"<think>\\n\\n</think>\\n\\n\".  Roles: system, user,\n"
+                 "assistant, tool.\n",
+        .after = "Exit status: 0 ok, 1 bad conversation or tokenizer file, 2 usage.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 1,
+    };
+    int prc = cli_parse(&spec, argc, argv, &file, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    gen = !no_gen;
     const char *name = file && strcmp(file, "-") ? file : "stdin";
     char *json = NULL, tpath[4096];
     size_t len = 0, n = 0;

@@ -7,60 +7,36 @@
 #include "common/sx_file.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: strux check --schema FILE [--max-ws N | --indent N] [--property-order]\n"
-               "                    [--tokenizer PATH] INSTANCE.json\n\n"
-               "Tokenizes the instance text as it is and feeds it token by token to the\n"
-               "schema's matcher (a full mask before every token), then validates it with the\n"
-               "independent validator.  Says whether each accepts it and, if the matcher\n"
-               "refused, at which token and byte.\n"
-               "Exit status: 0 both accept, 1 either rejects or an error, 2 usage.\n");
-}
 
 int cmd_check(int argc, char **argv)
 {
     const char *schema_path = NULL, *inst_path = NULL, *tok_path = NULL;
     sx_gr_opts o;
     sx_gr_opts_default(&o);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--schema") && i + 1 < argc) {
-            schema_path = argv[++i];
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            tok_path = argv[++i];
-        } else if (!strcmp(argv[i], "--max-ws") && i + 1 < argc) {
-            o.max_ws = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--property-order")) {
-            o.prop_order = 1;
-        } else if (!strcmp(argv[i], "--indent") && i + 1 < argc) {
-            /* the JSON.stringify(v, null, N) layout */
-            o.ws_mode = SX_WS_INDENTED;
-            o.indent = atoi(argv[++i]);
-            if (o.indent < 1 || o.indent > 16) {
-                fprintf(stderr, "strux check: --indent must be 1..16\n");
-                return 2;
-            }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "strux check: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!inst_path) {
-            inst_path = argv[i];
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!schema_path || !inst_path) {
-        usage(stderr);
-        return 2;
-    }
+    cli_opt opts[] = {
+        {.name = "--schema", .kind = CLI_STR, .dst = &schema_path, .arg = "FILE",
+         .help = "the JSON Schema (required)"},
+        CLI_GRAMMAR_OPTS(&o),
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
+         .help = "tokenizer.json (default: from ../shared)"},
+    };
+    cli_spec spec = {
+        .cmd = "check", .usage = "--schema FILE [options] INSTANCE.json",
+        .about = "Tokenizes the instance text as it is and feeds it token by token to the\n"
+                 "schema's matcher (a full mask before every token), then validates it with the\n"
+                 "independent validator.  Says whether each accepts it and, if the matcher\n"
+                 "refused, at which token and byte.\n",
+        .after = "Exit status: 0 both accept, 1 either rejects or an error, 2 usage.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 1,
+    };
+    int np = 0, prc = cli_parse(&spec, argc, argv, &inst_path, &np);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    if (!schema_path || !inst_path)
+        return cli_usage_error(&spec, "needs --schema FILE and INSTANCE.json");
     sx_error err;
     sx_err_clear(&err);
     char *text = NULL;

@@ -5,54 +5,35 @@
 #include <string.h>
 
 #include "grammar/grammar.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: strux compile --schema FILE [--max-ws N | --indent N] [--property-order]\n"
-               "                      [--tokenizer PATH]\n\n"
-               "Compiles a JSON Schema into strux's token-level grammar and prints the compile\n"
-               "time, the time to the first mask and the grammar's size.  A schema strux cannot\n"
-               "enforce exactly is an error naming the keyword and its JSON Pointer.\n"
-               "Exit status: 0 compiled, 1 not compiled (the error is printed), 2 usage.\n");
-}
 
 int cmd_compile(int argc, char **argv)
 {
     const char *schema_path = NULL, *tok_path = NULL;
     sx_gr_opts o;
     sx_gr_opts_default(&o);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--schema") && i + 1 < argc) {
-            schema_path = argv[++i];
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            tok_path = argv[++i];
-        } else if (!strcmp(argv[i], "--max-ws") && i + 1 < argc) {
-            o.max_ws = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--property-order")) {
-            o.prop_order = 1;
-        } else if (!strcmp(argv[i], "--indent") && i + 1 < argc) {
-            /* the JSON.stringify(v, null, N) layout */
-            o.ws_mode = SX_WS_INDENTED;
-            o.indent = atoi(argv[++i]);
-            if (o.indent < 1 || o.indent > 16) {
-                fprintf(stderr, "strux compile: --indent must be 1..16\n");
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "strux compile: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!schema_path) {
-        usage(stderr);
-        return 2;
-    }
+    cli_opt opts[] = {
+        {.name = "--schema", .kind = CLI_STR, .dst = &schema_path, .arg = "FILE",
+         .help = "the JSON Schema (required)"},
+        CLI_GRAMMAR_OPTS(&o),
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
+         .help = "tokenizer.json (default: from ../shared)"},
+    };
+    cli_spec spec = {
+        .cmd = "compile", .usage = "--schema FILE [options]",
+        .about = "Compiles a JSON Schema into strux's token-level grammar and prints the compile\n"
+                 "time, the time to the first mask and the grammar's size.  A schema strux cannot\n"
+                 "enforce exactly is an error naming the keyword and its JSON Pointer.\n",
+        .after = "Exit status: 0 compiled, 1 not compiled (the error is printed), 2 usage.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    if (!schema_path)
+        return cli_usage_error(&spec, "needs --schema FILE");
     json_error_t je;
     json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
     if (!schema) {

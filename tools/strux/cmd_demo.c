@@ -12,45 +12,44 @@
 #include "common/sx_numjson.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: strux demo --schema FILE [--seed N] [--max-tokens N] [--tokenizer PATH]\n\n"
-               "Samples a document token by token from the schema's masks with a uniformly\n"
-               "random stand-in for the model (no weights are involved), closes it before\n"
-               "--max-tokens (default 200) using the grammar's shortest completion, prints it\n"
-               "and the validator's verdict, and the mask times.\n");
-}
 
 int cmd_demo(int argc, char **argv)
 {
     const char *schema_path = NULL, *tok_path = NULL;
     unsigned seed = 1;
     int max_tokens = 200;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--schema") && i + 1 < argc) {
-            schema_path = argv[++i];
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            tok_path = argv[++i];
-        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-            seed = (unsigned)strtoul(argv[++i], NULL, 10);
-        } else if (!strcmp(argv[i], "--max-tokens") && i + 1 < argc) {
-            max_tokens = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "strux demo: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!schema_path || max_tokens < 1) {
-        usage(stderr);
-        return 2;
-    }
+    unsigned long long seed_arg = 1;
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    o.max_ws = 0; /* compact unless asked: the sampled document is easier to read */
+    cli_opt opts[] = {
+        {.name = "--schema", .kind = CLI_STR, .dst = &schema_path, .arg = "FILE",
+         .help = "the JSON Schema (required)"},
+        {.name = "--seed", .kind = CLI_U64, .dst = &seed_arg, .arg = "N",
+         .help = "random stand-in's seed (default 1; taken modulo 2^32)"},
+        {.name = "--max-tokens", .kind = CLI_INT, .dst = &max_tokens, .lo = 1, .hi = 1 << 24,
+         .arg = "N", .help = "close the document before N tokens (default 200)"},
+        CLI_GRAMMAR_OPTS(&o),
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
+         .help = "tokenizer.json (default: from ../shared)"},
+    };
+    cli_spec spec = {
+        .cmd = "demo", .usage = "--schema FILE [options]",
+        .about = "Samples a document token by token from the schema's masks with a uniformly\n"
+                 "random stand-in for the model (no weights are involved), closes it before\n"
+                 "--max-tokens (default 200) using the grammar's shortest completion, prints it\n"
+                 "and the validator's verdict, and the mask times.  --max-ws defaults to 0 here.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    seed = (unsigned)seed_arg;
+    if (!schema_path)
+        return cli_usage_error(&spec, "needs --schema FILE");
     json_error_t je;
     json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
     if (!schema) {
@@ -67,9 +66,6 @@ int cmd_demo(int argc, char **argv)
     sx_err_clear(&err);
     sx_grammar *g = NULL;
     sx_matcher *m = NULL;
-    sx_gr_opts o;
-    sx_gr_opts_default(&o);
-    o.max_ws = 0;
     int rc = 1;
     uint32_t *mask = malloc((size_t)v->mask_words * sizeof *mask);
     int32_t *allowed = malloc((size_t)v->n_rows * sizeof *allowed);

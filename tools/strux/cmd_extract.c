@@ -15,74 +15,10 @@
 #include "rpc/protocol.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/extract_input.h"
 #include "tools/strux/tool_common.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: strux extract --model DIR --schema FILE [--schema FILE ...]\n"
-        "                     (FILE.txt ... | --input TABLE [--text-column NAME])\n"
-        "                     --out OUT.jsonl [options]\n\n"
-        "Turns every document into JSON that validates against each schema, in this\n"
-        "process (no server): the prompt struxd builds for `document` requests\n"
-        "(docs/PROTOCOL.md), greedy decoding by default, every schema compiled once,\n"
-        "documents run together with continuous batching (a finished one makes room\n"
-        "for the next at once), the shared system turn of each schema prefilled once.\n"
-        "Each output is re-checked by strux's independent validator before it is\n"
-        "written.\n\n"
-        "input (one of):\n"
-        "  FILE ...             text files, one document each (the key is the path)\n"
-        "  --input TABLE        a JSONL file (one object per line) or a CSV file with a\n"
-        "                       header row; the key of row N is TABLE:N (JSONL: line N;\n"
-        "                       CSV: record N after the header)\n"
-        "  --format F           jsonl or csv (default: csv for *.csv, else jsonl)\n"
-        "  --text-column NAME   the column holding the document (default text)\n"
-        "  --id-column NAME     a column copied to each output row as \"id\"\n"
-        "schemas and model:\n"
-        "  --model DIR          Hugging Face Qwen3 directory (`strux model random`\n"
-        "                       writes a stand-in whose outputs mean nothing)\n"
-        "  --schema FILE        a JSON Schema; repeat it to run several: one output row\n"
-        "                       per document and schema\n"
-        "  --instruction TEXT   the task sentence of the prompt (default: the server's)\n"
-        "output:\n"
-        "  --out FILE           JSONL, one row per document and schema, in input order\n"
-        "                       (each document's rows in --schema order; a row is held\n"
-        "                       back until those before it are written; with --resume\n"
-        "                       the new rows follow the kept ones); '-' writes stdout.\n"
-        "                       A row: {\"input\", \"schema\",\n"
-        "                       \"ok\": true, \"output\", \"finish_reason\", \"usage\"} or\n"
-        "                       {\"input\", \"schema\", \"ok\": false, \"error\": {\"code\",\n"
-        "                       \"message\", \"pointer\"}} (and \"id\" with --id-column)\n"
-        "  --resume             keep the rows already in --out (ok or failed, keyed by\n"
-        "                       input and schema) and run only the others; a torn last\n"
-        "                       line (an interrupted run) is cut off first\n"
-        "  --field-confidence   add \"field_confidence\": per leaf value of the output, its\n"
-        "                       JSON Pointer, the summed log-probability of the tokens\n"
-        "                       the model chose for it under the schema's mask (forced\n"
-        "                       tokens left out) and the mass of the alternatives to its\n"
-        "                       first token (docs/PROTOCOL.md: what it does not mean)\n"
-        "  --review-below P     with field confidence, \"review\": true on rows where any\n"
-        "                       field's probability exp(logprob) is below P\n"
-        "  --quiet              no progress lines\n"
-        "generation:\n"
-        "  --max-tokens N       completion budget per row (default 512); a document that\n"
-        "                       cannot close validly within it fails (\"incomplete\")\n"
-        "  --temperature T      0 = greedy (default 0)\n"
-        "  --seed N             sampling seed (default 0)\n"
-        "  --batch N            documents decoded together (default 32)\n"
-        "  --threads N          CPU threads (default: all)\n"
-        "  --kv-tokens N        KV-cache capacity in tokens (default 65536)\n"
-        "  --prefix-cache-gb G  KV of earlier prompts kept for rows that start the same\n"
-        "                       way, least recently used out first (default: as room\n"
-        "                       allows within --kv-tokens; 0 = off)\n"
-        "  --int8 | --q4        quantise weights at start-up (see strux generate --help)\n"
-        "  --kv-bf16            keep the KV cache in bf16\n\n"
-        "Progress (rows done, rate, ETA) goes to stderr every second, and a summary at\n"
-        "the end.  Exit status 0 when every row succeeded, 1 when any failed (they are\n"
-        "listed) or the job could not run, 2 on usage errors.\n");
-}
 
 #define EX_MAX_SCHEMAS 64
 #define EX_SHOW_FAILED 20
@@ -558,11 +494,22 @@ static int load_schemas(ex_ctx *x)
     return 0;
 }
 
+/* --review-below P (dst: double) */
+static int parse_probability(void *dst, const char *val, char *why, size_t cap)
+{
+    double p;
+    if (!cli_parse_double(val, 0, 0, &p, why, cap) && p > 0 && p <= 1) {
+        *(double *)dst = p;
+        return 0;
+    }
+    snprintf(why, cap, "is not a probability in (0, 1]");
+    return -1;
+}
+
 int cmd_extract(int argc, char **argv)
 {
     const char *model_dir = NULL, *out_path = NULL, *input = NULL, *format = NULL;
     const char *text_col = "text", *id_col = NULL;
-    const char *files[4096];
     size_t n_files = 0;
     int resume = 0, int8 = 0, q4 = 0, kvbf16 = 0;
     long batch = 32, threads = 0, kv_tokens = 65536, max_tokens = 512;
@@ -570,102 +517,129 @@ int cmd_extract(int argc, char **argv)
     ex_ctx x;
     memset(&x, 0, sizeof x);
     x.temperature = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--resume") || !strcmp(a, "--quiet") || !strcmp(a, "--int8") ||
-            !strcmp(a, "--q4") || !strcmp(a, "--kv-bf16") || !strcmp(a, "--field-confidence")) {
-            x.field_conf |= !strcmp(a, "--field-confidence");
-            resume |= !strcmp(a, "--resume");
-            x.quiet |= !strcmp(a, "--quiet");
-            int8 |= !strcmp(a, "--int8");
-            q4 |= !strcmp(a, "--q4");
-            kvbf16 |= !strcmp(a, "--kv-bf16");
-            continue;
-        }
-        if (strncmp(a, "--", 2)) {
-            if (n_files == sizeof files / sizeof *files) {
-                fprintf(stderr, "strux extract: more than %zu files: put them in a JSONL "
-                                "file and use --input\n", n_files);
-                return 2;
-            }
-            files[n_files++] = a;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "strux extract: %s needs a value (or is unknown: see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        double d;
-        unsigned long long u;
-        int bad = 0;
-        if (!strcmp(a, "--model")) model_dir = v;
-        else if (!strcmp(a, "--out")) out_path = v;
-        else if (!strcmp(a, "--input")) input = v;
-        else if (!strcmp(a, "--format")) format = v;
-        else if (!strcmp(a, "--text-column")) text_col = v;
-        else if (!strcmp(a, "--id-column")) id_col = v;
-        else if (!strcmp(a, "--instruction")) x.instruction = v;
-        else if (!strcmp(a, "--schema")) {
-            if (x.n_schemas == EX_MAX_SCHEMAS) {
-                fprintf(stderr, "strux extract: at most %d schemas\n", EX_MAX_SCHEMAS);
-                return 2;
-            }
-            x.schemas[x.n_schemas++].path = v;
-        } else if (!strcmp(a, "--max-tokens"))
-            bad = tool_parse_long("extract", a, v, 1, 1 << 20, &max_tokens);
-        else if (!strcmp(a, "--batch"))
-            bad = tool_parse_long("extract", a, v, 1, 1024, &batch);
-        else if (!strcmp(a, "--threads"))
-            bad = tool_parse_long("extract", a, v, 0, 1024, &threads);
-        else if (!strcmp(a, "--kv-tokens"))
-            bad = tool_parse_long("extract", a, v, 256, 1L << 30, &kv_tokens);
-        else if (!strcmp(a, "--prefix-cache-gb"))
-            bad = tool_parse_double("extract", a, v, &prefix_gb) ||
-                  (prefix_gb < 0 && (fprintf(stderr, "strux extract: --prefix-cache-gb wants a "
-                                                     "size in GB >= 0\n"), 1));
-        else if (!strcmp(a, "--temperature"))
-            bad = tool_parse_double("extract", a, v, &d) || (x.temperature = d, 0);
-        else if (!strcmp(a, "--review-below")) {
-            bad = tool_parse_double("extract", a, v, &x.review_below);
-            if (!bad && !(x.review_below > 0 && x.review_below <= 1)) {
-                fprintf(stderr, "strux extract: --review-below wants a probability in (0, 1]\n");
-                bad = 1;
-            }
-            x.field_conf = 1;
-        } else if (!strcmp(a, "--seed"))
-            bad = tool_parse_u64("extract", a, v, &u) || (x.seed = u, 0);
-        else {
-            fprintf(stderr, "strux extract: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (bad)
-            return 2;
+    const char *schema_paths[EX_MAX_SCHEMAS];
+    cli_list schema_list = {.v = schema_paths, .cap = EX_MAX_SCHEMAS};
+    cli_opt opts[] = {
+        {.kind = CLI_SECTION, .help = "input (one of):\n"
+                                      "  FILE ...                text files, one document each "
+                                      "(the key is the path)"},
+        {.name = "--input", .kind = CLI_STR, .dst = &input, .arg = "TABLE",
+         .help = "a JSONL file (one object per line) or a CSV file with a\n"
+                 "header row; the key of row N is TABLE:N (JSONL: line N;\n"
+                 "CSV: record N after the header)"},
+        {.name = "--format", .kind = CLI_STR, .dst = &format, .arg = "F",
+         .help = "jsonl or csv (default: csv for *.csv, else jsonl)"},
+        {.name = "--text-column", .kind = CLI_STR, .dst = &text_col, .arg = "NAME",
+         .help = "the column holding the document (default text)"},
+        {.name = "--id-column", .kind = CLI_STR, .dst = &id_col, .arg = "NAME",
+         .help = "a column copied to each output row as \"id\""},
+        {.kind = CLI_SECTION, .help = "schemas and model:"},
+        {.name = "--model", .kind = CLI_STR, .dst = &model_dir, .arg = "DIR",
+         .help = "Hugging Face Qwen3 directory (`strux model random`\n"
+                 "writes a stand-in whose outputs mean nothing)"},
+        {.name = "--schema", .kind = CLI_LIST, .dst = &schema_list, .arg = "FILE",
+         .help = "a JSON Schema; repeat it to run several (at most 64): one\n"
+                 "output row per document and schema"},
+        {.name = "--instruction", .kind = CLI_STR, .dst = &x.instruction, .arg = "TEXT",
+         .help = "the task sentence of the prompt (default: the server's)"},
+        {.kind = CLI_SECTION, .help = "output:"},
+        {.name = "--out", .kind = CLI_STR, .dst = &out_path, .arg = "FILE",
+         .help = "JSONL, one row per document and schema, in input order\n"
+                 "(each document's rows in --schema order; a row is held\n"
+                 "back until those before it are written; with --resume\n"
+                 "the new rows follow the kept ones); '-' writes stdout.\n"
+                 "A row: {\"input\", \"schema\",\n"
+                 "\"ok\": true, \"output\", \"finish_reason\", \"usage\"} or\n"
+                 "{\"input\", \"schema\", \"ok\": false, \"error\": {\"code\",\n"
+                 "\"message\", \"pointer\"}} (and \"id\" with --id-column)"},
+        {.name = "--resume", .kind = CLI_FLAG, .dst = &resume,
+         .help = "keep the rows already in --out (ok or failed, keyed by\n"
+                 "input and schema) and run only the others; a torn last\n"
+                 "line (an interrupted run) is cut off first"},
+        {.name = "--field-confidence", .kind = CLI_FLAG, .dst = &x.field_conf,
+         .help = "add \"field_confidence\": per leaf value of the output, its\n"
+                 "JSON Pointer, the summed log-probability of the tokens\n"
+                 "the model chose for it under the schema's mask (forced\n"
+                 "tokens left out) and the mass of the alternatives to its\n"
+                 "first token (docs/PROTOCOL.md: what it does not mean)"},
+        {.name = "--review-below", .kind = CLI_FN, .dst = &x.review_below,
+         .fn = parse_probability, .arg = "P",
+         .help = "with field confidence, \"review\": true on rows where any\n"
+                 "field's probability exp(logprob) is below P (0 < P <= 1)"},
+        {.name = "--quiet", .kind = CLI_FLAG, .dst = &x.quiet, .help = "no progress lines"},
+        {.kind = CLI_SECTION, .help = "generation:"},
+        {.name = "--max-tokens", .kind = CLI_LONG, .dst = &max_tokens, .lo = 1, .hi = 1 << 20,
+         .arg = "N", .help = "completion budget per row (default 512); a document that\n"
+                             "cannot close validly within it fails (\"incomplete\")"},
+        {.name = "--temperature", .kind = CLI_DOUBLE, .dst = &x.temperature, .arg = "T",
+         .help = "0 = greedy (default 0)"},
+        {.name = "--seed", .kind = CLI_U64, .dst = &x.seed, .arg = "N",
+         .help = "sampling seed (default 0)"},
+        {.name = "--batch", .kind = CLI_LONG, .dst = &batch, .lo = 1, .hi = 1024, .arg = "N",
+         .help = "documents decoded together (default 32)"},
+        {.name = "--threads", .kind = CLI_LONG, .dst = &threads, .lo = 0, .hi = 1024, .arg = "N",
+         .help = "CPU threads (default: all)"},
+        {.name = "--kv-tokens", .kind = CLI_LONG, .dst = &kv_tokens, .lo = 256, .hi = 1L << 30,
+         .arg = "N", .help = "KV-cache capacity in tokens (default 65536)"},
+        {.name = "--prefix-cache-gb", .kind = CLI_DOUBLE, .dst = &prefix_gb, .dlo = 0, .dhi = 1e9,
+         .arg = "G", .help = "KV of earlier prompts kept for rows that start the same\n"
+                             "way, least recently used out first (default: as room\n"
+                             "allows within --kv-tokens; 0 = off)"},
+        {.name = "--int8", .kind = CLI_FLAG, .dst = &int8,
+         .help = "quantise weights to int8 at start-up (see strux generate --help)"},
+        {.name = "--q4", .kind = CLI_FLAG, .dst = &q4,
+         .help = "quantise weights to 4 bits at start-up (see strux generate --help)"},
+        {.name = "--kv-bf16", .kind = CLI_FLAG, .dst = &kvbf16,
+         .help = "keep the KV cache in bf16"},
+    };
+    cli_spec spec = {
+        .cmd = "extract",
+        .usage = "--model DIR --schema FILE [--schema FILE ...]\n"
+                 "                     (FILE.txt ... | --input TABLE [--text-column NAME])\n"
+                 "                     --out OUT.jsonl [options]",
+        .about = "Turns every document into JSON that validates against each schema, in this\n"
+                 "process (no server): the prompt struxd builds for `document` requests\n"
+                 "(docs/PROTOCOL.md), greedy decoding by default, every schema compiled once,\n"
+                 "documents run together with continuous batching (a finished one makes room\n"
+                 "for the next at once), the shared system turn of each schema prefilled once.\n"
+                 "Each output is re-checked by strux's independent validator before it is\n"
+                 "written.\n",
+        .after = "Progress (rows done, rate, ETA) goes to stderr every second, and a summary at\n"
+                 "the end.  Exit status 0 when every row succeeded, 1 when any failed (they are\n"
+                 "listed) or the job could not run, 2 on usage errors.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = -1,
+    };
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    int np = 0, prc = files ? cli_parse(&spec, argc, argv, files, &np) : CLI_EXIT_USAGE;
+    if (prc) {
+        free(files);
+        return prc == CLI_EXIT_HELP ? 0 : 2;
     }
+    n_files = (size_t)np;
+    for (int k = 0; k < schema_list.n; k++)
+        x.schemas[x.n_schemas++].path = schema_paths[k];
+    if (cli_seen(&spec, "--review-below"))
+        x.field_conf = 1;
     if (!model_dir || !out_path || !x.n_schemas || (!n_files == !input)) {
-        fprintf(stderr, "strux extract: --model, --out, at least one --schema and either text "
-                        "files or --input are required (see --help)\n");
-        return 2;
+        free(files);
+        return cli_usage_error(&spec, "--model, --out, at least one --schema and either text "
+                                      "files or --input are required");
     }
     if (!format)
         format = input && strlen(input) >= 4 && !strcmp(input + strlen(input) - 4, ".csv")
                      ? "csv" : "jsonl";
     if (strcmp(format, "csv") && strcmp(format, "jsonl")) {
-        fprintf(stderr, "strux extract: --format takes jsonl or csv\n");
-        return 2;
+        free(files);
+        return cli_usage_error(&spec, "--format: \"%s\" is not jsonl or csv", format);
     }
     if (int8 && q4) {
-        fprintf(stderr, "strux extract: give at most one of --int8, --q4\n");
-        return 2;
+        free(files);
+        return cli_usage_error(&spec, "give at most one of --int8, --q4");
     }
     int to_stdout = !strcmp(out_path, "-");
     if (resume && to_stdout) {
-        fprintf(stderr, "strux extract: --resume reads the rows already written: give --out FILE\n");
-        return 2;
+        free(files);
+        return cli_usage_error(&spec, "--resume reads the rows already written: give --out FILE");
     }
     x.max_tokens = (int)max_tokens;
     sx_rpc_limits_default(&x.lim);
@@ -802,5 +776,6 @@ done:
     free(x.ready);
     sx_bytes_free(&x.failures);
     ex_rows_free(&x.rows);
+    free(files);
     return rc;
 }

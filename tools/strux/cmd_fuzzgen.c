@@ -11,38 +11,9 @@
 
 #include "common/sx_file.h"
 #include "grammar/fuzzgen/fuzzgen.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: strux fuzzgen (--schema FILE ... | --schemas LIST) [options]\n\n"
-            "Samples documents from each schema's grammar with a random stand-in for the model\n"
-            "(no weights) and checks every one with strux's independent validator.  A document\n"
-            "the validator refuses is a soundness bug: the exit status is then 1.\n\n"
-            "  --schema FILE      a schema, a MaskBench record or a JSON Schema Test Suite file\n"
-            "                     (every group's schema); repeatable\n"
-            "  --schemas LIST     a file naming schema files, one per line\n"
-            "  --count N          documents per schema (default 1000)\n"
-            "  --mode M           uniform | long | deep | wide | edge | mixed (default mixed:\n"
-            "                     document i takes the i-th mode in turn)\n"
-            "  --max-tokens N     token budget per document (default 64); at the budget the\n"
-            "                     grammar's shortest completion closes the document\n"
-            "  --seed N           (default 1); document i depends only on seed and i\n"
-            "  --draft7           read schemas without $schema as draft-07 (grammar and validator)\n"
-            "  --max-ws N         longest whitespace run (default 4); --indent N: JSON.stringify\n"
-            "                     layout; --property-order: members in `properties` order\n"
-            "  --time-limit S     stop a schema's documents after S seconds (default none)\n"
-            "  --threads N        sample each schema's documents on N threads (default 1)\n"
-            "  --shard K/N        only the schemas whose position in the list is K modulo N\n"
-            "  --out FILE         every document as a JSON line {\"schema\",\"index\",\"mode\",\n"
-            "                     \"verdict\",\"doc\"} (for tools/oracle_jsonschema.py)\n"
-            "  --show N           print the first N refused documents (default 5)\n"
-            "  --tokenizer PATH   tokenizer.json (default: ../shared/qwen3-tokenizer)\n\n"
-            "Prints a line per schema with failures, and a summary line:\n"
-            "  fuzzgen: S schemas (D declined), N documents: V valid, I invalid, ... in T s (R docs/s)\n");
-}
 
 typedef struct run_ctx {
     FILE       *out;
@@ -172,12 +143,34 @@ static int run_file(const sx_vocab *v, const char *path, const sx_gr_opts *go, i
     return rc;
 }
 
+/* --mode M (dst: sx_fg_opts) */
+static int parse_mode(void *dst, const char *val, char *why, size_t cap)
+{
+    if ((((sx_fg_opts *)dst)->mode = sx_fg_mode_parse(val)) >= 0)
+        return 0;
+    snprintf(why, cap, "is not a mode (uniform, long, deep, wide, edge or mixed)");
+    return -1;
+}
+
+/* --shard K/N (dst: long[2]) */
+static int parse_shard(void *dst, const char *val, char *why, size_t cap)
+{
+    long *kn = dst;
+    char tail;
+    if (sscanf(val, "%ld/%ld%c", &kn[0], &kn[1], &tail) == 2 && kn[1] >= 1 && kn[0] >= 0 &&
+        kn[0] < kn[1])
+        return 0;
+    snprintf(why, cap, "is not K/N with 0 <= K < N");
+    return -1;
+}
+
 int cmd_fuzzgen(int argc, char **argv)
 {
     const char *tok_path = NULL, *list = NULL, *out_path = NULL;
-    const char **files = calloc((size_t)argc, sizeof *files);
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    cli_list schemas = {.v = files, .cap = argc};
     int n_files = 0, draft7 = 0, rc = 2;
-    long count = 1000, show = 5, shard_k = 0, shard_n = 1, l;
+    long count = 1000, show = 5, shard[2] = {0, 1};
     double tlimit = 0;
     unsigned long long seed = 1;
     sx_fg_opts fo;
@@ -186,83 +179,60 @@ int cmd_fuzzgen(int argc, char **argv)
     sx_gr_opts_default(&go);
     if (!files)
         return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        } else if (!strcmp(a, "--draft7")) {
-            draft7 = go.draft7 = 1;
-            continue;
-        } else if (!strcmp(a, "--property-order")) {
-            go.prop_order = 1;
-            continue;
-        }
-        if (!val) {
-            fprintf(stderr, "strux fuzzgen: %s needs a value\n", a);
-            goto done;
-        }
-        i++;
-        if (!strcmp(a, "--schema")) {
-            files[n_files++] = val;
-        } else if (!strcmp(a, "--schemas")) {
-            list = val;
-        } else if (!strcmp(a, "--tokenizer")) {
-            tok_path = val;
-        } else if (!strcmp(a, "--out")) {
-            out_path = val;
-        } else if (!strcmp(a, "--mode")) {
-            if ((fo.mode = sx_fg_mode_parse(val)) < 0) {
-                fprintf(stderr, "strux fuzzgen: unknown --mode '%s' (uniform, long, deep, wide, "
-                                "edge or mixed)\n", val);
-                goto done;
-            }
-        } else if (!strcmp(a, "--count")) {
-            if (tool_parse_long("fuzzgen", a, val, 1, 1000000000L, &count))
-                goto done;
-        } else if (!strcmp(a, "--max-tokens")) {
-            if (tool_parse_long("fuzzgen", a, val, 0, 1000000, &l))
-                goto done;
-            fo.max_tokens = (int)l;
-        } else if (!strcmp(a, "--seed")) {
-            if (tool_parse_u64("fuzzgen", a, val, &seed))
-                goto done;
-            fo.seed = seed;
-        } else if (!strcmp(a, "--max-ws")) {
-            if (tool_parse_long("fuzzgen", a, val, 0, 64, &l))
-                goto done;
-            go.max_ws = (int)l;
-        } else if (!strcmp(a, "--indent")) {
-            if (tool_parse_long("fuzzgen", a, val, 1, 16, &l))
-                goto done;
-            go.ws_mode = SX_WS_INDENTED;
-            go.indent = (int)l;
-        } else if (!strcmp(a, "--time-limit")) {
-            if (tool_parse_double("fuzzgen", a, val, &tlimit) || tlimit < 0)
-                goto done;
-        } else if (!strcmp(a, "--threads")) {
-            if (tool_parse_long("fuzzgen", a, val, 1, 64, &l))
-                goto done;
-            fo.threads = (int)l;
-        } else if (!strcmp(a, "--show")) {
-            if (tool_parse_long("fuzzgen", a, val, 0, 1000000, &show))
-                goto done;
-        } else if (!strcmp(a, "--shard")) {
-            if (sscanf(val, "%ld/%ld", &shard_k, &shard_n) != 2 || shard_n < 1 || shard_k < 0 ||
-                shard_k >= shard_n) {
-                fprintf(stderr, "strux fuzzgen: --shard wants K/N with 0 <= K < N (got '%s')\n",
-                        val);
-                goto done;
-            }
-        } else {
-            fprintf(stderr, "strux fuzzgen: unexpected argument '%s'\n", a);
-            usage(stderr);
-            goto done;
-        }
+    seed = fo.seed;
+    cli_opt opts[] = {
+        {.name = "--schema", .kind = CLI_LIST, .dst = &schemas, .arg = "FILE",
+         .help = "a schema, a MaskBench record or a JSON Schema Test Suite file\n"
+                 "(every group's schema); repeatable"},
+        {.name = "--schemas", .kind = CLI_STR, .dst = &list, .arg = "LIST",
+         .help = "a file naming schema files, one per line"},
+        {.name = "--count", .kind = CLI_LONG, .dst = &count, .lo = 1, .hi = 1000000000L,
+         .arg = "N", .help = "documents per schema (default 1000)"},
+        {.name = "--mode", .kind = CLI_FN, .dst = &fo, .fn = parse_mode, .arg = "M",
+         .help = "uniform | long | deep | wide | edge | mixed (default mixed:\n"
+                 "document i takes the i-th mode in turn)"},
+        {.name = "--max-tokens", .kind = CLI_INT, .dst = &fo.max_tokens, .lo = 0, .hi = 1000000,
+         .arg = "N", .help = "token budget per document (default 64); at the budget the\n"
+                             "grammar's shortest completion closes the document"},
+        {.name = "--seed", .kind = CLI_U64, .dst = &seed, .arg = "N",
+         .help = "(default 1); document i depends only on seed and i"},
+        CLI_GRAMMAR_OPTS(&go),
+        {.name = "--time-limit", .kind = CLI_DOUBLE, .dst = &tlimit, .dlo = 0, .dhi = 1e9,
+         .arg = "S", .help = "stop a schema's documents after S seconds (default none)"},
+        {.name = "--threads", .kind = CLI_INT, .dst = &fo.threads, .lo = 1, .hi = 64, .arg = "N",
+         .help = "sample each schema's documents on N threads (default 1)"},
+        {.name = "--shard", .kind = CLI_FN, .dst = shard, .fn = parse_shard, .arg = "K/N",
+         .help = "only the schemas whose position in the list is K modulo N"},
+        {.name = "--out", .kind = CLI_STR, .dst = &out_path, .arg = "FILE",
+         .help = "every document as a JSON line {\"schema\",\"index\",\"mode\",\n"
+                 "\"verdict\",\"doc\"} (for tools/oracle_jsonschema.py)"},
+        {.name = "--show", .kind = CLI_LONG, .dst = &show, .lo = 0, .hi = 1000000, .arg = "N",
+         .help = "print the first N refused documents (default 5)"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
+         .help = "tokenizer.json (default: ../shared/qwen3-tokenizer)"},
+    };
+    cli_spec spec = {
+        .cmd = "fuzzgen", .usage = "(--schema FILE ... | --schemas LIST) [options]",
+        .about = "Samples documents from each schema's grammar with a random stand-in for the model\n"
+                 "(no weights) and checks every one with strux's independent validator.  A document\n"
+                 "the validator refuses is a soundness bug: the exit status is then 1.\n"
+                 "--draft7 reads schemas without $schema as draft-07 (grammar and validator).\n",
+        .after = "Prints a line per schema with failures, and a summary line:\n"
+                 "  fuzzgen: S schemas (D declined), N documents: V valid, I invalid, ... in T s "
+                 "(R docs/s)\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc) {
+        rc = prc == CLI_EXIT_HELP ? 0 : 2;
+        goto done;
     }
+    n_files = schemas.n;
+    draft7 = go.draft7;
+    fo.seed = seed;
+    long shard_k = shard[0], shard_n = shard[1];
     if (!n_files && !list) {
-        usage(stderr);
+        rc = cli_usage_error(&spec, "needs --schema FILE or --schemas LIST");
         goto done;
     }
     rc = 1;

@@ -17,33 +17,9 @@
 
 #include "grammar/fuzzgen/fuzzgen.h"
 #include "grammar/fuzzgen/schemagen.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: strux fuzzschema [options]\n\n"
-            "Makes random schemas (recursion through $ref, oneOf/anyOf/allOf/not, optional-only\n"
-            "objects, patternProperties, patterns, formats, uniqueItems, contains, if/then/else,\n"
-            "dependent*, numbers with bounds and multipleOf), compiles each and samples\n"
-            "documents from its masks; every document must validate.  Exit status 1 on any\n"
-            "failure (slow compile or mask, refused document, matcher error).\n\n"
-            "  --seed N           run seed (default 1); schema i depends only on seed and i\n"
-            "  --count N          schemas (default 1000000: until --time-limit)\n"
-            "  --time-limit S     stop making schemas after S seconds (default 5)\n"
-            "  --docs N           documents per schema (default 12)\n"
-            "  --size N           schema size 1..8 (default 3)\n"
-            "  --compile-ms N     a slower compile is a failure (default 1000)\n"
-            "  --mask-ms N        a slower first mask or mean mask is a failure (default 50)\n"
-            "  --fixtures DIR     run every DIR/*.json (regression cases) first\n"
-            "  --out-dir DIR      write each failing schema there as fail-SEED-I.json\n"
-            "  --verbose          a line per schema\n"
-            "  --tokenizer PATH   tokenizer.json (default: ../shared/qwen3-tokenizer)\n\n"
-            "Summary line:\n"
-            "  fuzzschema: S schemas (D declined, C compiled), N documents, F failures; slowest\n"
-            "  compile X ms, slowest mask Y ms, in T s\n");
-}
 
 typedef struct fz {
     const sx_vocab *v;
@@ -171,59 +147,48 @@ int cmd_fuzzschema(int argc, char **argv)
 {
     const char *tok_path = NULL, *fixtures = NULL;
     unsigned long long seed = 1;
-    long count = 1000000, l;
+    long count = 1000000;
     double tlimit = 5;
     int size = 3;
     fz z = {.compile_ms = 1000, .mask_ms = 50, .docs = 12};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--verbose")) {
-            z.verbose = 1;
-            continue;
-        }
-        if (!val) {
-            fprintf(stderr, "strux fuzzschema: %s needs a value\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--tokenizer")) {
-            tok_path = val;
-        } else if (!strcmp(a, "--fixtures")) {
-            fixtures = val;
-        } else if (!strcmp(a, "--out-dir")) {
-            z.out_dir = val;
-        } else if (!strcmp(a, "--seed")) {
-            if (tool_parse_u64("fuzzschema", a, val, &seed))
-                return 2;
-        } else if (!strcmp(a, "--count")) {
-            if (tool_parse_long("fuzzschema", a, val, 0, 1000000000L, &count))
-                return 2;
-        } else if (!strcmp(a, "--docs")) {
-            if (tool_parse_long("fuzzschema", a, val, 0, 100000, &l))
-                return 2;
-            z.docs = (int)l;
-        } else if (!strcmp(a, "--size")) {
-            if (tool_parse_long("fuzzschema", a, val, 1, 8, &l))
-                return 2;
-            size = (int)l;
-        } else if (!strcmp(a, "--compile-ms")) {
-            if (tool_parse_double("fuzzschema", a, val, &z.compile_ms) || z.compile_ms <= 0)
-                return 2;
-        } else if (!strcmp(a, "--mask-ms")) {
-            if (tool_parse_double("fuzzschema", a, val, &z.mask_ms) || z.mask_ms <= 0)
-                return 2;
-        } else if (!strcmp(a, "--time-limit")) {
-            if (tool_parse_double("fuzzschema", a, val, &tlimit) || tlimit < 0)
-                return 2;
-        } else {
-            fprintf(stderr, "strux fuzzschema: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    cli_opt opts[] = {
+        {.name = "--seed", .kind = CLI_U64, .dst = &seed, .arg = "N",
+         .help = "run seed (default 1); schema i depends only on seed and i"},
+        {.name = "--count", .kind = CLI_LONG, .dst = &count, .lo = 0, .hi = 1000000000L,
+         .arg = "N", .help = "schemas (default 1000000: until --time-limit)"},
+        {.name = "--time-limit", .kind = CLI_DOUBLE, .dst = &tlimit, .dlo = 0, .dhi = 1e9,
+         .arg = "S", .help = "stop making schemas after S seconds (default 5)"},
+        {.name = "--docs", .kind = CLI_INT, .dst = &z.docs, .lo = 0, .hi = 100000, .arg = "N",
+         .help = "documents per schema (default 12)"},
+        {.name = "--size", .kind = CLI_INT, .dst = &size, .lo = 1, .hi = 8, .arg = "N",
+         .help = "schema size 1..8 (default 3)"},
+        {.name = "--compile-ms", .kind = CLI_DOUBLE, .dst = &z.compile_ms, .dlo = 1e-3,
+         .dhi = 1e9, .arg = "N", .help = "a slower compile is a failure (default 1000)"},
+        {.name = "--mask-ms", .kind = CLI_DOUBLE, .dst = &z.mask_ms, .dlo = 1e-3, .dhi = 1e9,
+         .arg = "N", .help = "a slower first mask or mean mask is a failure (default 50)"},
+        {.name = "--fixtures", .kind = CLI_STR, .dst = &fixtures, .arg = "DIR",
+         .help = "run every DIR/*.json (regression cases) first"},
+        {.name = "--out-dir", .kind = CLI_STR, .dst = &z.out_dir, .arg = "DIR",
+         .help = "write each failing schema there as fail-SEED-I.json"},
+        {.name = "--verbose", .kind = CLI_FLAG, .dst = &z.verbose, .help = "a line per schema"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
+         .help = "tokenizer.json (default: ../shared/qwen3-tokenizer)"},
+    };
+    cli_spec spec = {
+        .cmd = "fuzzschema", .usage = "[options]",
+        .about = "Makes random schemas (recursion through $ref, oneOf/anyOf/allOf/not, optional-only\n"
+                 "objects, patternProperties, patterns, formats, uniqueItems, contains, if/then/else,\n"
+                 "dependent*, numbers with bounds and multipleOf), compiles each and samples\n"
+                 "documents from its masks; every document must validate.  Exit status 1 on any\n"
+                 "failure (slow compile or mask, refused document, matcher error).\n",
+        .after = "Summary line:\n"
+                 "  fuzzschema: S schemas (D declined, C compiled), N documents, F failures; slowest\n"
+                 "  compile X ms, slowest mask Y ms, in T s\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
     sx_tokenizer *tok = NULL;
     sx_vocab *v = NULL;
     if (tool_load("fuzzschema", tok_path, NULL, &tok, &v))

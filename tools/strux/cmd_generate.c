@@ -14,80 +14,27 @@
 #include "engine/model/model.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/gen_beam_cli.h"
 #include "tools/strux/tool_common.h"
 
-static void usage(FILE *f)
+/* --speculate MODE (dst: sx_gen_params) */
+static int parse_speculate(void *dst, const char *val, char *why, size_t cap)
 {
-    fprintf(f,
-        "usage: strux generate --model DIR --prompt TEXT [options]\n\n"
-        "Runs Qwen3 (thinking disabled) on the CPU and streams the assistant's reply.\n"
-        "With --schema the reply is constrained token by token to JSON that validates\n"
-        "against the schema, and is closed in time when --max-tokens is tight.\n\n"
-        "input:\n"
-        "  --model DIR          Hugging Face Qwen3 directory (config.json, *.safetensors,\n"
-        "                       tokenizer.json); `strux model random` writes a stand-in\n"
-        "  --prompt TEXT        the user turn (or --prompt-file FILE)\n"
-        "  --system TEXT        a system turn\n"
-        "constraint (at most one):\n"
-        "  --schema FILE        JSON Schema the reply must validate against\n"
-        "  --choices a,b,c      the reply is exactly one of these labels\n"
-        "  --regex RE           the reply matches this regular expression\n"
-        "  --json-object        the reply is any JSON object\n"
-        "  --compact            no whitespace between JSON tokens (default: up to 4)\n"
-        "sampling:\n"
-        "  --max-tokens N       completion budget (default 256)\n"
-        "  --temperature T      0 = greedy (default 0)\n"
-        "  --top-p P            nucleus: the smallest set of probability >= P, in (0, 1]\n"
-        "  --top-k K            keep the K most likely tokens (0 = off)\n"
-        "  --min-p M            drop tokens below M x the top probability, in [0, 1)\n"
-        "  --repetition-penalty R\n"
-        "                       > 1 makes tokens already in the context less likely\n"
-        "  --no-repeat-ngram N  never repeat an N-gram of the reply (0 = off)\n"
-        "  --seed N             sampling seed (default 0): same seed, same reply\n"
-        "  --n N                N replies (1..16) from one prefill of the prompt: reply i\n"
-        "                       samples with seed + i, so it equals --seed (seed + i) alone\n"
-        "speculative decoding (same reply, faster when drafts are right):\n"
-        "  --speculate MODE     off (default), ngram (drafts copied from the prompt and\n"
-        "                       the reply so far) or draft (a draft model's greedy tokens)\n"
-        "  --draft-k K          tokens drafted per step, verified in one pass (1..16, 4)\n"
-        "  --draft-model DIR    the draft model: a smaller Qwen3 with the same tokenizer\n"
-        "beam search (Hugging Face generate(num_beams=B, do_sample=False) semantics):\n"
-        "  --beams B            B beams (1..64) over one prefill; with a grammar each beam\n"
-        "                       has its own matcher and every sequence validates; not\n"
-        "                       with sampling options, --n, --stream or --top-logprobs\n"
-        "  --length-penalty L   a finished sequence scores sum_logprob / length^L (default 1)\n"
-        "  --return N           print the N (1..B) best sequences (default 1)\n"
-        "  --early-stopping E   true (stop once B are finished), false (default: stop\n"
-        "                       when no running beam can do better) or never\n"
-        "output:\n"
-        "  --stream             print tokens as they are generated (default: at the end)\n"
-        "  --print-ids          also print the generated token ids on one line\n"
-        "  --top-logprobs N     after the reply, a line per token: its index, id, piece,\n"
-        "                       log-prob (or 'forced') and the N (<= 20) most likely\n"
-        "engine:\n"
-        "  --device D           cpu (default), cuda or cuda:N (a build with CUDA)\n"
-        "  --threads N          CPU threads (default: all)\n"
-        "  --int8               quantise weights to int8 at start-up\n"
-        "  --q4                 quantise weights to 4 bits (a scale per 32 values) at\n"
-        "                       start-up: the fastest decode, the largest quality cost\n"
-        "                       (docs/BENCHMARKS.md)\n"
-        "                       Quantised checkpoints load as their config.json says:\n"
-        "                       AWQ stays 4-bit (these flags then apply to lm_head only),\n"
-        "                       FP8 becomes bf16, or int8 / q4 with these flags\n"
-        "  --bf16-act           round activations to bf16 in prefill-sized matrix\n"
-        "                       products and in prefill attention: faster prefill on\n"
-        "                       AVX512-BF16 CPUs without AMX,\n"
-        "                       logits change slightly (docs/BENCHMARKS.md)\n"
-        "  --kv-bf16            keep the KV cache in bf16: half its memory and less to\n"
-        "                       read per decoded token; logits change slightly\n"
-        "  --dense-logits       compute every logit even where the grammar allows only a\n"
-        "                       few tokens (by default the LM head skips the rest); same\n"
-        "                       reply, slower: for comparisons\n\n"
-        "Timings (TTFT, prefill and decode tokens/s) go to stderr, and with a grammar how\n"
-        "much of the LM head its masks let the engine skip.  Exit status 0 when\n"
-        "a reply was produced (and validates, with --schema), 1 otherwise, 2 on usage.\n");
+    if ((((sx_gen_params *)dst)->speculate = sx_gen_speculate_parse(val)) >= 0)
+        return 0;
+    snprintf(why, cap, "is not off, ngram or draft");
+    return -1;
+}
+
+/* --early-stopping E (dst: gen_beam_cli_opts) */
+static int parse_early(void *dst, const char *val, char *why, size_t cap)
+{
+    if ((((gen_beam_cli_opts *)dst)->early = gen_beam_cli_early(val)) >= 0)
+        return 0;
+    snprintf(why, cap, "is not true, false or never");
+    return -1;
 }
 
 /* The draft model of --speculate draft: its own engine (same options, a
@@ -306,109 +253,127 @@ int cmd_generate(int argc, char **argv)
     int top_logprobs = 0, n_replies = 1, sampling_set = 0;
     const char *draft_dir = NULL, *device = "cpu";
     gen_beam_cli_opts bo = {.ret = 1, .length_penalty = 1.0f, .early = SX_BEAM_EARLY_FALSE};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        static const char *const flags[] = { "--json-object", "--compact", "--stream", "--print-ids",
-                                             "--int8", "--bf16-act", "--kv-bf16",
-                                             "--dense-logits", "--q4" };
-        int is_flag = 0;
-        for (size_t f = 0; f < sizeof flags / sizeof *flags; f++)
-            is_flag |= !strcmp(a, flags[f]);
-        if (is_flag) {
-            json_object |= !strcmp(a, "--json-object");
-            compact |= !strcmp(a, "--compact");
-            stream |= !strcmp(a, "--stream");
-            print_ids |= !strcmp(a, "--print-ids");
-            int8 |= !strcmp(a, "--int8");
-            q4 |= !strcmp(a, "--q4");
-            bf16act |= !strcmp(a, "--bf16-act");
-            kvbf16 |= !strcmp(a, "--kv-bf16");
-            dense |= !strcmp(a, "--dense-logits");
-            continue;
-        }
-        if (strncmp(a, "--", 2) || !strcmp(a, "--")) {
-            fprintf(stderr, "strux generate: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "strux generate: %s needs a value (or is unknown: see --help)\n", a);
-            return 2;
-        }
-        const char *val = argv[++i];
-        long n;
-        double x;
-        unsigned long long u;
-        int bad = 0;
-        /* what beam search refuses (--temperature 0 is greedy: not sampling) */
-        static const char *const sampling_opts[] = { "--temperature", "--top-p", "--top-k", "--min-p",
-                                                     "--repetition-penalty", "--no-repeat-ngram" };
-        for (size_t k = 0; k < sizeof sampling_opts / sizeof *sampling_opts; k++)
-            if (!strcmp(a, sampling_opts[k]))
-                sampling_set |= strcmp(a, "--temperature") || atof(val) > 0;
-        if (!strcmp(a, "--model")) model_dir = val;
-        else if (!strcmp(a, "--prompt")) prompt = val;
-        else if (!strcmp(a, "--prompt-file")) prompt_file = val;
-        else if (!strcmp(a, "--system")) system = val;
-        else if (!strcmp(a, "--schema")) schema_path = val;
-        else if (!strcmp(a, "--choices")) choices = val;
-        else if (!strcmp(a, "--regex")) regex = val;
-        else if (!strcmp(a, "--max-tokens"))
-            bad = tool_parse_long("generate", a, val, 1, 1 << 24, &n) || (gp.max_tokens = (int)n, 0);
-        else if (!strcmp(a, "--beams"))
-            bad = tool_parse_long("generate", a, val, 1, SX_BEAM_MAX, &n) || (bo.beams = (int)n, 0);
-        else if (!strcmp(a, "--return"))
-            bad = tool_parse_long("generate", a, val, 1, SX_BEAM_MAX, &n) || (bo.ret = (int)n, 0);
-        else if (!strcmp(a, "--length-penalty"))
-            bad = tool_parse_double("generate", a, val, &x) || (bo.length_penalty = (float)x, 0);
-        else if (!strcmp(a, "--early-stopping")) {
-            if ((bo.early = gen_beam_cli_early(val)) < 0) {
-                fprintf(stderr, "strux generate: --early-stopping takes true, false or never\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--top-k"))
-            bad = tool_parse_long("generate", a, val, 0, 1 << 30, &n) || (gp.sampling.top_k = (int)n, 0);
-        else if (!strcmp(a, "--no-repeat-ngram"))
-            bad = tool_parse_long("generate", a, val, 0, 64, &n) || (gp.sampling.no_repeat_ngram = (int)n, 0);
-        else if (!strcmp(a, "--top-logprobs"))
-            bad = tool_parse_long("generate", a, val, 0, SX_SAMPLER_MAX_TOPN, &n) || (top_logprobs = (int)n, 0);
-        else if (!strcmp(a, "--n"))
-            bad = tool_parse_long("generate", a, val, 1, GEN_MAX_N, &n) || (n_replies = (int)n, 0);
-        else if (!strcmp(a, "--speculate"))
-            bad = (gp.speculate = sx_gen_speculate_parse(val)) < 0 &&
-                  (fprintf(stderr, "strux generate: --speculate takes off, ngram or draft\n"), 1);
-        else if (!strcmp(a, "--draft-k"))
-            bad = tool_parse_long("generate", a, val, 1, 16, &n) || (gp.draft_k = (int)n, 0);
-        else if (!strcmp(a, "--draft-model")) draft_dir = val;
-        else if (!strcmp(a, "--device")) device = val;
-        else if (!strcmp(a, "--threads"))
-            bad = tool_parse_long("generate", a, val, 0, 1024, &n) || (threads = (int)n, 0);
-        else if (!strcmp(a, "--seed"))
-            bad = tool_parse_u64("generate", a, val, &u) || (gp.sampling.seed = u, 0);
-        else if (!strcmp(a, "--temperature"))
-            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.temperature = (float)x, 0);
-        else if (!strcmp(a, "--top-p"))
-            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.top_p = (float)x, 0);
-        else if (!strcmp(a, "--min-p"))
-            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.min_p = (float)x, 0);
-        else if (!strcmp(a, "--repetition-penalty"))
-            bad = tool_parse_double("generate", a, val, &x) || (gp.sampling.repetition_penalty = (float)x, 0);
-        else {
-            fprintf(stderr, "strux generate: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (bad)
-            return 2;
-    }
+    unsigned long long seed_arg = gp.sampling.seed;
+    cli_opt opts[] = {
+        {.kind = CLI_SECTION, .help = "input:"},
+        {.name = "--model", .kind = CLI_STR, .dst = &model_dir, .arg = "DIR",
+         .help = "Hugging Face Qwen3 directory (config.json, *.safetensors,\n"
+                 "tokenizer.json); `strux model random` writes a stand-in"},
+        {.name = "--prompt", .kind = CLI_STR, .dst = &prompt, .arg = "TEXT",
+         .help = "the user turn (or --prompt-file FILE)"},
+        {.name = "--prompt-file", .kind = CLI_STR, .dst = &prompt_file, .arg = "FILE",
+         .help = "the user turn, read from FILE"},
+        {.name = "--system", .kind = CLI_STR, .dst = &system, .arg = "TEXT", .help = "a system turn"},
+        {.kind = CLI_SECTION, .help = "constraint (at most one):"},
+        {.name = "--schema", .kind = CLI_STR, .dst = &schema_path, .arg = "FILE",
+         .help = "JSON Schema the reply must validate against"},
+        {.name = "--choices", .kind = CLI_STR, .dst = &choices, .arg = "a,b,c",
+         .help = "the reply is exactly one of these labels"},
+        {.name = "--regex", .kind = CLI_STR, .dst = &regex, .arg = "RE",
+         .help = "the reply matches this regular expression"},
+        {.name = "--json-object", .kind = CLI_FLAG, .dst = &json_object,
+         .help = "the reply is any JSON object"},
+        {.name = "--compact", .kind = CLI_FLAG, .dst = &compact,
+         .help = "no whitespace between JSON tokens (default: up to 4)"},
+        {.kind = CLI_SECTION, .help = "sampling:"},
+        {.name = "--max-tokens", .kind = CLI_INT, .dst = &gp.max_tokens, .lo = 1, .hi = 1 << 24,
+         .arg = "N", .help = "completion budget (default 256)"},
+        {.name = "--temperature", .kind = CLI_FLOAT, .dst = &gp.sampling.temperature, .arg = "T",
+         .help = "0 = greedy (default 0)"},
+        {.name = "--top-p", .kind = CLI_FLOAT, .dst = &gp.sampling.top_p, .arg = "P",
+         .help = "nucleus: the smallest set of probability >= P, in (0, 1]"},
+        {.name = "--top-k", .kind = CLI_INT, .dst = &gp.sampling.top_k, .lo = 0, .hi = 1 << 30,
+         .arg = "K", .help = "keep the K most likely tokens (0 = off)"},
+        {.name = "--min-p", .kind = CLI_FLOAT, .dst = &gp.sampling.min_p, .arg = "M",
+         .help = "drop tokens below M x the top probability, in [0, 1)"},
+        {.name = "--repetition-penalty", .kind = CLI_FLOAT,
+         .dst = &gp.sampling.repetition_penalty, .arg = "R",
+         .help = "> 1 makes tokens already in the context less likely"},
+        {.name = "--no-repeat-ngram", .kind = CLI_INT, .dst = &gp.sampling.no_repeat_ngram,
+         .lo = 0, .hi = 64, .arg = "N", .help = "never repeat an N-gram of the reply (0 = off)"},
+        {.name = "--seed", .kind = CLI_U64, .dst = &seed_arg, .arg = "N",
+         .help = "sampling seed (default 0): same seed, same reply"},
+        {.name = "--n", .kind = CLI_INT, .dst = &n_replies, .lo = 1, .hi = GEN_MAX_N, .arg = "N",
+         .help = "N replies (1..16) from one prefill of the prompt: reply i\n"
+                 "samples with seed + i, so it equals --seed (seed + i) alone"},
+        {.kind = CLI_SECTION, .help = "speculative decoding (same reply, faster when drafts are right):"},
+        {.name = "--speculate", .kind = CLI_FN, .dst = &gp, .fn = parse_speculate, .arg = "MODE",
+         .help = "off (default), ngram (drafts copied from the prompt and\n"
+                 "the reply so far) or draft (a draft model's greedy tokens)"},
+        {.name = "--draft-k", .kind = CLI_INT, .dst = &gp.draft_k, .lo = 1, .hi = 16, .arg = "K",
+         .help = "tokens drafted per step, verified in one pass (1..16, 4)"},
+        {.name = "--draft-model", .kind = CLI_STR, .dst = &draft_dir, .arg = "DIR",
+         .help = "the draft model: a smaller Qwen3 with the same tokenizer"},
+        {.kind = CLI_SECTION,
+         .help = "beam search (Hugging Face generate(num_beams=B, do_sample=False) semantics):"},
+        {.name = "--beams", .kind = CLI_INT, .dst = &bo.beams, .lo = 1, .hi = SX_BEAM_MAX,
+         .arg = "B", .help = "B beams (1..64) over one prefill; with a grammar each beam\n"
+                             "has its own matcher and every sequence validates; not\n"
+                             "with sampling options, --n, --stream or --top-logprobs"},
+        {.name = "--length-penalty", .kind = CLI_FLOAT, .dst = &bo.length_penalty, .arg = "L",
+         .help = "a finished sequence scores sum_logprob / length^L (default 1)"},
+        {.name = "--return", .kind = CLI_INT, .dst = &bo.ret, .lo = 1, .hi = SX_BEAM_MAX,
+         .arg = "N", .help = "print the N (1..B) best sequences (default 1)"},
+        {.name = "--early-stopping", .kind = CLI_FN, .dst = &bo, .fn = parse_early, .arg = "E",
+         .help = "true (stop once B are finished), false (default: stop\n"
+                 "when no running beam can do better) or never"},
+        {.kind = CLI_SECTION, .help = "output:"},
+        {.name = "--stream", .kind = CLI_FLAG, .dst = &stream,
+         .help = "print tokens as they are generated (default: at the end)"},
+        {.name = "--print-ids", .kind = CLI_FLAG, .dst = &print_ids,
+         .help = "also print the generated token ids on one line"},
+        {.name = "--top-logprobs", .kind = CLI_INT, .dst = &top_logprobs, .lo = 0,
+         .hi = SX_SAMPLER_MAX_TOPN, .arg = "N",
+         .help = "after the reply, a line per token: its index, id, piece,\n"
+                 "log-prob (or 'forced') and the N (<= 20) most likely"},
+        {.kind = CLI_SECTION, .help = "engine:"},
+        {.name = "--device", .kind = CLI_STR, .dst = &device, .arg = "D",
+         .help = "cpu (default), cuda or cuda:N (a build with CUDA)"},
+        {.name = "--threads", .kind = CLI_INT, .dst = &threads, .lo = 0, .hi = 1024, .arg = "N",
+         .help = "CPU threads (default: all)"},
+        {.name = "--int8", .kind = CLI_FLAG, .dst = &int8,
+         .help = "quantise weights to int8 at start-up"},
+        {.name = "--q4", .kind = CLI_FLAG, .dst = &q4,
+         .help = "quantise weights to 4 bits (a scale per 32 values) at\n"
+                 "start-up: the fastest decode, the largest quality cost\n"
+                 "(docs/BENCHMARKS.md)\n"
+                 "Quantised checkpoints load as their config.json says:\n"
+                 "AWQ stays 4-bit (these flags then apply to lm_head only),\n"
+                 "FP8 becomes bf16, or int8 / q4 with these flags"},
+        {.name = "--bf16-act", .kind = CLI_FLAG, .dst = &bf16act,
+         .help = "round activations to bf16 in prefill-sized matrix\n"
+                 "products and in prefill attention: faster prefill on\n"
+                 "AVX512-BF16 CPUs without AMX,\n"
+                 "logits change slightly (docs/BENCHMARKS.md)"},
+        {.name = "--kv-bf16", .kind = CLI_FLAG, .dst = &kvbf16,
+         .help = "keep the KV cache in bf16: half its memory and less to\n"
+                 "read per decoded token; logits change slightly"},
+        {.name = "--dense-logits", .kind = CLI_FLAG, .dst = &dense,
+         .help = "compute every logit even where the grammar allows only a\n"
+                 "few tokens (by default the LM head skips the rest); same\n"
+                 "reply, slower: for comparisons"},
+    };
+    cli_spec spec = {
+        .cmd = "generate", .usage = "--model DIR --prompt TEXT [options]",
+        .about = "Runs Qwen3 (thinking disabled) on the CPU and streams the assistant's reply.\n"
+                 "With --schema the reply is constrained token by token to JSON that validates\n"
+                 "against the schema, and is closed in time when --max-tokens is tight.\n",
+        .after = "Timings (TTFT, prefill and decode tokens/s) go to stderr, and with a grammar how\n"
+                 "much of the LM head its masks let the engine skip.  Exit status 0 when\n"
+                 "a reply was produced (and validates, with --schema), 1 otherwise, 2 on usage.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    gp.sampling.seed = seed_arg;
+    /* what beam search refuses (--temperature 0 is greedy: not sampling) */
+    sampling_set = cli_seen(&spec, "--top-p") || cli_seen(&spec, "--top-k") ||
+                   cli_seen(&spec, "--min-p") || cli_seen(&spec, "--repetition-penalty") ||
+                   cli_seen(&spec, "--no-repeat-ngram") ||
+                   (cli_seen(&spec, "--temperature") && gp.sampling.temperature > 0);
     if (!model_dir || (!prompt && !prompt_file) || (prompt && prompt_file)) {
-        fprintf(stderr, "strux generate: --model and one of --prompt/--prompt-file are required\n");
-        usage(stderr);
-        return 2;
+        return cli_usage_error(&spec, "--model and one of --prompt/--prompt-file are required");
     }
     if (!!schema_path + !!choices + !!regex + json_object > 1) {
         fprintf(stderr, "strux generate: give at most one of --schema, --choices, --regex, --json-object\n");

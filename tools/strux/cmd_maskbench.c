@@ -17,36 +17,9 @@
 #include "common/sx_pyjson.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: strux maskbench [--threads N] [--timeout-ms N] [--out results.jsonl]\n"
-            "                       [--tokenizer PATH] [--max-ws N] [--quiet] FILE...\n\n"
-            "Runs MaskBench schema files the published way: compile each schema (time to\n"
-            "first mask, TTFM = compile + first mask), then for every test instance, its\n"
-            "data written as Python's json.dumps(ensure_ascii=False) and tokenized with the\n"
-            "Qwen3 tokenizer, compute the full token mask before every token (time between\n"
-            "masks, TBM), check the token is allowed and accept it; at the end the\n"
-            "end-of-turn token must be allowed.  A schema passes when every valid instance\n"
-            "is accepted and every invalid one rejected; accepting an invalid instance is an\n"
-            "invalidation error (unsound), rejecting a valid one a validation error.\n"
-            "An instance the tokenizer cannot encode is left out of both and counted as\n"
-            "untokenizable; a token the mask allowed but the matcher then refused is a\n"
-            "matcher inconsistency (a bug, whichever way the instance was meant to go).\n"
-            "Both are counted in the summary and per schema.\n\n"
-            "  --threads N      schemas run in parallel, each in its own process (default 1)\n"
-            "  --timeout-ms N   per schema, compile and all instances (default 60000)\n"
-            "  --out FILE       one JSON line per schema with its outcome\n"
-            "  --max-ws N       whitespace run allowed between JSON tokens (default 4)\n"
-            "  --quiet          no progress on stderr\n\n"
-            "The last line on stdout is the summary: {\"schemas\",\"passing\",\"compile_error\",\n"
-            "\"validation_error\",\"invalidation_error\",\"crash\",\"timeout\",\"tokens\",\n"
-            "\"instances\",\"untokenizable\",\"inconsistent\",\"inconsistent_schemas\",\n"
-            "\"ttfm_us\":{p50,p90,p99,max},\"tbm_us\":{avg,p50,p90,p99,p999,max}}.\n");
-}
 
 typedef struct dvec {
     double *v;
@@ -250,7 +223,7 @@ static void record(tally *t, const char *file, const char *status, json_t *r)
     }
 }
 
-static void finish_slot(tally *t, slot *s, char **files, int timed_out)
+static void finish_slot(tally *t, slot *s, const char **files, int timed_out)
 {
     int st = 0;
     if (timed_out)
@@ -283,43 +256,50 @@ int cmd_maskbench(int argc, char **argv)
     const char *out_path = NULL, *tok_path = NULL;
     sx_gr_opts o;
     sx_gr_opts_default(&o);
-    int first_file = argc;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--threads") && i + 1 < argc) {
-            threads = atoi(argv[++i]);
-        } else if (!strcmp(a, "--timeout-ms") && i + 1 < argc) {
-            timeout_ms = atol(argv[++i]);
-        } else if (!strcmp(a, "--out") && i + 1 < argc) {
-            out_path = argv[++i];
-        } else if (!strcmp(a, "--tokenizer") && i + 1 < argc) {
-            tok_path = argv[++i];
-        } else if (!strcmp(a, "--max-ws") && i + 1 < argc) {
-            o.max_ws = atoi(argv[++i]);
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (a[0] == '-' && a[1] == '-') {
-            fprintf(stderr, "strux maskbench: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        } else {
-            first_file = i;
-            break;
-        }
+    cli_opt opts[] = {
+        {.name = "--threads", .kind = CLI_INT, .dst = &threads, .lo = 1, .hi = 256, .arg = "N",
+         .help = "schemas run in parallel, each in its own process (default 1)"},
+        {.name = "--timeout-ms", .kind = CLI_LONG, .dst = &timeout_ms, .lo = 1, .hi = 86400000L,
+         .arg = "N", .help = "per schema, compile and all instances (default 60000)"},
+        {.name = "--out", .kind = CLI_STR, .dst = &out_path, .arg = "FILE",
+         .help = "one JSON line per schema with its outcome"},
+        CLI_GRAMMAR_OPTS(&o),
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
+         .help = "tokenizer.json (default: from ../shared)"},
+        {.name = "--quiet", .kind = CLI_FLAG, .dst = &quiet, .help = "no progress on stderr"},
+    };
+    cli_spec spec = {
+        .cmd = "maskbench", .usage = "[options] FILE...",
+        .about = "Runs MaskBench schema files the published way: compile each schema (time to\n"
+                    "first mask, TTFM = compile + first mask), then for every test instance, its\n"
+                    "data written as Python's json.dumps(ensure_ascii=False) and tokenized with the\n"
+                    "Qwen3 tokenizer, compute the full token mask before every token (time between\n"
+                    "masks, TBM), check the token is allowed and accept it; at the end the\n"
+                    "end-of-turn token must be allowed.  A schema passes when every valid instance\n"
+                    "is accepted and every invalid one rejected; accepting an invalid instance is an\n"
+                    "invalidation error (unsound), rejecting a valid one a validation error.\n"
+                    "An instance the tokenizer cannot encode is left out of both and counted as\n"
+                    "untokenizable; a token the mask allowed but the matcher then refused is a\n"
+                    "matcher inconsistency (a bug, whichever way the instance was meant to go).\n"
+                    "Both are counted in the summary and per schema.\n",
+        .after = "The last line on stdout is the summary: {\"schemas\",\"passing\",\"compile_error\",\n"
+                    "\"validation_error\",\"invalidation_error\",\"crash\",\"timeout\",\"tokens\",\n"
+                    "\"instances\",\"untokenizable\",\"inconsistent\",\"inconsistent_schemas\",\n"
+                    "\"ttfm_us\":{p50,p90,p99,max},\"tbm_us\":{avg,p50,p90,p99,p999,max}}.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = -1,
+    };
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    int nfiles = 0, prc = files ? cli_parse(&spec, argc, argv, files, &nfiles) : 1;
+    if (prc || !nfiles) {
+        free(files);
+        return prc == CLI_EXIT_HELP ? 0 : prc ? 2 : cli_usage_error(&spec, "needs FILE...");
     }
-    if (first_file >= argc || threads < 1 || threads > 256 || timeout_ms < 1) {
-        usage(stderr);
-        return 2;
-    }
-    char **files = argv + first_file;
-    int nfiles = argc - first_file;
     sx_tokenizer *tok;
     sx_vocab *v;
-    if (tool_load("maskbench", tok_path, NULL, &tok, &v))
+    if (tool_load("maskbench", tok_path, NULL, &tok, &v)) {
+        free(files);
         return 1;
+    }
     tally t = {0};
     if (out_path && !(t.out = fopen(out_path, "w"))) {
         fprintf(stderr, "strux maskbench: cannot write %s: %s\n", out_path, strerror(errno));
@@ -417,6 +397,7 @@ int cmd_maskbench(int argc, char **argv)
     free(t.tbm.v);
     free(slots);
     free(pfd);
+    free(files);
     sx_vocab_free(v);
     sx_tok_free(tok);
     return 0;

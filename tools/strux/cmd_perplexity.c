@@ -12,58 +12,11 @@
 #include "engine/cpu/engine.h"
 #include "engine/model/model.h"
 #include "engine/perplexity.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
 
 #define MAX_TEXT ((size_t)1 << 30)
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: strux perplexity --model DIR [--window 1024] [--stride 512] [options] FILE\n\n"
-        "Scores FILE (UTF-8 text, '-' for stdin; tokenized as plain text, so added-token\n"
-        "text such as <|im_end|> is ordinary characters) with a Qwen3 model (on the CPU unless --device),\n"
-        "as in the Hugging Face perplexity guide: windows of --window tokens start every\n"
-        "--stride tokens; the first window scores all its tokens but the first, each later\n"
-        "window only the tokens past the previous window's end, so each token is scored\n"
-        "once with at least window - stride tokens of context.\n\n"
-        "  --model DIR        Hugging Face Qwen3 directory (config.json, *.safetensors,\n"
-        "                     tokenizer.json)\n"
-        "  --window N         tokens per window (default 1024, at least 2)\n"
-        "  --stride N         tokens between window starts, 1 .. window (default 512)\n"
-        "  --max-tokens N     score only the first N tokens of the file\n"
-        "  --device D         cpu (default), cuda or cuda:N (a build with CUDA)\n"
-        "  --threads N        CPU threads (default: all)\n"
-        "  --int8             quantise weights to int8 at start-up\n"
-        "  --q4               quantise weights to 4 bits (a scale per 32 values) at start-up\n"
-        "                     (an AWQ checkpoint stays 4-bit: these apply to lm_head only;\n"
-        "                     FP8 is dequantised to bf16, then quantised as asked)\n"
-        "  --kl-to bf16       also run the bf16-weight model over the same windows and\n"
-        "                     print the mean KL divergence KL(bf16 || this) per scored\n"
-        "                     token, in nats, and how often both pick the same top token\n"
-        "  --bf16-act         round activations to bf16 in the windows' matrix products\n"
-        "                     (faster on AVX512-BF16 CPUs; measures what that costs)\n"
-        "  --kv-bf16          keep the KV cache in bf16 (measures what that costs)\n"
-        "  --tokenizer PATH   tokenizer.json (default: the model's, else ../shared's)\n\n"
-        "Prints perplexity = exp(mean negative log-likelihood per scored token), bits per\n"
-        "byte = total negative log-likelihood in bits / UTF-8 bytes of the scored tokens,\n"
-        "the tokens scored, window, stride and time.  Progress goes to stderr.\n"
-        "Exit status: 0 ok, 1 the file or model could not be used, 2 usage.\n");
-}
-
-static int parse_int(const char *opt, const char *s, long lo, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > INT_MAX) {
-        fprintf(stderr, "strux perplexity: %s needs an integer of at least %ld (got '%s')\n", opt,
-                lo, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
 
 typedef struct progress_state {
     double t0;
@@ -90,57 +43,61 @@ int cmd_perplexity(int argc, char **argv)
     long window = 1024, stride = 512, max_tokens = 0, threads = 0;
     int int8 = 0, q4 = 0, bf16act = 0, kvbf16 = 0, kl = 0;
     const char *device = "cpu";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--model") && more) {
-            model_dir = argv[++i];
-        } else if (!strcmp(a, "--tokenizer") && more) {
-            tok_path = argv[++i];
-        } else if (!strcmp(a, "--window") && more) {
-            if (parse_int(a, argv[++i], 2, &window))
-                return 2;
-        } else if (!strcmp(a, "--stride") && more) {
-            if (parse_int(a, argv[++i], 1, &stride))
-                return 2;
-        } else if (!strcmp(a, "--max-tokens") && more) {
-            if (parse_int(a, argv[++i], 2, &max_tokens))
-                return 2;
-        } else if (!strcmp(a, "--threads") && more) {
-            if (parse_int(a, argv[++i], 0, &threads))
-                return 2;
-        } else if (!strcmp(a, "--device") && more) {
-            device = argv[++i];
-        } else if (!strcmp(a, "--int8")) {
-            int8 = 1;
-        } else if (!strcmp(a, "--q4")) {
-            q4 = 1;
-        } else if (!strcmp(a, "--kl-to") && more) {
-            if (strcmp(argv[++i], "bf16")) {
-                fprintf(stderr, "strux perplexity: --kl-to takes bf16 (got '%s')\n", argv[i]);
-                return 2;
-            }
-            kl = 1;
-        } else if (!strcmp(a, "--bf16-act")) {
-            bf16act = 1;
-        } else if (!strcmp(a, "--kv-bf16")) {
-            kvbf16 = 1;
-        } else if ((a[0] != '-' || !strcmp(a, "-")) && !file) {
-            file = a;
-        } else {
-            fprintf(stderr, "strux perplexity: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model_dir || !file) {
-        fprintf(stderr, "strux perplexity: --model DIR and a FILE are required\n");
-        usage(stderr);
-        return 2;
-    }
+    static const char *const kl_to[] = {"bf16", NULL};
+    int kl_which = 0;
+    cli_opt opts[] = {
+        {.name = "--model", .kind = CLI_STR, .dst = &model_dir, .arg = "DIR",
+         .help = "Hugging Face Qwen3 directory (config.json, *.safetensors,\n"
+                 "tokenizer.json)"},
+        {.name = "--window", .kind = CLI_LONG, .dst = &window, .lo = 2, .hi = INT_MAX, .arg = "N",
+         .help = "tokens per window (default 1024, at least 2)"},
+        {.name = "--stride", .kind = CLI_LONG, .dst = &stride, .lo = 1, .hi = INT_MAX, .arg = "N",
+         .help = "tokens between window starts, 1 .. window (default 512)"},
+        {.name = "--max-tokens", .kind = CLI_LONG, .dst = &max_tokens, .lo = 2, .hi = INT_MAX,
+         .arg = "N", .help = "score only the first N tokens of the file"},
+        {.name = "--device", .kind = CLI_STR, .dst = &device, .arg = "D",
+         .help = "cpu (default), cuda or cuda:N (a build with CUDA)"},
+        {.name = "--threads", .kind = CLI_LONG, .dst = &threads, .lo = 0, .hi = INT_MAX, .arg = "N",
+         .help = "CPU threads (default: all)"},
+        {.name = "--int8", .kind = CLI_FLAG, .dst = &int8,
+         .help = "quantise weights to int8 at start-up"},
+        {.name = "--q4", .kind = CLI_FLAG, .dst = &q4,
+         .help = "quantise weights to 4 bits (a scale per 32 values) at start-up\n"
+                 "(an AWQ checkpoint stays 4-bit: these apply to lm_head only;\n"
+                 "FP8 is dequantised to bf16, then quantised as asked)"},
+        {.name = "--kl-to", .kind = CLI_ENUM, .dst = &kl_which, .choices = kl_to, .arg = "bf16",
+         .help = "also run the bf16-weight model over the same windows and\n"
+                 "print the mean KL divergence KL(bf16 || this) per scored\n"
+                 "token, in nats, and how often both pick the same top token"},
+        {.name = "--bf16-act", .kind = CLI_FLAG, .dst = &bf16act,
+         .help = "round activations to bf16 in the windows' matrix products\n"
+                 "(faster on AVX512-BF16 CPUs; measures what that costs)"},
+        {.name = "--kv-bf16", .kind = CLI_FLAG, .dst = &kvbf16,
+         .help = "keep the KV cache in bf16 (measures what that costs)"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
+         .help = "tokenizer.json (default: the model's, else ../shared's)"},
+    };
+    cli_spec spec = {
+        .cmd = "perplexity", .usage = "--model DIR [--window 1024] [--stride 512] [options] FILE",
+        .about = "Scores FILE (UTF-8 text, '-' for stdin; tokenized as plain text, so added-token\n"
+                 "text such as <|im_end|> is ordinary characters) with a Qwen3 model (on the CPU "
+                 "unless --device),\n"
+                 "as in the Hugging Face perplexity guide: windows of --window tokens start every\n"
+                 "--stride tokens; the first window scores all its tokens but the first, each later\n"
+                 "window only the tokens past the previous window's end, so each token is scored\n"
+                 "once with at least window - stride tokens of context.\n",
+        .after = "Prints perplexity = exp(mean negative log-likelihood per scored token), bits per\n"
+                 "byte = total negative log-likelihood in bits / UTF-8 bytes of the scored tokens,\n"
+                 "the tokens scored, window, stride and time.  Progress goes to stderr.\n"
+                 "Exit status: 0 ok, 1 the file or model could not be used, 2 usage.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 1,
+    };
+    int prc = cli_parse(&spec, argc, argv, &file, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    kl = cli_seen(&spec, "--kl-to") > 0;
+    if (!model_dir || !file)
+        return cli_usage_error(&spec, "--model DIR and a FILE are required");
     {
         sx_error derr;
         int drc = sx_backend_device_check(device, &derr);

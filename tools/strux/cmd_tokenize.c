@@ -5,37 +5,13 @@
 #include <string.h>
 
 #include "common/sx_file.h"
+#include "common/sx_utf8.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 
 #define MAX_INPUT ((size_t)1 << 30)
 
-static void tokenize_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: strux tokenize [--ids|--pieces] [--special] [--lossy] [--tokenizer PATH]\n"
-            "                      [--model DIR] < text\n\n"
-            "Reads all of stdin as one UTF-8 text and prints its Qwen3 token ids, space\n"
-            "separated on one line (--ids, the default), or its pieces one per line as quoted\n"
-            "strings with \\n \\t \\r \\\\ \\\" escapes and \\xNN for bytes that are not whole\n"
-            "UTF-8 characters (--pieces).\n\n"
-            "  --special    recognise added tokens such as <|im_end|> in the text; without it\n"
-            "               they are ordinary characters, as for any document or user text\n"
-            "  --lossy      replace invalid UTF-8 with U+FFFD instead of failing\n"
-            "  --tokenizer  tokenizer.json to use; else DIR/tokenizer.json from --model;\n"
-            "               else $STRUX_SHARED (or ../shared)/qwen3-tokenizer/tokenizer.json\n\n"
-            "Exit status: 0 ok, 1 bad input or tokenizer file, 2 usage.\n");
-}
-
-static void detokenize_usage(FILE *f)
-{
-    fprintf(f, "usage: strux detokenize [--tokenizer PATH] [--model DIR] < ids\n\n"
-               "Reads token ids (decimal, separated by white space) from stdin and writes the\n"
-               "bytes they stand for to stdout, added tokens as their text.  The output is\n"
-               "exactly the tokens' bytes, so ids that split a character give partial UTF-8.\n"
-               "The tokenizer file is found as for `strux tokenize`.\n\n"
-               "Exit status: 0 ok, 1 bad id or tokenizer file, 2 usage.\n");
-}
 
 static int load(const char *cmd, const char *path, const char *model, sx_tokenizer **tok)
 {
@@ -55,10 +31,9 @@ static void print_piece(const char *s, size_t n)
     putchar('"');
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        int whole = len > 1 && len <= n - i;
-        for (size_t k = 1; whole && k < len; k++)
-            whole = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+        uint32_t cp;
+        size_t len = sx_utf8_decode((const uint8_t *)s + i, n - i, &cp);
+        int whole = len > 1;
         if (c == '\n')
             fputs("\\n", stdout);
         else if (c == '\t')
@@ -85,28 +60,36 @@ int cmd_tokenize(int argc, char **argv)
     const char *path = NULL, *model = NULL;
     unsigned flags = 0;
     int pieces = 0, rc = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            tokenize_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--ids")) {
-            pieces = 0;
-        } else if (!strcmp(argv[i], "--pieces")) {
-            pieces = 1;
-        } else if (!strcmp(argv[i], "--special")) {
-            flags |= SX_TOK_SPECIAL;
-        } else if (!strcmp(argv[i], "--lossy")) {
-            flags |= SX_TOK_LOSSY;
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            path = argv[++i];
-        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
-            model = argv[++i];
-        } else {
-            fprintf(stderr, "strux tokenize: unexpected argument '%s'\n\n", argv[i]);
-            tokenize_usage(stderr);
-            return 2;
-        }
-    }
+    int special = 0, lossy = 0;
+    cli_opt opts[] = {
+        {.name = "--ids", .kind = CLI_SET, .dst = &pieces, .lo = 0,
+         .help = "token ids, space separated on one line (the default)"},
+        {.name = "--pieces", .kind = CLI_SET, .dst = &pieces, .lo = 1,
+         .help = "pieces one per line as quoted strings with \\n \\t \\r \\\\ \\\" escapes\n"
+                 "and \\xNN for bytes that are not whole UTF-8 characters"},
+        {.name = "--special", .kind = CLI_FLAG, .dst = &special,
+         .help = "recognise added tokens such as <|im_end|> in the text; without it\n"
+                 "they are ordinary characters, as for any document or user text"},
+        {.name = "--lossy", .kind = CLI_FLAG, .dst = &lossy,
+         .help = "replace invalid UTF-8 with U+FFFD instead of failing"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &path, .arg = "PATH",
+         .help = "tokenizer.json to use; else DIR/tokenizer.json from --model;\n"
+                 "else $STRUX_SHARED (or ../shared)/qwen3-tokenizer/tokenizer.json"},
+        {.name = "--model", .kind = CLI_STR, .dst = &model, .arg = "DIR",
+         .help = "a model directory holding tokenizer.json"},
+    };
+    cli_spec spec = {
+        .cmd = "tokenize", .usage = "[options] < text",
+        .about = "Reads all of stdin as one UTF-8 text and prints its Qwen3 token ids, space\n"
+                 "separated on one line (--ids, the default), or its pieces one per line\n"
+                 "(--pieces).\n",
+        .after = "Exit status: 0 ok, 1 bad input or tokenizer file, 2 usage.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    flags |= (special ? SX_TOK_SPECIAL : 0) | (lossy ? SX_TOK_LOSSY : 0);
     sx_tokenizer *tok = NULL;
     char *text = NULL;
     size_t len = 0;
@@ -154,20 +137,23 @@ int cmd_detokenize(int argc, char **argv)
 {
     const char *path = NULL, *model = NULL;
     int rc = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            detokenize_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            path = argv[++i];
-        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
-            model = argv[++i];
-        } else {
-            fprintf(stderr, "strux detokenize: unexpected argument '%s'\n\n", argv[i]);
-            detokenize_usage(stderr);
-            return 2;
-        }
-    }
+    cli_opt opts[] = {
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &path, .arg = "PATH",
+         .help = "tokenizer.json (found as for `strux tokenize`)"},
+        {.name = "--model", .kind = CLI_STR, .dst = &model, .arg = "DIR",
+         .help = "a model directory holding tokenizer.json"},
+    };
+    cli_spec spec = {
+        .cmd = "detokenize", .usage = "[--tokenizer PATH] [--model DIR] < ids",
+        .about = "Reads token ids (decimal, separated by white space) from stdin and writes the\n"
+                 "bytes they stand for to stdout, added tokens as their text.  The output is\n"
+                 "exactly the tokens' bytes, so ids that split a character give partial UTF-8.\n",
+        .after = "Exit status: 0 ok, 1 bad id or tokenizer file, 2 usage.\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
     sx_tokenizer *tok = NULL;
     char *text = NULL;
     size_t len = 0, count = 0;

@@ -1,8 +1,6 @@
 #include "tools/strux/tool_common.h"
 #include <jansson.h>
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,47 +27,6 @@ int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_t
         *tok = NULL;
         return 1;
     }
-    return 0;
-}
-
-int tool_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "strux %s: %s wants an integer from %ld to %ld (got '%s')\n", cmd, opt, lo,
-                hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-int tool_parse_double(const char *cmd, const char *opt, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) {
-        fprintf(stderr, "strux %s: %s wants a number (got '%s')\n", cmd, opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-int tool_parse_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || s[0] == '+' || s[0] == ' ') {
-        fprintf(stderr, "strux %s: %s wants a non-negative integer below 2^64 (got '%s')\n", cmd,
-                opt, s);
-        return -1;
-    }
-    *out = v;
     return 0;
 }
 

@@ -15,12 +15,7 @@ int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_t
  * (config.json carries "strux_random_seed"). */
 int tool_is_random_model(const char *dir);
 
-/* Strict option values: the whole string must parse and lie in [lo, hi];
- * otherwise "strux CMD: OPT wants ... (got 'S')" goes to stderr and the
- * result is -1 (a usage error). */
-int tool_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
-int tool_parse_double(const char *cmd, const char *opt, const char *s, double *out);
-int tool_parse_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out);
+/* Option values are parsed by the option tables of tools/strux/cli_opts.h. */
 
 /* Monotonic clock in microseconds. */
 double tool_now_us(void);

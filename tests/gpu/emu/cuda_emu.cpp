@@ -28,7 +28,7 @@
 
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
-#include "kernels/sx_bf16.h"
+#include "common/sx_bf16.h"
 
 // ---- state -----------------------------------------------------------------
 
@@ -640,7 +640,7 @@ const char *cublasGetStatusString(cublasStatus_t s)
 
 static float load(cudaDataType_t t, const void *p, size_t i)
 {
-    return t == CUDA_R_32F ? ((const float *)p)[i] : sx_bf2f(((const uint16_t *)p)[i]);
+    return t == CUDA_R_32F ? ((const float *)p)[i] : sx_bf16_to_f32(((const uint16_t *)p)[i]);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
@@ -676,7 +676,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                 if (ct == CUDA_R_32F)
                     ((float *)C)[ci] = v;
                 else
-                    ((uint16_t *)C)[ci] = sx_f2bf(v);
+                    ((uint16_t *)C)[ci] = sx_f32_to_bf16(v);
             }
     });
     return CUBLAS_STATUS_SUCCESS;
