@@ -301,8 +301,9 @@ def main():
             T.add("strux_compile_timeout")
             continue
         try:
-            lm0 = llg.compile(schema)  # never advanced: each prefix starts from a copy
-            lm = lm0.deep_copy()
+            # compiled afresh for each prefix: copies of one matcher share
+            # llguidance's lexer, whose expression budget runs out
+            lm = llg.compile(schema)
         except Exception:  # noqa: BLE001
             lm = None
         if not r.get("ok") or lm is None:
@@ -329,7 +330,7 @@ def main():
                 d = None
             if d is not None and judge(schema_text, d)[0] == "valid":
                 texts.append(("strux_sample", d.decode("utf-8", "replace")))
-            m2 = lm0.deep_copy()
+            m2 = llg.compile(schema)
             s = llg.sample(m2, rng, closers)
             if s is not None:
                 d = llg.tok.decode_bytes(s)
@@ -338,7 +339,7 @@ def main():
         for origin, text in texts:
             ids = hf.encode(text, add_special_tokens=False).ids[: a.max_tokens]
             T.add("prefixes_" + origin)
-            acc_l = lm0.deep_copy().validate_tokens(ids)
+            acc_l = llg.compile(schema).validate_tokens(ids)
             pos = sorted(set(range(0, len(ids) + 1, a.pos_every)) | {len(ids), acc_l})
             try:
                 acc_s, smasks = strux.masks(ids, pos)
@@ -356,15 +357,20 @@ def main():
             if acc_l < len(ids):
                 T.add("refused_prefix_llg_" + origin)
             lim = min(acc_s, acc_l)
-            lm = lm0.deep_copy()
+            lm = llg.compile(schema)
             done = 0
             for pi, p in enumerate(pos):
                 if p > lim:
                     break
-                while done < p:
-                    lm.consume_token(ids[done])
+                while done < p and lm.consume_token(ids[done]):
                     done += 1
-                lmask = llg.mask(lm)
+                lmask = llg.mask(lm) if done == p else None
+                if lm.is_error():
+                    # llguidance gave up on its own limits ("too many
+                    # expressions constructed"): its mask is no mask
+                    T.add("llg_errors")
+                    T.add("llg_error: " + lm.get_error().split("\n")[0][:60])
+                    break
                 smask = smasks[pi]
                 T.add("positions")
                 T.add("tokens_compared", n_cmp)
