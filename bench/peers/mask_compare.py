@@ -188,6 +188,8 @@ class LLG:
         out = []
         for _ in range(max_steps):
             bits = self.mask(m)
+            if m.is_error():  # its own limits: an empty mask, not an end
+                return None
             if bits[EOS] and (rng.random() < 0.8 or not bits[:FIRST_ADDED].any()):
                 return out
             allowed = np.flatnonzero(bits[:FIRST_ADDED])
