@@ -9,7 +9,9 @@ with V one of
   valid      Python jsonschema reports no error
   invalid    not UTF-8, not JSON, or an error no documented departure explains
   unknown    every error is a documented departure of Python's checker
-             (docs/ORACLE.md), or Python cannot read the schema: not judged
+             (docs/ORACLE.md), Python cannot read the schema, or an object
+             repeats a key (Python keeps the last value; strux refuses
+             duplicate keys, docs/ORACLE.md): not judged
 """
 import decimal
 import json
@@ -20,13 +22,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import oracle_jsonschema as oracle  # noqa: E402
 
 
+class DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKey(json.dumps(k))
+        out[k] = v
+    return out
+
+
 def judge(checker, doc_hex):
     try:
         text = bytes.fromhex(doc_hex).decode("utf-8")
     except UnicodeDecodeError as exc:
         return "invalid", "not UTF-8: %s" % exc
     try:
-        inst = json.loads(text, parse_float=decimal.Decimal)
+        inst = json.loads(text, parse_float=decimal.Decimal, object_pairs_hook=_no_duplicates)
+    except DuplicateKey as exc:
+        return "unknown", "duplicate key %s" % exc
     except ValueError as exc:
         return "invalid", "not JSON: %s" % exc
     try:
