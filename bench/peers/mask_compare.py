@@ -155,8 +155,10 @@ class Judge:
             except Timeout:
                 self.proc.restart()
                 self.cache[key] = ("unknown", "oracle timed out")
+            r = self.cache[key]
             if len(self.cache) > 4096:
                 self.cache.clear()
+            return r
         return self.cache[key]
 
 
@@ -231,6 +233,8 @@ def main():
                     help="strux keeps members in `properties` order (as llguidance does)")
     ap.add_argument("--max-tokens", type=int, default=400, help="positions per prefix at most")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--skip", type=int, default=0,
+                    help="leave out the first N files of the shuffled selection")
     ap.add_argument("--out", help="one JSON line per witnessed token")
     ap.add_argument("--repros", help="proven strux errors, one JSON line each")
     ap.add_argument("--strux-bin", default=os.path.join(ROOT, "build", "bench_mask_peer"))
@@ -252,6 +256,7 @@ def main():
     # in a random order, so that a run cut short by --budget-s is still a
     # sample of every source split rather than the first ones alphabetically
     random.Random(a.seed).shuffle(files)
+    files = files[a.skip:]  # to go on after a run that stopped
 
     from tokenizers import Tokenizer
 
@@ -480,7 +485,8 @@ def main():
     T["offset"] = a.offset
     T["pos_every"] = a.pos_every
     T["property_order"] = int(a.property_order)
-    T["files_selected"] = len(files)
+    T["files_selected"] = len(files) + a.skip
+    T["skipped"] = a.skip
     T["seconds"] = round(time.time() - t_start, 1)
     print(json.dumps(dict(sorted(T.items()))))
     for fh in (out, rep):
