@@ -44,6 +44,8 @@ def judge(checker, doc_hex):
         inst = json.loads(text, parse_float=decimal.Decimal, object_pairs_hook=_no_duplicates)
     except DuplicateKey as exc:
         return "unknown", "duplicate key %s" % exc
+    except (decimal.InvalidOperation, decimal.Overflow) as exc:  # an exponent past Decimal's
+        return "unknown", "Python's Decimal cannot hold a number: %r" % exc
     except ValueError as exc:
         return "invalid", "not JSON: %s" % exc
     try:
