@@ -393,6 +393,45 @@ static void scenario_gpu_paths(parity *p)
             CHECK(sx_cuda_engine_sample(p->gpu, &row, 1, mask, TOKENS, &got, &lp, &err) == 0,
                   "masked sample: %s", err.msg);
             CHECK(got == best, "masked greedy sample %d, best allowed %d", got, best);
+            /* the mask applied on the device (the backend's masked step):
+             * the host reference sx_ref_apply_mask over the unmasked logits
+             * of the same two-row step (run again after a rollback), bit
+             * for bit; the second row's mask of all ones leaves it as is */
+            int32_t t3 = got;
+            int d;
+            CHECK(sx_cuda_engine_seq_fork(p->gpu, c, sx_cuda_engine_seq_len(p->gpu, c), &d,
+                                          &err) == 0, "fork: %s", err.msg);
+            sx_step_item two[2] = { { c, &t3, 1, 0, NULL }, { d, &t3, 1, 0, NULL } };
+            CHECK(sx_cuda_engine_launch(p->gpu, two, 2, &err) == 0, "launch: %s", err.msg);
+            CHECK(sx_cuda_engine_logits(p->gpu, p->lc, &err) == 0, "logits: %s", err.msg);
+            for (int k = 0; k < 2; k++)
+                CHECK(sx_cuda_engine_seq_truncate(p->gpu, two[k].seq,
+                                                  sx_cuda_engine_seq_len(p->gpu, two[k].seq) - 1,
+                                                  &err) == 0, "rollback: %s", err.msg);
+            CHECK(sx_cuda_engine_launch(p->gpu, two, 2, &err) == 0, "launch: %s", err.msg);
+            uint32_t *m2 = sx_cuda_engine_mask_buffer(p->gpu, 2);
+            CHECK(m2 != NULL, "mask buffer of 2 rows");
+            if (m2) {
+                memset(m2, 0, (size_t)words * 4);
+                for (int i = 0; i < 5; i++)
+                    m2[allowed[i] / 32] |= 1u << (allowed[i] % 32);
+                memset(m2 + words, 0xff, (size_t)words * 4);
+                sx_ref_apply_mask(p->lc, m2, 2, p->V);
+                CHECK(sx_cuda_engine_logits_masked(p->gpu, m2, p->lg, &err) == 0,
+                      "logits_masked: %s", err.msg);
+                CHECK(!memcmp(p->lc, p->lg, (size_t)2 * p->V * 4),
+                      "masks applied on the device differ from sx_ref_apply_mask");
+                int n_inf = 0, n_inf2 = 0;
+                for (int i = 0; i < p->V; i++) {
+                    n_inf += isinf(p->lg[i]) && p->lg[i] < 0;
+                    n_inf2 += isinf(p->lg[p->V + i]);
+                }
+                CHECK(n_inf == p->V - 5 && n_inf2 == 0, "%d of %d logits masked in row 0 (want "
+                      "all but 5), %d in row 1 (want 0)", n_inf, p->V, n_inf2);
+            } else {
+                sx_cuda_engine_logits(p->gpu, p->lg, &err);
+            }
+            sx_cuda_engine_seq_free(p->gpu, d);
         }
         /* a completion without a launch is refused */
         CHECK(sx_cuda_engine_logits(p->gpu, p->lg, &err) == SX_EINVAL, "logits without launch");

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""CI's device check: the CUDA backend, on the CPU emulation of tests/gpu/emu,
+served by `struxd --device cuda`, against the CPU backend's server.
+
+    device_check.py CPU_STRUXD EMU_STRUXD STRUX ROOT
+
+Starts both servers on the tiny random model (written with STRUX) over HTTP,
+and checks over every schema in ROOT/schemas:
+  - greedy: ids (from `logprobs`) equal the CPU server's.  The GPU engine
+    rounds GEMM inputs and the KV cache to bf16 (engine/cuda/engine_cuda.h),
+    so its logits are not the CPU's bit for bit: ids may differ only at a
+    position where the CPU's top two log-probs are within GAP_TOL of each
+    other and the GPU took the CPU's runner-up.  The first differing
+    position and the gap are printed either way;
+  - temperature 1: every answer validates (Python jsonschema, on top of the
+    server's own re-check);
+  - labels: the same label and every score within SCORE_TOL;
+  - beams (3, two returned): the CPU server's sequences, scores within
+    SCORE_TOL;
+  - n = 3: every choice validates, and choice 1 equals an n = 1 request with
+    seed + 1 on the same server (the per-choice sampler streams);
+  - streaming (/v1/chat/completions, stream): the deltas join to the
+    unstreamed answer.
+Prints TAP (`ok N - ...`); exits 1 on any failure.  Requests to the emulated
+server go 8 at a time so that its steps batch (the emulator is slow; see
+`make test-emu` in the Makefile for the time this takes).
+"""
+import concurrent.futures as cf
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import jsonschema
+
+GAP_TOL = 0.05     # log-prob units: bf16 rounding moves logits by ~1e-3 of their scale
+SCORE_TOL = 0.02   # label probabilities and beam scores
+MAX_TOKENS = 64
+DOC = "ACME Corp, invoice 17 of 2026-01-05, total 42.50 EUR, due 2026-01-31. Contact Ada Lovelace."
+
+# the prompt as messages: a `document` request puts the schema in the prompt, and a
+# prefill of ~400 tokens costs more than the rest of a request on the emulator
+MSG = [{"role": "user", "content": "Extract: " + DOC}]
+
+n_checks = 0
+n_failed = 0
+
+
+def check(what, ok, note=None):
+    global n_checks, n_failed
+    n_checks += 1
+    if note:
+        for line in str(note).splitlines():
+            print("# " + line)
+    print("%s %d - %s" % ("ok" if ok else "not ok", n_checks, what))
+    if not ok:
+        n_failed += 1
+    sys.stdout.flush()
+
+
+def start(binary, model, device, tmp, name):
+    log = open(os.path.join(tmp, name + ".log"), "w+")
+    p = subprocess.Popen([binary, "--model", model, "--device", device, "--http", "127.0.0.1:0",
+                          "--max-batch", "8", "--kv-tokens", "8192"],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    for _ in range(600):
+        log.seek(0)
+        text = log.read()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", text)
+        if "struxd: ready" in text and m:
+            return p, "http://127.0.0.1:%s" % m.group(1)
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    log.seek(0)
+    raise SystemExit("not ok 1 - %s did not start: %s" % (name, log.read()[-500:]))
+
+
+def cpu_s(p):
+    f = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def post(base, path, body, timeout=300):
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.read().decode()
+
+
+def strux(base, body):
+    return json.loads(post(base, "/v1/strux", body))
+
+
+def valid(schema, value):
+    try:
+        jsonschema.validate(value, schema)
+        return True
+    except jsonschema.ValidationError:
+        return False
+
+
+def ids_of(ans):
+    return [t["id"] for t in ans.get("logprobs") or []]
+
+
+def compare_greedy(cpu, gpu):
+    """(ok, note): equal ids, or a near tie at the first difference."""
+    a, b = ids_of(cpu), ids_of(gpu)
+    if a == b:
+        return True, "%d ids, all equal" % len(a)
+    k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    tops = (cpu["logprobs"][k].get("top_logprobs") or []) if k < len(a) else []
+    gap = tops[0]["logprob"] - tops[1]["logprob"] if len(tops) >= 2 else None
+    took = b[k] if k < len(b) else None
+    note = "first difference at position %d of %d/%d: cpu %s, cuda %s; cpu top-2 %s, gap %s " \
+           "(tolerance %g)" % (k, len(a), len(b), a[k] if k < len(a) else "-", took,
+                               [t["id"] for t in tops[:2]],
+                               "%.4f" % gap if gap is not None else "n/a", GAP_TOL)
+    ok = gap is not None and gap <= GAP_TOL and len(tops) >= 2 and took == tops[1]["id"]
+    return ok, note
+
+
+def main():
+    cpu_bin, emu_bin, strux_bin, root = sys.argv[1:5]
+    tmp = tempfile.mkdtemp(prefix="strux-emu-check.")
+    model = os.path.join(tmp, "m")
+    subprocess.run([strux_bin, "model", "random", "--shape", "tiny", "--seed", "5", "--out", model],
+                   check=True, stdout=subprocess.DEVNULL)
+    procs = []
+    try:
+        pc, cpu = start(cpu_bin, model, "cpu", tmp, "cpu")
+        procs.append(pc)
+        pg, gpu = start(emu_bin, model, "cuda", tmp, "cuda")
+        procs.append(pg)
+        check("emulated struxd --device cuda starts", True)
+        run(cpu, gpu, root)
+        print("# CPU seconds: emulated cuda server %.1f, cpu server %.1f" % (cpu_s(pg), cpu_s(pc)))
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        subprocess.run(["rm", "-rf", tmp])
+    print("# %d checks, %d failed" % (n_checks, n_failed))
+    return 1 if n_failed else 0
+
+
+def run(cpu, gpu, root):
+    sdir = os.path.join(root, "schemas")
+    schemas = {}
+    for f in sorted(os.listdir(sdir)):
+        if f.endswith(".json"):
+            with open(os.path.join(sdir, f)) as fh:
+                schemas[f[:-5]] = json.load(fh)
+    labels = ["positive", "negative", "neutral"]
+    beam_req = {"schema": schemas["invoice"], "messages": MSG, "max_tokens": MAX_TOKENS,
+                "num_beams": 3, "num_return_sequences": 2}
+    n_req = {"schema": schemas["contact_card"], "messages": MSG, "max_tokens": MAX_TOKENS,
+             "temperature": 1, "seed": 7, "n": 3}
+    one_req = dict(n_req, n=1, seed=8)
+    chat = {"messages": [{"role": "user", "content": "Extract the contact: " + DOC}],
+            "max_tokens": MAX_TOKENS,
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "c", "schema": schemas["contact_card"]}}}
+
+    # every request to each server at once, 8 in flight on each
+    jobs = {}
+    with cf.ThreadPoolExecutor(16) as ex:
+        for name, sc in schemas.items():
+            g = {"schema": sc, "messages": MSG, "max_tokens": MAX_TOKENS, "logprobs": 2}
+            jobs[("greedy", name, "cpu")] = ex.submit(strux, cpu, g)
+            jobs[("greedy", name, "gpu")] = ex.submit(strux, gpu, g)
+            t = {"schema": sc, "messages": MSG, "max_tokens": MAX_TOKENS, "temperature": 1,
+                 "seed": 3}
+            jobs[("t1", name, "gpu")] = ex.submit(strux, gpu, t)
+        lab = {"choices": labels, "messages": MSG}
+        for side, base in (("cpu", cpu), ("gpu", gpu)):
+            jobs[("labels", "", side)] = ex.submit(strux, base, lab)
+            jobs[("beams", "", side)] = ex.submit(strux, base, beam_req)
+        jobs[("n", "", "gpu")] = ex.submit(strux, gpu, n_req)
+        jobs[("n1", "", "gpu")] = ex.submit(strux, gpu, one_req)
+        jobs[("chat", "", "gpu")] = ex.submit(post, gpu, "/v1/chat/completions", chat)
+        jobs[("stream", "", "gpu")] = ex.submit(post, gpu, "/v1/chat/completions",
+                                                dict(chat, stream=True))
+        res = {k: f.result() for k, f in jobs.items()}
+
+    for name, sc in schemas.items():
+        a, b = res[("greedy", name, "cpu")], res[("greedy", name, "gpu")]
+        if not (a.get("ok") and b.get("ok")):
+            check("greedy under %s.json: both answer" % name, False,
+                  "cpu %s / cuda %s" % (json.dumps(a)[:300], json.dumps(b)[:300]))
+            continue
+        ok, note = compare_greedy(a, b)
+        check("greedy under %s.json: ids equal the CPU backend's" % name,
+              ok and valid(sc, b["output"]), note)
+    bad = [n for n, sc in schemas.items()
+           if not (res[("t1", n, "gpu")].get("ok") and valid(sc, res[("t1", n, "gpu")]["output"]))]
+    check("temperature 1 under all %d schemas: every answer validates" % len(schemas), not bad,
+          "failed: %s" % bad if bad else None)
+
+    a, b = res[("labels", "", "cpu")], res[("labels", "", "gpu")]
+    sa, sb = a.get("scores") or {}, b.get("scores") or {}
+    check("labels: the CPU server's label, scores within %g" % SCORE_TOL,
+          a.get("ok") and b.get("ok") and a.get("output") == b.get("output") and sa.keys() == sb.keys()
+          and all(abs(sa[k] - sb[k]) <= SCORE_TOL for k in sa),
+          "cpu %s %s / cuda %s %s" % (a.get("output"), sa, b.get("output"), sb))
+
+    a, b = res[("beams", "", "cpu")], res[("beams", "", "gpu")]
+    ca, cb = a.get("choices") or [], b.get("choices") or []
+    check("beams: the CPU server's sequences, scores within %g" % SCORE_TOL,
+          a.get("ok") and b.get("ok") and len(ca) == len(cb) == 2
+          and all(x["text"] == y["text"] and abs(x["score"] - y["score"]) <= SCORE_TOL
+                  and valid(schemas["invoice"], y["output"]) for x, y in zip(ca, cb)),
+          "cpu %s / cuda %s" % ([(c.get("text"), c.get("score")) for c in ca],
+                                [(c.get("text"), c.get("score")) for c in cb]))
+
+    n, one = res[("n", "", "gpu")], res[("n1", "", "gpu")]
+    ch = n.get("choices") or []
+    check("n = 3: every choice validates; choice 1 is the seed + 1 answer",
+          n.get("ok") and one.get("ok") and len(ch) == 3
+          and all(valid(schemas["contact_card"], c["output"]) for c in ch)
+          and ch[1]["text"] == one["text"],
+          "choices %s / seed 8 alone %s" % ([c.get("text") for c in ch], one.get("text")))
+
+    whole = json.loads(res[("chat", "", "gpu")])
+    content = ((whole.get("choices") or [{}])[0].get("message") or {}).get("content")
+    parts = []
+    for line in res[("stream", "", "gpu")].splitlines():
+        if line.startswith("data: ") and line != "data: [DONE]":
+            for c in json.loads(line[6:]).get("choices") or []:
+                parts.append((c.get("delta") or {}).get("content") or "")
+    streamed = "".join(parts)
+    check("streaming: %d chunks join to the unstreamed answer, which validates" % len(parts),
+          content is not None and streamed == content and len(parts) > 1
+          and valid(schemas["contact_card"], json.loads(content)),
+          "streamed %r / whole %r" % (streamed[:200], (content or "")[:200]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
