@@ -184,6 +184,7 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "strux_mask_wait_seconds_total{kind=\"host\"} %.6f\n"
                  "strux_mask_wait_seconds_total{kind=\"gpu_idle\"} %.6f\n"
                  "strux_mask_wait_seconds_total{kind=\"gpu_busy\"} %.6f\n"
+                 "# HELP strux_masked_steps_total Those masked steps.\n"
                  "# TYPE strux_masked_steps_total counter\n"
                  "strux_masked_steps_total %lld\n",
                  m->lm.mask_wait_us / 1e6, m->lm.gpu_idle_us / 1e6, m->lm.gpu_busy_us / 1e6,

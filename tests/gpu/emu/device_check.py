@@ -246,6 +246,17 @@ def run(cpu, gpu, root):
           and valid(schemas["contact_card"], json.loads(content)),
           "streamed %r / whole %r" % (streamed[:200], (content or "")[:200]))
 
+    # the masked steps ran on the device path, their mask wait measured
+    def metric(base, name):
+        m = re.search(r"^%s (\S+)$" % re.escape(name),
+                      urllib.request.urlopen(base + "/metrics", timeout=60).read().decode(), re.M)
+        return float(m.group(1)) if m else None
+    steps = metric(gpu, "strux_masked_steps_total")
+    busy = metric(gpu, 'strux_mask_wait_seconds_total{kind="gpu_busy"}')
+    check("/metrics: masked steps on the device with their mask wait measured",
+          (steps or 0) > 0 and busy is not None and metric(cpu, "strux_masked_steps_total") == 0,
+          "emulated cuda: %s masked steps, %s s of forward passes" % (steps, busy))
+
 
 if __name__ == "__main__":
     sys.exit(main())
