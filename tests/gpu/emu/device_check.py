@@ -20,10 +20,10 @@ and checks over every schema in ROOT/schemas:
   - n = 2 at temperature 1: both choices validate;
   - streaming (/v1/chat/completions, stream): several deltas that join to a
     document that validates.
-Prints TAP (`ok N - ...`); exits 1 on any failure.  Requests go all at once
-so that the emulated server's steps batch.  Cost: the emulator runs a
-decode step in ~0.3 s of CPU, so the check is sized to ~16 requests of at
-most 48 tokens (about 100 s of one core; docs in the Makefile's test-emu).
+Prints TAP (`ok N - ...`); exits 1 on any failure.  Requests go one at a
+time to each server: on the emulator a step of one sequence costs ~0.3 s of
+CPU, and batched steps cost far more than that per sequence (measured:
+14 requests at once ran ~6 s of CPU a step), so batching only slows it.
 """
 import concurrent.futures as cf
 import json
@@ -41,6 +41,11 @@ GAP_TOL = 0.05     # log-prob units: bf16 rounding moves logits by ~1e-3 of thei
 SCORE_TOL = 0.02   # label probabilities and beam scores
 MAX_TOKENS = 48    # enough for every schema's shortest document
 T1_SCHEMAS = ("contact_card", "invoice", "topic_labels")
+# CI's default (about a minute of CPU): greedy over two schemas, temperature 1
+# through n = 2, labels, beams, streaming.  DEVICE_CHECK_FULL=1: greedy over
+# every schema and temperature 1 over T1_SCHEMAS too (several minutes).
+FULL = os.environ.get("DEVICE_CHECK_FULL") == "1"
+QUICK_GREEDY = ("invoice", "sentiment_labels")
 DOC = "ACME Corp, invoice 17 of 2026-01-05, total 42.50 EUR, due 2026-01-31. Contact Ada Lovelace."
 
 # the prompt as messages: a `document` request puts the schema in the prompt, and a
@@ -176,25 +181,28 @@ def run(cpu, gpu, root):
 
     # every request to each server at once, 8 in flight on each
     jobs = {}
-    with cf.ThreadPoolExecutor(16) as ex:
-        for name, sc in schemas.items():
+    greedy = [n for n in schemas if FULL or n in QUICK_GREEDY]
+    with cf.ThreadPoolExecutor(1) as ex, cf.ThreadPoolExecutor(1) as cx:
+        for name in greedy:
+            sc = schemas[name]
             g = {"schema": sc, "messages": MSG, "max_tokens": MAX_TOKENS, "logprobs": 2}
-            jobs[("greedy", name, "cpu")] = ex.submit(strux, cpu, g)
+            jobs[("greedy", name, "cpu")] = cx.submit(strux, cpu, g)
             jobs[("greedy", name, "gpu")] = ex.submit(strux, gpu, g)
-            if name in T1_SCHEMAS:
+            if FULL and name in T1_SCHEMAS:
                 t = {"schema": sc, "messages": MSG, "max_tokens": MAX_TOKENS, "temperature": 1,
                      "seed": 3}
                 jobs[("t1", name, "gpu")] = ex.submit(strux, gpu, t)
         lab = {"choices": labels, "messages": MSG}
-        for side, base in (("cpu", cpu), ("gpu", gpu)):
-            jobs[("labels", "", side)] = ex.submit(strux, base, lab)
-            jobs[("beams", "", side)] = ex.submit(strux, base, beam_req)
+        for side, base, pool in (("cpu", cpu, cx), ("gpu", gpu, ex)):
+            jobs[("labels", "", side)] = pool.submit(strux, base, lab)
+            jobs[("beams", "", side)] = pool.submit(strux, base, beam_req)
         jobs[("n", "", "gpu")] = ex.submit(strux, gpu, n_req)
         jobs[("stream", "", "gpu")] = ex.submit(post, gpu, "/v1/chat/completions",
                                                 dict(chat, stream=True))
         res = {k: f.result() for k, f in jobs.items()}
 
-    for name, sc in schemas.items():
+    for name in greedy:
+        sc = schemas[name]
         a, b = res[("greedy", name, "cpu")], res[("greedy", name, "gpu")]
         if not (a.get("ok") and b.get("ok")):
             check("greedy under %s.json: both answer" % name, False,
@@ -203,10 +211,11 @@ def run(cpu, gpu, root):
         ok, note = compare_greedy(a, b)
         check("greedy under %s.json: ids equal the CPU backend's" % name,
               ok and valid(sc, b["output"]), note)
-    bad = [n for n in T1_SCHEMAS
-           if not (res[("t1", n, "gpu")].get("ok") and valid(schemas[n], res[("t1", n, "gpu")]["output"]))]
-    check("temperature 1 under %s: every answer validates" % ", ".join(T1_SCHEMAS), not bad,
-          "failed: %s" % bad if bad else None)
+    if FULL:
+        bad = [n for n in T1_SCHEMAS if not (res[("t1", n, "gpu")].get("ok") and
+                                             valid(schemas[n], res[("t1", n, "gpu")]["output"]))]
+        check("temperature 1 under %s: every answer validates" % ", ".join(T1_SCHEMAS), not bad,
+              "failed: %s" % bad if bad else None)
 
     a, b = res[("labels", "", "cpu")], res[("labels", "", "gpu")]
     sa, sb = a.get("scores") or {}, b.get("scores") or {}
