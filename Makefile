@@ -173,11 +173,15 @@ emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd
 #     arithmetic's bound on greedy ties, tests/gpu/gpu_ref.c), and the
 #     engine's clear refusal without a device;
 #   - tests/gpu/emu/device_check.py: build-emu/struxd --device cuda beside
-#     the CPU server on the tiny random model over schemas/ (greedy ids,
-#     temperature 1, labels, beams, n, streaming);
+#     the CPU server on the tiny random model (greedy ids, temperature 1 via
+#     n = 2, labels, beams, streaming, the masked steps in /metrics;
+#     DEVICE_CHECK_FULL=1: greedy over every schema in schemas/);
 #   - tests/cli/test_device.sh with STRUX_EMU: strux generate / perplexity
 #     --device cuda against --device cpu.
-# The full kernel and engine groups stay in tests/gpu/emu/run.sh (minutes).
+# CPU seconds measured on a shared 2-core box: the emulated objects ~21,
+# refengine ~7, test_device.sh's emulator part ~39 (both backends), a greedy
+# schema request on the emulated server ~5-11.  The full kernel and engine
+# groups stay in tests/gpu/emu/run.sh (many minutes).
 EMU_TEST_OBJ := $(GPU_TEST_SRC:tests/gpu/%.c=$(EMU_DIR)/gt/%.o)
 $(EMU_DIR)/gt/%.o: tests/gpu/%.c
 	@mkdir -p $(dir $@)
