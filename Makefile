@@ -12,6 +12,7 @@
 #   make cuda                       -> also $(BUILD)/cuda/strux, $(BUILD)/cuda/struxd (--device cuda)
 #   make emu                        -> build-emu/strux, build-emu/struxd: the CUDA backend on the CPU
 #                                      emulation of tests/gpu/emu (slow; for tests without a GPU)
+#   make test-emu                   -> CI's device check on that emulation (no GPU needed)
 # The layout's dependency rules are checked by tools/check_layout.py (make check-layout).
 
 BUILD    ?= build
@@ -66,14 +67,14 @@ ifeq ($(CUDA),1)
   ALL += $(CU_LIB) $(BUILD)/strux_gpu_tests
 endif
 
-.PHONY: all deps test test-run check-layout asan fuzz fuzz-smoke run bench fixtures clean cuda emu help
+.PHONY: all deps test test-run check-layout asan fuzz fuzz-smoke run bench fixtures clean cuda emu test-emu help
 # keep objects made through pattern chains (tests, fuzz) between runs
 .SECONDARY:
 all: $(ALL)
 
 help:
-	@sed -n '1,15p' Makefile | sed 's/^# \{0,1\}//'
-	@echo "targets: all deps test check-layout asan fuzz fuzz-smoke run bench fixtures cuda emu clean"
+	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
+	@echo "targets: all deps test check-layout asan fuzz fuzz-smoke run bench fixtures cuda emu test-emu clean"
 
 deps:
 	@bash tools/install_deps.sh
@@ -165,6 +166,38 @@ $(EMU_DIR)/struxd: $(D_OBJ) $(EMU_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(D_OBJ) -Wl,-u,sx_cuda_backend_open $(EMU_LIB) $(LIB) $(LDLIBS) -lstdc++
 emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd
 
+# The GPU test driver (tests/gpu/*.c) on the emulator, and CI's device check:
+# make test-emu builds the emulated product and runs, with no GPU,
+#   - strux_gpu_tests mask refengine: the mask kernel against its CPU
+#     reference, the engine against the composed CPU references (the
+#     arithmetic's bound on greedy ties, tests/gpu/gpu_ref.c), and the
+#     engine's clear refusal without a device;
+#   - tests/gpu/emu/device_check.py: build-emu/struxd --device cuda beside
+#     the CPU server on the tiny random model (greedy ids, temperature 1 via
+#     n = 2, labels, beams, streaming, the masked steps in /metrics;
+#     DEVICE_CHECK_FULL=1: greedy over every schema in schemas/);
+#   - tests/cli/test_device.sh with STRUX_EMU: strux generate / perplexity
+#     --device cuda against --device cpu.
+# CPU seconds measured on a shared 2-core box: the emulated objects ~21,
+# refengine ~7, test_device.sh's emulator part ~39 (both backends), a greedy
+# schema request on the emulated server ~5-11.  The full kernel and engine
+# groups stay in tests/gpu/emu/run.sh (many minutes).
+EMU_TEST_OBJ := $(GPU_TEST_SRC:tests/gpu/%.c=$(EMU_DIR)/gt/%.o)
+$(EMU_DIR)/gt/%.o: tests/gpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -O2 -g -Itests/gpu/emu/include -I. $(WARN) -fno-strict-aliasing -MMD -MP -c $< -o $@
+$(EMU_DIR)/strux_gpu_tests: $(EMU_TEST_OBJ) $(EMU_LIB) $(LIB)
+	g++ -o $@ $(EMU_TEST_OBJ) $(EMU_LIB) $(LIB) $(LDLIBS)
+EMU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+test-emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd $(EMU_DIR)/strux_gpu_tests $(TOOLS)
+	$(EMU_DIR)/strux_gpu_tests --dir $(EMU_DIR)/models mask refengine
+	@if SX_EMU_NO_DEVICE=1 $(EMU_DIR)/strux_gpu_tests --require-gpu mask >/dev/null 2>&1; then \
+	  echo "FAIL: --require-gpu passed without a device"; exit 1; fi
+	SX_EMU_NO_DEVICE=1 $(EMU_DIR)/strux_gpu_tests nodevice
+	$(EMU_PY) tests/gpu/emu/device_check.py $(BUILD)/struxd $(EMU_DIR)/struxd $(BUILD)/strux $(CURDIR)
+	STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) STRUX_EMU=$(abspath $(EMU_DIR)) \
+	  bash tests/cli/test_device.sh
+
 # --- fuzzing (clang libFuzzer) -------------------------------------------------
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
@@ -196,4 +229,4 @@ fixtures:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(shell find $(BUILD)/obj $(EMU_DIR)/cu build-fuzz/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(EMU_DIR)/cu $(EMU_DIR)/gt build-fuzz/obj -name '*.d' 2>/dev/null)

@@ -111,6 +111,11 @@ typedef struct sx_engine_lm_stats {
     int64_t tokens;
     int64_t heads;
     int64_t panels_dense, panels_computed;
+    /* masked steps whose forward pass overlapped the mask threads (the CUDA
+     * backend; 0 on the CPU): the host's time blocked on masks after the
+     * launch, the GPU's idle time waiting on them (launch to masks ready,
+     * less the pass's GPU time) and that GPU time, microseconds */
+    int64_t mask_steps, mask_wait_us, gpu_idle_us, gpu_busy_us;
 } sx_engine_lm_stats;
 
 typedef struct sx_backend sx_backend;

@@ -176,6 +176,21 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  (long long)m->lm.panels_dense, (long long)m->lm.panels_computed);
     if (!rc)
         rc = put(out,
+                 "# HELP strux_mask_wait_seconds_total Masked steps whose forward pass overlapped "
+                 "the grammar's mask threads (the CUDA backend): host time blocked on masks after "
+                 "the launch (kind=\"host\"), GPU time idle waiting on them (kind=\"gpu_idle\") "
+                 "and the passes' GPU time (kind=\"gpu_busy\").\n"
+                 "# TYPE strux_mask_wait_seconds_total counter\n"
+                 "strux_mask_wait_seconds_total{kind=\"host\"} %.6f\n"
+                 "strux_mask_wait_seconds_total{kind=\"gpu_idle\"} %.6f\n"
+                 "strux_mask_wait_seconds_total{kind=\"gpu_busy\"} %.6f\n"
+                 "# HELP strux_masked_steps_total Those masked steps.\n"
+                 "# TYPE strux_masked_steps_total counter\n"
+                 "strux_masked_steps_total %lld\n",
+                 m->lm.mask_wait_us / 1e6, m->lm.gpu_idle_us / 1e6, m->lm.gpu_busy_us / 1e6,
+                 (long long)m->lm.mask_steps);
+    if (!rc)
+        rc = put(out,
                  "# HELP strux_spec_drafted_tokens_total Draft tokens proposed for verification "
                  "(speculative decoding).\n"
                  "# TYPE strux_spec_drafted_tokens_total counter\n"

@@ -2,11 +2,18 @@
 //
 // A masked step runs as launch (the forward pass enqueued, returning at
 // once) -> wait for the grammar's masks, which the CPU threads fill while
-// the GPU runs -> copy the logits back -> set the rows' disallowed tokens to
-// -INFINITY on the host, so callers see the CPU engine's contract exactly
-// and sample with the CPU sampler (the same draws for the same seeds).
-// The GPU computes every logit (no sparse LM head yet) and the device
-// sampler (sx_cuda_engine_sample) is not on this path yet.
+// the GPU runs -> the masks into pinned memory, one packed row per logits
+// row (all ones for a row without a mask), copied to the device behind the
+// forward pass -> a kernel sets the disallowed logits to -INFINITY there
+// (kernels/mask_apply.cu) -> the logits come back.  Callers see the CPU
+// engine's contract exactly and sample with the CPU sampler (the same draws
+// for the same seeds).  The GPU computes every logit (no sparse LM head
+// yet) and the device sampler (sx_cuda_engine_sample) is not on this path
+// yet: that needs a sampling operation in the engine interface.
+//
+// The time the GPU waits on masks is measured per masked step: the host's
+// time from the launch to the masks being ready, less the forward pass's
+// GPU time (events around it), when positive.  Totals in the lm stats.
 //
 // The CUDA runtime's current device is per host thread, and the thread
 // that opens a backend is not the one that steps it (struxd's scheduler),
@@ -16,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/cuda/engine_cuda.h"
 
@@ -25,6 +33,7 @@ typedef struct cuda_be {
     sx_engine_lm_stats lm;
     sx_step_item      *plain;   // the items without masks, for launch
     int                cap;
+    cudaEvent_t        ev[2];   // around the forward pass of a masked step
     char               desc[300];
 } cuda_be;
 
@@ -38,6 +47,10 @@ static void cu_close(void *impl)
     cuda_be *b = (cuda_be *)impl;
     bind(b);
     sx_cuda_engine_free(b->e);
+    if (b->ev[0])
+        cudaEventDestroy(b->ev[0]);
+    if (b->ev[1])
+        cudaEventDestroy(b->ev[1]);
     free(b->plain);
     free(b);
 }
@@ -82,11 +95,28 @@ static int64_t cu_free_tokens(const void *impl)
     return sx_cuda_engine_free_tokens(b->e);
 }
 
-static void apply_mask(float *row, const uint32_t *allow, int vocab_rows)
+static double now_us(void)
 {
-    for (int t = 0; t < vocab_rows; t++)
-        if (!((allow[t >> 5] >> (t & 31)) & 1u))
-            row[t] = -INFINITY;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+// The packed mask rows of a masked step in the engine's pinned buffer.
+static uint32_t *pack_masks(cuda_be *b, const sx_step_item *items, int n_items)
+{
+    const int words = (sx_cuda_engine_model(b->e)->cfg.vocab_rows + 31) / 32;
+    uint32_t *hm = sx_cuda_engine_mask_buffer(b->e, n_items);
+    if (!hm)
+        return NULL;
+    for (int i = 0; i < n_items; i++) {
+        uint32_t *row = hm + (size_t)i * words;
+        if (items[i].allow)
+            memcpy(row, items[i].allow, (size_t)words * 4);
+        else
+            memset(row, 0xff, (size_t)words * 4);
+    }
+    return hm;
 }
 
 static int cu_step(void *impl, const sx_step_item *items, int n_items, float *logits,
@@ -111,20 +141,36 @@ static int cu_step(void *impl, const sx_step_item *items, int n_items, float *lo
             b->plain[i] = items[i];
             b->plain[i].allow = NULL;
         }
+        for (int i = 0; i < n_items; i++)
+            if (items[i].logits_all)
+                return sx_err_set(err, SX_EINVAL, "cuda backend: a mask with logits_all");
         // the forward pass runs while the mask threads finish
+        cudaStream_t st = (cudaStream_t)sx_cuda_engine_stream(b->e);
+        int timed = b->ev[0] && cudaEventRecord(b->ev[0], st) == cudaSuccess;
+        double t0 = now_us();
         if ((rc = sx_cuda_engine_launch(b->e, b->plain, n_items, err)))
             return rc;
+        timed = timed && cudaEventRecord(b->ev[1], st) == cudaSuccess;
+        double t1 = now_us();
         if (ready)
             ready(ready_ctx, 1);
-        if ((rc = sx_cuda_engine_logits(b->e, logits, err)))
-            return rc;
-        const int V = sx_cuda_engine_model(b->e)->cfg.vocab_rows;
-        size_t r = 0;
-        for (int i = 0; i < n_items; i++) {
-            if (items[i].allow && !items[i].logits_all)
-                apply_mask(logits + r * (size_t)V, items[i].allow, V);
-            r += items[i].logits_all ? (size_t)items[i].n : 1;
+        double t2 = now_us();
+        uint32_t *hm = pack_masks(b, items, n_items);
+        if (!hm) {
+            sx_cuda_engine_logits(b->e, logits, err); // completes the launch
+            return sx_err_set(err, SX_EINVAL, "cuda backend: %d masked rows, more than the "
+                              "engine's mask buffer", n_items);
         }
+        if ((rc = sx_cuda_engine_logits_masked(b->e, hm, logits, err)))
+            return rc;
+        float fwd_ms = 0;
+        if (timed && cudaEventElapsedTime(&fwd_ms, b->ev[0], b->ev[1]) != cudaSuccess)
+            fwd_ms = 0;
+        double idle = (t2 - t0) - fwd_ms * 1e3;
+        b->lm.mask_steps++;
+        b->lm.mask_wait_us += (int64_t)(t2 - t1);
+        b->lm.gpu_idle_us += idle > 0 ? (int64_t)idle : 0;
+        b->lm.gpu_busy_us += (int64_t)(fwd_ms * 1e3);
     }
     if (rc == SX_OK)
         for (int i = 0; i < n_items; i++)
@@ -195,6 +241,11 @@ extern "C" int sx_cuda_backend_open(int ordinal, const sx_model *m, const sx_eng
         return sx_err_set(err, SX_ENOMEM, "cuda backend: out of memory");
     b->device = ordinal;
     int rc = sx_cuda_engine_new(m, &o, &b->e, err);
+    if (rc == SX_OK && (cudaEventCreate(&b->ev[0]) != cudaSuccess ||
+                        cudaEventCreate(&b->ev[1]) != cudaSuccess)) {
+        cudaGetLastError(); // timing is optional: without events no GPU-idle figure
+        b->ev[0] = b->ev[1] = NULL;
+    }
     if (rc == SX_OK) {
         sx_cuda_info in;
         sx_cuda_engine_info(b->e, &in);

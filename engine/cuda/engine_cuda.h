@@ -76,6 +76,17 @@ int sx_cuda_engine_launch(sx_cuda_engine *e, const sx_step_item *items, int n_it
                           sx_error *err);
 int sx_cuda_engine_logits(sx_cuda_engine *e, float *logits, sx_error *err);
 
+/* sx_cuda_engine_logits with the grammar applied on the device first: masks
+ * holds one row of ceil(vocab_rows/32) words per logits row of the pending
+ * step (bit t set = token t allowed; a row of all ones leaves its logits
+ * as they are), best the buffer of sx_cuda_engine_mask_buffer (pinned, no
+ * copy).  The other tokens' logits come back as -INFINITY. */
+int sx_cuda_engine_logits_masked(sx_cuda_engine *e, const uint32_t *masks, float *logits,
+                                 sx_error *err);
+
+/* The engine's CUDA stream (a cudaStream_t), for events around its work. */
+void *sx_cuda_engine_stream(sx_cuda_engine *e);
+
 /* Pinned host memory for the masks of the pending step's rows: n_rows x
  * ceil(vocab_rows/32) uint32 words (bit t set = token t allowed), valid
  * until the next launch.  NULL when n_rows is out of range. */

@@ -343,15 +343,29 @@ int sx_cuda_engine_launch(sx_cuda_engine *e, const sx_step_item *items, int n_it
     return rc;
 }
 
-int sx_cuda_engine_logits(sx_cuda_engine *e, float *logits, sx_error *err)
+// The rest of a launched step: masks (n_rows x mask_words words, or NULL) go
+// to the device right behind the forward pass and a kernel sets the
+// disallowed logits to -INFINITY there (kernels/mask_apply.cu, CPU reference
+// sx_ref_apply_mask), then the rows come back.
+static int finish(sx_cuda_engine *e, const uint32_t *masks, float *logits, sx_error *err)
 {
     if (!e || !logits)
         return sx_err_set(err, SX_EINVAL, "cuda engine logits: bad arguments");
     if (!e->pending)
         return sx_err_set(err, SX_EINVAL, "cuda engine logits: no launched step");
-    cudaError_t ce = cudaMemcpyAsync(logits, e->logits,
-                                     (size_t)e->pending_r * e->cfg.vocab_rows * 4,
-                                     cudaMemcpyDeviceToHost, e->st);
+    size_t words = (size_t)e->pending_r * e->mask_words;
+    cudaError_t ce = cudaSuccess;
+    if (masks) {
+        if (masks != e->h_mask)
+            memcpy(e->h_mask, masks, words * 4);
+        ce = cudaMemcpyAsync(e->d_mask, e->h_mask, words * 4, cudaMemcpyHostToDevice, e->st);
+        if (ce == cudaSuccess &&
+            sx_cuda_apply_mask(e->logits, e->d_mask, e->pending_r, e->cfg.vocab_rows, e->st))
+            ce = cudaErrorLaunchFailure;
+    }
+    if (ce == cudaSuccess)
+        ce = cudaMemcpyAsync(logits, e->logits, (size_t)e->pending_r * e->cfg.vocab_rows * 4,
+                             cudaMemcpyDeviceToHost, e->st);
     int rc = ce == cudaSuccess ? sx_cu_quiesce(e, err) : SX_EINTERNAL;
     e->pending = 0;
     if (ce != cudaSuccess) {
@@ -359,4 +373,22 @@ int sx_cuda_engine_logits(sx_cuda_engine *e, float *logits, sx_error *err)
         return sx_err_set(err, SX_EINTERNAL, "cuda engine logits: %s", cudaGetErrorString(ce));
     }
     return rc;
+}
+
+int sx_cuda_engine_logits(sx_cuda_engine *e, float *logits, sx_error *err)
+{
+    return finish(e, NULL, logits, err);
+}
+
+int sx_cuda_engine_logits_masked(sx_cuda_engine *e, const uint32_t *masks, float *logits,
+                                 sx_error *err)
+{
+    if (!masks)
+        return sx_err_set(err, SX_EINVAL, "cuda engine logits: no masks");
+    return finish(e, masks, logits, err);
+}
+
+void *sx_cuda_engine_stream(sx_cuda_engine *e)
+{
+    return e ? (void *)e->st : NULL;
 }

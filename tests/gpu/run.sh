@@ -7,7 +7,9 @@
 #   refengine  the GPU engine against the kernels' references composed
 #   engine     GPU engine vs CPU engine parity, tiny random model
 #   service    struxd --device cuda on the 0.6B shape, schema requests at
-#              concurrency 1/8/64: tok/s per sequence and in aggregate, TTFT
+#              concurrency 1/8/64: tok/s per sequence and in aggregate, TTFT,
+#              the GPU's time idle waiting on grammar masks (ms and % of GPU
+#              step time, from struxd's /metrics; goal < 5%)
 #              (tests/gpu/service.sh; service.json)
 #   bench      decode tokens/s (0.6B, 1.7B shapes), batched 8/64/256, TTFT 1k
 #   engine-0.6b  parity on the 0.6B-shaped random model

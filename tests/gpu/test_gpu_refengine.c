@@ -6,8 +6,10 @@
  * cache and block tables, prefill/decode kernel choice, graphs -- tightly,
  * where the comparison with the f32 CPU engine (test_gpu_engine.c) can only
  * be loose.  Tolerance: max |gpu - ref| <= 1e-2 * max |ref| per logits row,
- * and the same greedy token unless the reference's top two are within twice
- * that.  Why not tighter: a sum taken in another order flips a bf16 rounding
+ * and the same greedy token unless the two picks' reference logits are
+ * within the bound the arithmetic allows (tests/gpu/gpu_ref.c derives it:
+ * one bf16 ulp on the LM head's inputs plus f32 summation order).  Why the
+ * logit tolerance is not tighter: a sum taken in another order flips a bf16 rounding
  * now and then (1 in ~3,000 attention outputs of the tiny model), and a flip
  * (2^-8 relative) is amplified by the next MLP; through two layers that
  * alone gives ~0.35% of max |logit| (measured under tests/gpu/emu, where the
@@ -22,8 +24,7 @@
 
 #include "engine/model/model.h"
 #include "engine/cuda/engine_cuda.h"
-#include "common/sx_bf16.h"
-#include "kernels/sx_kernels.h"
+#include "tests/gpu/gpu_ref.h"
 
 void sx_gpu_test_refengine(int *passed, int *failed, const char *dir);
 
@@ -41,93 +42,6 @@ static int *g_pass, *g_fail;
     } while (0)
 
 #define MAXLEN 256 /* positions the reference sequences can hold */
-#define BT 16
-
-/* One sequence of the reference: a private cache, blocks 0, 1, 2, ... */
-typedef struct ref_seq {
-    uint16_t *kc, *vc; /* [layer][block][kv head][BT][head_dim] */
-    int       len;
-} ref_seq;
-
-typedef struct ref_model {
-    const sx_model *m;
-    sx_attn_dims    d;
-    int32_t         table[MAXLEN / BT];
-    float          *cos_t, *sin_t;
-    size_t          layer_elems;
-} ref_model;
-
-static void *xcalloc(size_t n, size_t s)
-{
-    void *p = calloc(n ? n : 1, s);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
-
-/* y[n][cols] (row stride ldy, at column col0) = x . w^T */
-static void gemm_into(const uint16_t *x, const uint16_t *w, int n, int rows, int k, float *y,
-                      int ldy, int col0)
-{
-    float *t = xcalloc((size_t)n * rows, 4);
-    sx_ref_gemm(x, w, n, rows, k, t);
-    for (int i = 0; i < n; i++)
-        memcpy(y + (size_t)i * ldy + col0, t + (size_t)i * rows, (size_t)rows * 4);
-    free(t);
-}
-
-/* Appends n tokens to s; writes the last token's logits. */
-static void ref_forward(const ref_model *r, ref_seq *s, const int32_t *tok, int n, float *logits)
-{
-    const sx_qwen3_config *c = &r->m->cfg;
-    int H = c->hidden, I = c->intermediate, D = c->head_dim;
-    int qd = c->n_heads * D, kvd = c->n_kv_heads * D, nq = qd + 2 * kvd;
-    int wide = H > qd ? H : qd;
-    wide = wide > I ? wide : I;
-    float *x = xcalloc((size_t)n * H, 4), *delta = xcalloc((size_t)n * H, 4);
-    float *qkv = xcalloc((size_t)n * nq, 4), *q = xcalloc((size_t)n * qd, 4);
-    float *gu = xcalloc((size_t)n * 2 * I, 4);
-    uint16_t *xin = xcalloc((size_t)n * wide, 2);
-    int32_t *pos = xcalloc((size_t)n, 4), *slot = xcalloc((size_t)n, 4);
-    for (int i = 0; i < n; i++) {
-        pos[i] = s->len + i;
-        slot[i] = pos[i]; /* table entry b is block b */
-    }
-    sx_attn_item item = { 0, n, s->len + n, 0 };
-    float scale = (float)(1.0 / sqrt((double)D));
-    sx_ref_embed_f32(r->m->embed, c->vocab_rows, H, tok, n, x);
-    for (int l = 0; l < c->n_layers; l++) {
-        const sx_layer_weights *w = &r->m->layers[l];
-        uint16_t *kc = s->kc + l * r->layer_elems, *vc = s->vc + l * r->layer_elems;
-        sx_ref_add_rmsnorm(x, l ? delta : NULL, w->attn_norm, c->rms_eps, n, H, xin);
-        gemm_into(xin, w->wq, n, qd, H, qkv, nq, 0);
-        gemm_into(xin, w->wk, n, kvd, H, qkv, nq, qd);
-        gemm_into(xin, w->wv, n, kvd, H, qkv, nq, qd + kvd);
-        sx_ref_qk_rope_kv(&r->d, qkv, n, pos, slot, w->q_norm, w->k_norm, c->rms_eps, r->cos_t,
-                          r->sin_t, q, kc, vc);
-        sx_ref_attn(&r->d, q, kc, vc, r->table, &item, 1, scale, xin);
-        gemm_into(xin, w->wo, n, H, qd, delta, H, 0);
-        sx_ref_add_rmsnorm(x, delta, w->mlp_norm, c->rms_eps, n, H, xin);
-        gemm_into(xin, w->w_gate, n, I, H, gu, 2 * I, 0);
-        gemm_into(xin, w->w_up, n, I, H, gu, 2 * I, I);
-        sx_ref_swiglu(gu, n, I, xin);
-        gemm_into(xin, w->w_down, n, H, I, delta, H, 0);
-    }
-    int32_t last = n - 1;
-    sx_ref_rmsnorm_rows(x, delta, &last, 1, r->m->final_norm, c->rms_eps, H, xin);
-    sx_ref_gemm(xin, r->m->lm_head, 1, c->vocab_rows, H, logits);
-    s->len += n;
-    free(x);
-    free(delta);
-    free(qkv);
-    free(q);
-    free(gu);
-    free(xin);
-    free(pos);
-    free(slot);
-}
 
 static int argmax(const float *l, int n)
 {
@@ -140,21 +54,31 @@ static int argmax(const float *l, int n)
 
 static double worst_seen;
 
-static void compare(const float *ref, const float *got, int V, const char *what)
+static double worst_bound; /* largest |gpu - ref| / bound over all logits */
+static int rows_seen, near_ties;
+
+static void compare(const float *ref, const float *bound, const float *got, int V,
+                    const char *what)
 {
     double mr = 0, md = 0;
     for (int i = 0; i < V; i++) {
         mr = fmax(mr, fabs(ref[i]));
         double d = fabs((double)ref[i] - got[i]);
         md = d > md || d != d ? d : md;
+        double q = d / ((double)bound[i] + 1e-30);
+        worst_bound = q > worst_bound || q != q ? q : worst_bound;
     }
     double rel = md / (mr + 1e-30);
     worst_seen = rel > worst_seen || rel != rel ? rel : worst_seen;
     CHECK(rel <= 1e-2, "%s: max |gpu - ref| %.4g = %.3g of max |ref| (tolerance 1e-2)", what, md,
           rel);
-    int br = argmax(ref, V), bg = argmax(got, V);
-    CHECK(br == bg || ref[br] - ref[bg] <= 2e-2 * mr, "%s: greedy %d (ref) vs %d (gpu)", what, br,
-          bg);
+    int br, bg;
+    double gap;
+    rows_seen++;
+    near_ties += gpu_ref_is_near_tie(ref, bound, V);
+    CHECK(gpu_ref_greedy_ok(ref, bound, got, V, &br, &bg, &gap),
+          "%s: greedy %d (ref) vs %d (gpu), ref gap %.4g over the bound %.4g + %.4g", what, br, bg,
+          gap, bound[br], bound[bg]);
 }
 
 void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
@@ -179,29 +103,20 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
     }
     printf("engine vs composed CPU references (bf16 at the same places), tiny model:\n");
     const sx_qwen3_config *c = &m->cfg;
-    ref_model r;
-    memset(&r, 0, sizeof r);
-    r.m = m;
-    r.d.n_heads = c->n_heads;
-    r.d.n_kv_heads = c->n_kv_heads;
-    r.d.head_dim = c->head_dim;
-    r.d.block_tokens = BT;
-    r.d.max_blocks = MAXLEN / BT;
-    r.d.block_stride = (int64_t)c->n_kv_heads * BT * c->head_dim;
-    r.layer_elems = (size_t)(MAXLEN / BT) * r.d.block_stride;
-    for (int b = 0; b < MAXLEN / BT; b++)
-        r.table[b] = b;
-    r.cos_t = xcalloc((size_t)MAXLEN * c->head_dim / 2, 4);
-    r.sin_t = xcalloc((size_t)MAXLEN * c->head_dim / 2, 4);
-    sx_rope_table(c->rope_theta, c->head_dim, MAXLEN, r.cos_t, r.sin_t);
-
+    gpu_ref_model r;
+    gpu_ref_init(&r, m, MAXLEN);
     int V = c->vocab_rows;
-    float *ref = xcalloc((size_t)V, 4), *got = xcalloc((size_t)3 * V, 4);
+    float *ref = calloc((size_t)V, 4), *bound = calloc((size_t)V, 4);
+    float *got = calloc((size_t)3 * V, 4);
     sx_engine_opts o;
     memset(&o, 0, sizeof o);
     o.max_seqs = 8;
     o.kv_tokens = 4096;
     sx_cuda_engine *e = NULL;
+    if (!ref || !bound || !got) {
+        CHECK(0, "out of memory");
+        goto done;
+    }
     if (sx_cuda_engine_new(m, &o, &e, &err)) {
         CHECK(0, "gpu engine: %s", err.msg);
         goto done;
@@ -211,15 +126,13 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
          * both together (graph path), then a 20-token chunk on one while the
          * other decodes (mixed pass) */
         enum { NS = 2 };
-        ref_seq rs[NS];
+        gpu_ref_seq rs[NS];
         int seq[NS], plen[NS] = { 37, 5 };
         int32_t prompt[NS][40], next[NS];
         sx_step_item items[NS];
         uint64_t x = 42;
         for (int s = 0; s < NS; s++) {
-            rs[s].kc = xcalloc((size_t)c->n_layers * r.layer_elems, 2);
-            rs[s].vc = xcalloc((size_t)c->n_layers * r.layer_elems, 2);
-            rs[s].len = 0;
+            gpu_ref_seq_init(&r, &rs[s]);
             CHECK(sx_cuda_engine_seq_new(e, &seq[s], &err) == 0, "seq_new");
             for (int i = 0; i < plen[s]; i++) {
                 x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -230,8 +143,8 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
         }
         CHECK(sx_cuda_engine_step(e, items, NS, got, &err) == 0, "prefill: %s", err.msg);
         for (int s = 0; s < NS; s++) {
-            ref_forward(&r, &rs[s], prompt[s], plen[s], ref);
-            compare(ref, got + (size_t)s * V, V, "prefill");
+            gpu_ref_forward(&r, &rs[s], prompt[s], plen[s], ref, bound);
+            compare(ref, bound, got + (size_t)s * V, V, "prefill");
             next[s] = argmax(ref, V);
         }
         for (int t = 0; t < 5; t++) {
@@ -241,8 +154,8 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
             }
             CHECK(sx_cuda_engine_step(e, items, NS, got, &err) == 0, "decode: %s", err.msg);
             for (int s = 0; s < NS; s++) {
-                ref_forward(&r, &rs[s], &next[s], 1, ref);
-                compare(ref, got + (size_t)s * V, V, "decode");
+                gpu_ref_forward(&r, &rs[s], &next[s], 1, ref, bound);
+                compare(ref, bound, got + (size_t)s * V, V, "decode");
                 next[s] = argmax(ref, V);
             }
         }
@@ -251,21 +164,22 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
             chunk[i] = (int32_t)((i * 7919 + 11) % 151669);
         sx_step_item mixed[NS] = { { seq[0], chunk, 20, 0, NULL }, { seq[1], &next[1], 1, 0, NULL } };
         CHECK(sx_cuda_engine_step(e, mixed, NS, got, &err) == 0, "mixed: %s", err.msg);
-        ref_forward(&r, &rs[0], chunk, 20, ref);
-        compare(ref, got, V, "mixed pass, chunk");
-        ref_forward(&r, &rs[1], &next[1], 1, ref);
-        compare(ref, got + V, V, "mixed pass, decode");
+        gpu_ref_forward(&r, &rs[0], chunk, 20, ref, bound);
+        compare(ref, bound, got, V, "mixed pass, chunk");
+        gpu_ref_forward(&r, &rs[1], &next[1], 1, ref, bound);
+        compare(ref, bound, got + V, V, "mixed pass, decode");
         for (int s = 0; s < NS; s++) {
-            free(rs[s].kc);
-            free(rs[s].vc);
+            gpu_ref_seq_fini(&rs[s]);
         }
     }
-    printf("    max |gpu - ref| / max |ref| = %.3g (tolerance 1e-2)\n", worst_seen);
+    printf("    max |gpu - ref| / max |ref| = %.3g (tolerance 1e-2); max |gpu - ref| / bound = "
+           "%.3g; greedy: %d rows, top two within the bound in %d\n", worst_seen, worst_bound,
+           rows_seen, near_ties);
 done:
     sx_cuda_engine_free(e);
     free(ref);
     free(got);
-    free(r.cos_t);
-    free(r.sin_t);
+    free(bound);
+    gpu_ref_fini(&r);
     sx_model_free(m);
 }
