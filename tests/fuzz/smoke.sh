@@ -3,7 +3,7 @@
 # regression inputs (tests/fuzz/regress/<name>/), which must not crash.
 set -euo pipefail
 # A fixed seed and run count keep CI reproducible; the time cap bounds it.
-secs=${FUZZ_SECONDS:-45}
+secs=${FUZZ_SECONDS:-25}
 runs=${FUZZ_RUNS:-20000}
 seed=${FUZZ_SEED:-1}
 for bin in "$@"; do
