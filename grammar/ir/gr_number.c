@@ -422,6 +422,18 @@ static double num_at(int neg, uint64_t m, long long x)
     return strtod(buf, NULL);
 }
 
+/* The bound a value of m's sign crosses first as its exponent grows (the
+ * minimum for a positive m, the maximum for a negative one), and no
+ * underflow; an infinite x passes (value_ok then refuses it). */
+static int first_bound(const gr_node *n, int neg, double x)
+{
+    if (fabs(x) < DBL_MIN)
+        return 0;
+    if (!neg)
+        return !n->u.num.has_min || (n->u.num.excl_min ? x > n->u.num.min : x >= n->u.num.min);
+    return !n->u.num.has_max || (n->u.num.excl_max ? x < n->u.num.max : x <= n->u.num.max);
+}
+
 /* Some x in [xa, xb] puts +-m * 10^x inside the bounds.  The value is
  * monotone in x, so the bound it crosses first (the minimum for a
  * positive m, the maximum for a negative one) holds from some x on: a
@@ -431,16 +443,11 @@ static int exp_range_ok(const gr_node *n, int neg, uint64_t m, long long xa, lon
 {
     if (m == 0)
         return in_bounds(n, neg ? -0.0 : 0.0);
-    gr_node first = *n;
-    if (neg)
-        first.u.num.has_min = 0;
-    else
-        first.u.num.has_max = 0;
-    if (!value_ok(&first, m, num_at(neg, m, xb)))
+    if (!first_bound(n, neg, num_at(neg, m, xb)))
         return 0;
-    while (xa < xb) { /* value_ok on `first` holds from some x on */
+    while (xa < xb) { /* first_bound holds from some x on */
         long long mid = xa + (xb - xa) / 2;
-        if (value_ok(&first, m, num_at(neg, m, mid)))
+        if (first_bound(n, neg, num_at(neg, m, mid)))
             xb = mid;
         else
             xa = mid + 1;

@@ -60,6 +60,37 @@ static void finish_number(const sx_grammar *g, const gr_frame *f, gr_wbuf *w)
             next[d] = 0;
         }
     }
+    /* Bounds far from 1 (minimum 1e300) need an exponent of three digits,
+     * past what the search above reaches in its budget: a head that opens
+     * an exponent, then its digits greedily, the largest that stays alive
+     * first.  Aliveness is exact, so each step keeps a completion, and an
+     * exponent has at most 9 digits, so this ends. */
+    static const char *const heads[] = {"e", "e-", "1e", "1e-", ".1e", ".1e-", "-", ""};
+    for (size_t h = 0; found < 0 && h < sizeof heads / sizeof *heads; h++) {
+        gr_set s = cur, t;
+        int d = 0;
+        for (const char *p = heads[h]; *p && s.n; p++) {
+            gr_feed_set(&cx, &s, *p, &t);
+            s = t;
+            path[d++] = *p;
+        }
+        while (s.n && d < (int)sizeof path) {
+            if (gr_can_end(&cx, &s)) {
+                found = d;
+                break;
+            }
+            int c = '9';
+            for (; c >= '0'; c--) {
+                gr_feed_set(&cx, &s, c, &t);
+                if (t.n)
+                    break;
+            }
+            if (c < '0')
+                break;
+            s = t;
+            path[d++] = (char)c;
+        }
+    }
     gr_arena_free(&a);
     if (found < 0)
         w->oom = 1;
