@@ -22,6 +22,14 @@ double gr_num_value(const gr_frame *f)
     long long e = -(long long)f->count;
     if (f->phase >= N_E) /* an exponent has started: count holds its digits */
         e = ((f->flags & F_ENEG) ? -(long long)f->kst : (long long)f->kst) - (long long)f->lo;
+    if (f->val <= (1LL << 53) && e >= -22 && e <= 22) {
+        /* both exact doubles: one IEEE operation rounds as strtod does */
+        static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+        double v = (double)f->val, x = e >= 0 ? v * p10[e] : v / p10[-e];
+        return (f->flags & F_NEG) ? -x : x;
+    }
     snprintf(buf, sizeof buf, "%s%llue%lld", (f->flags & F_NEG) ? "-" : "",
              (unsigned long long)f->val, e);
     return strtod(buf, NULL);
@@ -61,7 +69,9 @@ static int value_ok(const gr_node *n, uint64_t m, double x)
 static int scaled_in_bounds(const gr_node *n, int neg, uint64_t m, long long e10, double approx)
 {
     const double rel = 1e-12;
-    int near = m != 0 && !(fabs(approx) >= 2 * DBL_MIN); /* underflow: exactly */
+    /* near the ends of the doubles (underflow, overflow) and for powers
+     * whose double is subnormal (few digits) the text decides */
+    int near = m != 0 && (!(fabs(approx) >= 2 * DBL_MIN && fabs(approx) <= DBL_MAX / 2) || e10 < -290);
     if (n->u.num.has_min && fabs(approx - n->u.num.min) <= rel * fabs(n->u.num.min) + 1e-300)
         near = 1;
     if (n->u.num.has_max && fabs(approx - n->u.num.max) <= rel * fabs(n->u.num.max) + 1e-300)
@@ -286,9 +296,17 @@ static int big_ok(const gr_node *n, const gr_frame *f, int ending)
  * sliver of valid numbers, never an infinite one). */
 static int exp_finite(const gr_frame *f)
 {
-    if (!(f->flags & (F_INEXACT | F_NBIG)))
-        return isfinite(gr_num_value(f));
     long long e = (f->flags & F_ENEG) ? -(long long)f->kst : (long long)f->kst;
+    if (!(f->flags & (F_INEXACT | F_NBIG))) {
+        /* val * 10^(e - lo) lies in [10^(k-1), 10^k): only k = 309 needs
+         * the parser's rounding */
+        if (f->val == 0)
+            return 1;
+        long long k = gr_num_digits(f->val) + e - (long long)f->lo;
+        if (k != 309)
+            return k < 309;
+        return isfinite(gr_num_value(f));
+    }
     return (long long)f->hi + e <= 308; /* value < 10^(hi + e) */
 }
 
@@ -389,15 +407,20 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
     double hi = n->u.num.has_max ? n->u.num.max : INFINITY;
     for (int s = 0; s <= either; s++) {
         int sg = either ? s : neg || f->phase == N_SIGN;
-        /* only the powers where [A, B) * 10^x can meet the bounds: below
-         * 10^-360 every value reads as 0 (x = -360 stands for them all),
-         * past 10^310 as infinite; the logarithms narrow that further */
-        if (sg ? lo > 0 : hi < 0)
+        /* 0 (A = 0) is one value; every other completion is a normal
+         * double (value_ok), so a side whose bounds leave it only 0 ends
+         * here */
+        if (A == 0 && scaled_in_bounds(n, sg, 0, 0, 0.0))
+            return 1;
+        if (sg ? !(lo < -DBL_MIN) : !(hi > DBL_MIN))
             continue;
+        /* only the powers where [A, B) * 10^x can meet the bounds: past
+         * 10^310 every value is infinite, and the logarithms narrow that
+         * (to normal doubles, and to the bounds) */
         long long xa = jlo + e10 < -360 ? -360 : jlo + e10, xb = jhi + e10 > 310 ? 310 : jhi + e10;
-        double near_lo = sg ? (hi < 0 ? -hi : 0) : (lo > 0 ? lo : 0);
-        double near_hi = sg ? (lo < 0 ? -lo : INFINITY) : hi;
-        if (near_lo > 0 && B > 0 && floor(log10(near_lo) - log10(B)) - 1 > xa)
+        double near_lo = sg ? (hi < 0 ? -hi : DBL_MIN) : (lo > 0 ? lo : DBL_MIN);
+        double near_hi = sg ? -lo : hi;
+        if (B > 0 && floor(log10(near_lo) - log10(B)) - 1 > xa)
             xa = (long long)(floor(log10(near_lo) - log10(B)) - 1);
         if (isfinite(near_hi) && A > 0 && ceil(log10(near_hi) - log10((double)A)) + 1 < xb)
             xb = (long long)(ceil(log10(near_hi) - log10((double)A)) + 1);
@@ -414,45 +437,34 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
     return 0;
 }
 
-/* The value +-m * 10^x as a parser reads it. */
-static double num_at(int neg, uint64_t m, long long x)
-{
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s%llue%lld", neg ? "-" : "", (unsigned long long)m, x);
-    return strtod(buf, NULL);
-}
-
-/* The bound a value of m's sign crosses first as its exponent grows (the
- * minimum for a positive m, the maximum for a negative one), and no
- * underflow; an infinite x passes (value_ok then refuses it). */
-static int first_bound(const gr_node *n, int neg, double x)
-{
-    if (fabs(x) < DBL_MIN)
-        return 0;
-    if (!neg)
-        return !n->u.num.has_min || (n->u.num.excl_min ? x > n->u.num.min : x >= n->u.num.min);
-    return !n->u.num.has_max || (n->u.num.excl_max ? x < n->u.num.max : x <= n->u.num.max);
-}
-
 /* Some x in [xa, xb] puts +-m * 10^x inside the bounds.  The value is
- * monotone in x, so the bound it crosses first (the minimum for a
- * positive m, the maximum for a negative one) holds from some x on: a
- * binary search finds the least such x (~30 steps), and only it can hold
- * the other bound too. */
+ * monotone in x, so the bound it crosses first (the minimum for a positive
+ * m, the maximum for a negative one, and the least normal double) holds
+ * from some least x on, and only that x can hold the other bound too.  Its
+ * logarithm finds that x to within one step -- the double arithmetic and
+ * the parser's rounding differ by ulps, a decade apart -- and
+ * scaled_in_bounds (the text where it is near a bound) decides x-1, x,
+ * x+1: constant work for any range. */
 static int exp_range_ok(const gr_node *n, int neg, uint64_t m, long long xa, long long xb)
 {
     if (m == 0)
         return in_bounds(n, neg ? -0.0 : 0.0);
-    if (!first_bound(n, neg, num_at(neg, m, xb)))
-        return 0;
-    while (xa < xb) { /* first_bound holds from some x on */
-        long long mid = xa + (xb - xa) / 2;
-        if (first_bound(n, neg, num_at(neg, m, mid)))
-            xb = mid;
-        else
-            xa = mid + 1;
-    }
-    return value_ok(n, m, num_at(neg, m, xa));
+    /* m < 10^19: past 10^310 every value is infinite, below 10^-345 it
+     * underflows */
+    xa = xa < -345 ? -345 : xa > 310 ? 310 : xa;
+    xb = xb < -345 ? -345 : xb > 310 ? 310 : xb;
+    double L = DBL_MIN; /* the least magnitude the first bound allows */
+    if (!neg && n->u.num.has_min && n->u.num.min > L)
+        L = n->u.num.min;
+    if (neg && n->u.num.has_max && -n->u.num.max > L)
+        L = -n->u.num.max;
+    double xl = ceil(log10(L) - log10((double)m));
+    long long a = xl < (double)xa ? xa : xl > (double)xb ? xb : (long long)xl;
+    double sgn = neg ? -1.0 : 1.0, dm = (double)m;
+    for (long long x = a - 1; x <= a + 1; x++)
+        if (x >= xa && x <= xb && scaled_in_bounds(n, neg, m, x, sgn * dm * pow(10.0, (double)x)))
+            return 1;
+    return 0;
 }
 
 /* After the exponent mark: some exponent the digits so far can grow into
@@ -472,14 +484,20 @@ static int exp_ok(const gr_node *n, const gr_frame *f, int ending)
         sgn_hi = 1;
     }
     int have = f->phase == N_EXP ? (int)f->count : 0;
+    int edge = 0;
     for (int sg = sgn_lo; sg <= sgn_hi; sg += 2) {
         long long p = 1;
         for (int more = 0; have + more <= GR_EXP_DIGITS; more++, p *= 10) {
-            if (more == 0 && have == 0)
-                continue; /* no digit yet: not an exponent */
+            if (have == 0 && more < GR_EXP_DIGITS)
+                continue; /* no digit yet: the widest range holds the others */
             long long e_lo = (long long)f->kst * p, e_hi = e_lo + p - 1;
             long long xa = sg > 0 ? base + e_lo : base - e_hi;
             long long xb = sg > 0 ? base + e_hi : base - e_lo;
+            if (xa >= 310 || xb <= -345) { /* all infinite, or all underflow */
+                if (edge & (xa >= 310 ? 1 : 2))
+                    continue; /* that one was tried */
+                edge |= xa >= 310 ? 1 : 2;
+            }
             if (exp_range_ok(n, neg, f->val, xa, xb))
                 return 1;
         }
