@@ -4,6 +4,7 @@
  * matcher feeds with them (match/gr_feed.c), and the value queries
  * (ir/gr_unique.c) and the compiler's analysis search completions with
  * them. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,14 @@ double gr_num_value(const gr_frame *f)
     long long e = -(long long)f->count;
     if (f->phase >= N_E) /* an exponent has started: count holds its digits */
         e = ((f->flags & F_ENEG) ? -(long long)f->kst : (long long)f->kst) - (long long)f->lo;
+    if (f->val <= (1LL << 53) && e >= -22 && e <= 22) {
+        /* both exact doubles: one IEEE operation rounds as strtod does */
+        static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+        double v = (double)f->val, x = e >= 0 ? v * p10[e] : v / p10[-e];
+        return (f->flags & F_NEG) ? -x : x;
+    }
     snprintf(buf, sizeof buf, "%s%llue%lld", (f->flags & F_NEG) ? "-" : "",
              (unsigned long long)f->val, e);
     return strtod(buf, NULL);
@@ -28,13 +37,30 @@ double gr_num_value(const gr_frame *f)
 
 static int exp_ok(const gr_node *n, const gr_frame *f, int ending);
 
+/* An exponent has at most GR_EXP_DIGITS digits, leading zeros included:
+ * its value fits kst, and every finite non-zero double needs three
+ * significant ones (1e308, 5e-324), so only exponents of a value past 10^9
+ * -- values that are 0 or infinite anyway -- are refused. */
+#define GR_EXP_DIGITS 9
+
 static int in_bounds(const gr_node *n, double x)
 {
+    if (!isfinite(x))
+        return 0; /* jansson refuses an overflowing real */
     if (n->u.num.has_min && (n->u.num.excl_min ? !(x > n->u.num.min) : !(x >= n->u.num.min)))
         return 0;
     if (n->u.num.has_max && (n->u.num.excl_max ? !(x < n->u.num.max) : !(x <= n->u.num.max)))
         return 0;
     return 1;
+}
+
+/* A bounded value read as the double x from digits m: inside the bounds,
+ * and not below the normal doubles unless it is 0 (m = 0).  The server's
+ * re-check compares the decimal text exactly: a value that underflows to
+ * 0 or a subnormal would compare there unlike its double here. */
+static int value_ok(const gr_node *n, uint64_t m, double x)
+{
+    return in_bounds(n, x) && (m == 0 || fabs(x) >= DBL_MIN);
 }
 
 /* Is the decimal +-m*10^e10 inside the bounds?  `approx` is its double
@@ -43,7 +69,9 @@ static int in_bounds(const gr_node *n, double x)
 static int scaled_in_bounds(const gr_node *n, int neg, uint64_t m, long long e10, double approx)
 {
     const double rel = 1e-12;
-    int near = 0;
+    /* near the ends of the doubles (underflow, overflow) and for powers
+     * whose double is subnormal (few digits) the text decides */
+    int near = m != 0 && (!(fabs(approx) >= 2 * DBL_MIN && fabs(approx) <= DBL_MAX / 2) || e10 < -290);
     if (n->u.num.has_min && fabs(approx - n->u.num.min) <= rel * fabs(n->u.num.min) + 1e-300)
         near = 1;
     if (n->u.num.has_max && fabs(approx - n->u.num.max) <= rel * fabs(n->u.num.max) + 1e-300)
@@ -52,7 +80,7 @@ static int scaled_in_bounds(const gr_node *n, int neg, uint64_t m, long long e10
         return in_bounds(n, approx);
     char buf[64];
     snprintf(buf, sizeof buf, "%s%llue%lld", neg ? "-" : "", (unsigned long long)m, e10);
-    return in_bounds(n, strtod(buf, NULL));
+    return value_ok(n, m, strtod(buf, NULL));
 }
 
 /* Integer nodes: some integer in [a, b] (a <= b) satisfies bounds and
@@ -166,6 +194,11 @@ int gr_num_digits(int64_t v)
 static int interval_room(double a, double b, double lo, double hi)
 {
     double L = a > lo ? a : lo, H = b < hi ? b : hi;
+    /* the completions inside are not 0 (that is an endpoint): normal ones */
+    if (a >= 0 && L < DBL_MIN)
+        L = DBL_MIN;
+    if (b <= 0 && H > -DBL_MIN)
+        H = -DBL_MIN;
     double tol = 1e-9 * (fabs(L) + fabs(H) + 1e-300);
     if (isinf(L) || isinf(H))
         return L < H;
@@ -256,6 +289,27 @@ static int big_ok(const gr_node *n, const gr_frame *f, int ending)
     return 1; /* more integer digits can reach any remainder */
 }
 
+/* The text read so far, with the exponent read so far, is a finite double.
+ * Exact for mantissas held in val; for longer ones (F_INEXACT: the first
+ * 18 significant digits; F_NBIG: none) the integer digits (hi) bound the
+ * magnitude, and a value within a factor 10 of DBL_MAX is refused (a
+ * sliver of valid numbers, never an infinite one). */
+static int exp_finite(const gr_frame *f)
+{
+    long long e = (f->flags & F_ENEG) ? -(long long)f->kst : (long long)f->kst;
+    if (!(f->flags & (F_INEXACT | F_NBIG))) {
+        /* val * 10^(e - lo) lies in [10^(k-1), 10^k): only k = 309 needs
+         * the parser's rounding */
+        if (f->val == 0)
+            return 1;
+        long long k = gr_num_digits(f->val) + e - (long long)f->lo;
+        if (k != 309)
+            return k < 309;
+        return isfinite(gr_num_value(f));
+    }
+    return (long long)f->hi + e <= 308; /* value < 10^(hi + e) */
+}
+
 /* Can the number on f still be completed into a valid value?  `ending`
  * asks instead whether the number may end right here.  Completions have
  * at most `cap` significant digits; only reals that are not hashed take an
@@ -264,6 +318,16 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     int neg = (f->flags & F_NEG) != 0;
     int cap = gr_num_hashed(n, f) ? GR_HASH_DIGITS : 18;
+    if (f->phase >= N_E && !n->u.num.has_min && !n->u.num.has_max) {
+        /* an unbounded real's exponent (big mantissas included) keeps the
+         * value finite: more digits of a negative exponent only shrink it,
+         * of a positive one only grow it */
+        if (ending)
+            return f->phase == N_EXP && exp_finite(f);
+        if (f->phase == N_E || (f->flags & F_ENEG))
+            return 1;
+        return exp_finite(f);
+    }
     if (f->flags & F_NBIG)
         return big_ok(n, f, ending);
     if (!ending && f->phase == N_INT && big_allowed(n, f))
@@ -304,16 +368,16 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
     if (f->phase >= N_E)
         return exp_ok(n, f, ending);
     if (ending)
-        return in_bounds(n, gr_num_value(f));
-    if (f->phase != N_START && f->phase != N_SIGN && in_bounds(n, gr_num_value(f)))
+        return value_ok(n, f->val, gr_num_value(f));
+    if (f->phase != N_START && f->phase != N_SIGN && value_ok(n, f->val, gr_num_value(f)))
         return 1; /* the value read so far (or "x." plus a zero) */
     /* Every completion lies in some [A*10^j, B*10^j) for j in [jlo, jhi]:
      * the digits so far, more integer digits while the cap allows, any
-     * fraction, and for reals that are not hashed an exponent of two digits
-     * at most.  A is the digits read so far, itself reachable exactly. */
+     * fraction, and for reals that are not hashed any exponent.  A is the
+     * digits read so far, itself reachable exactly. */
     int exp = !gr_num_hashed(n, f);
     uint64_t A = f->val;
-    long long e10 = 0, jlo = exp ? -99 : 0, jhi = exp ? 99 : 0;
+    long long e10 = 0, jlo = exp ? -1000000000LL : 0, jhi = exp ? 1000000000LL : 0;
     double B;
     int either = 0;
     switch (f->phase) {
@@ -343,11 +407,27 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
     double hi = n->u.num.has_max ? n->u.num.max : INFINITY;
     for (int s = 0; s <= either; s++) {
         int sg = either ? s : neg || f->phase == N_SIGN;
-        /* a running power of ten: ~200 products stay far inside the
-         * tolerances below (1e-9 for room, 1e-12 for nearness) */
-        double sc = pow(10.0, (double)(jlo + e10));
-        for (long long j = jlo; j <= jhi; j++, sc *= 10) {
-            double a = (double)A * sc, b = B * sc;
+        /* 0 (A = 0) is one value; every other completion is a normal
+         * double (value_ok), so a side whose bounds leave it only 0 ends
+         * here */
+        if (A == 0 && scaled_in_bounds(n, sg, 0, 0, 0.0))
+            return 1;
+        if (sg ? !(lo < -DBL_MIN) : !(hi > DBL_MIN))
+            continue;
+        /* only the powers where [A, B) * 10^x can meet the bounds: past
+         * 10^310 every value is infinite, and the logarithms narrow that
+         * (to normal doubles, and to the bounds) */
+        long long xa = jlo + e10 < -360 ? -360 : jlo + e10, xb = jhi + e10 > 310 ? 310 : jhi + e10;
+        double near_lo = sg ? (hi < 0 ? -hi : DBL_MIN) : (lo > 0 ? lo : DBL_MIN);
+        double near_hi = sg ? -lo : hi;
+        if (B > 0 && floor(log10(near_lo) - log10(B)) - 1 > xa)
+            xa = (long long)(floor(log10(near_lo) - log10(B)) - 1);
+        if (isfinite(near_hi) && A > 0 && ceil(log10(near_hi) - log10((double)A)) + 1 < xb)
+            xb = (long long)(ceil(log10(near_hi) - log10((double)A)) + 1);
+        for (long long x = xa; x <= xb; x++) {
+            long long j = x - e10;
+            double sc = pow(10.0, (double)x);
+            double a = A ? (double)A * sc : 0, b = B ? B * sc : 0; /* not 0 * inf */
             if (sg ? interval_room(-b, -a, lo, hi) : interval_room(a, b, lo, hi))
                 return 1;
             if (scaled_in_bounds(n, sg, A, j + e10, sg ? -a : a))
@@ -357,33 +437,68 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
     return 0;
 }
 
+/* Some x in [xa, xb] puts +-m * 10^x inside the bounds.  The value is
+ * monotone in x, so the bound it crosses first (the minimum for a positive
+ * m, the maximum for a negative one, and the least normal double) holds
+ * from some least x on, and only that x can hold the other bound too.  Its
+ * logarithm finds that x to within one step -- the double arithmetic and
+ * the parser's rounding differ by ulps, a decade apart -- and
+ * scaled_in_bounds (the text where it is near a bound) decides x-1, x,
+ * x+1: constant work for any range. */
+static int exp_range_ok(const gr_node *n, int neg, uint64_t m, long long xa, long long xb)
+{
+    if (m == 0)
+        return in_bounds(n, neg ? -0.0 : 0.0);
+    /* m < 10^19: past 10^310 every value is infinite, below 10^-345 it
+     * underflows */
+    xa = xa < -345 ? -345 : xa > 310 ? 310 : xa;
+    xb = xb < -345 ? -345 : xb > 310 ? 310 : xb;
+    double L = DBL_MIN; /* the least magnitude the first bound allows */
+    if (!neg && n->u.num.has_min && n->u.num.min > L)
+        L = n->u.num.min;
+    if (neg && n->u.num.has_max && -n->u.num.max > L)
+        L = -n->u.num.max;
+    double xl = ceil(log10(L) - log10((double)m));
+    long long a = xl < (double)xa ? xa : xl > (double)xb ? xb : (long long)xl;
+    double sgn = neg ? -1.0 : 1.0, dm = (double)m;
+    for (long long x = a - 1; x <= a + 1; x++)
+        if (x >= xa && x <= xb && scaled_in_bounds(n, neg, m, x, sgn * dm * pow(10.0, (double)x)))
+            return 1;
+    return 0;
+}
+
 /* After the exponent mark: some exponent the digits so far can grow into
- * (two digits at most) puts the value inside the bounds. */
+ * (GR_EXP_DIGITS digits at most) puts the value inside the bounds.  The
+ * reachable exponents are the one read so far and, per further digit
+ * count, a range: at most GR_EXP_DIGITS + 1 ranges per sign, each a
+ * binary search. */
 static int exp_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     if (ending)
-        return f->phase == N_EXP && in_bounds(n, gr_num_value(f));
+        return f->phase == N_EXP && value_ok(n, f->val, gr_num_value(f));
     int neg = (f->flags & F_NEG) != 0;
-    long long e_lo = 0, e_hi = 99, base = -(long long)f->lo;
+    long long base = -(long long)f->lo;
     int sgn_lo = (f->flags & F_ENEG) ? -1 : 1, sgn_hi = sgn_lo;
     if (f->phase == N_E) {
         sgn_lo = -1; /* no sign yet: either */
         sgn_hi = 1;
-    } else if (f->phase == N_EXP && f->count >= 2) {
-        e_lo = e_hi = f->kst;
-    } else if (f->phase == N_EXP) { /* one digit so far: it, or it and one more */
-        e_lo = e_hi = f->kst;
-        if (scaled_in_bounds(n, neg, f->val, base + sgn_lo * e_lo,
-                             (neg ? -1.0 : 1.0) * (double)f->val * pow(10.0, (double)(base + sgn_lo * e_lo))))
-            return 1;
-        e_lo = f->kst * 10;
-        e_hi = e_lo + 9;
     }
+    int have = f->phase == N_EXP ? (int)f->count : 0;
+    int edge = 0;
     for (int sg = sgn_lo; sg <= sgn_hi; sg += 2) {
-        double sc = pow(10.0, (double)(base + sg * e_lo)), step = sg > 0 ? 10 : 0.1;
-        for (long long e = e_lo; e <= e_hi; e++, sc *= step) {
-            long long x = base + sg * e;
-            if (scaled_in_bounds(n, neg, f->val, x, (neg ? -1.0 : 1.0) * (double)f->val * sc))
+        long long p = 1;
+        for (int more = 0; have + more <= GR_EXP_DIGITS; more++, p *= 10) {
+            if (have == 0 && more < GR_EXP_DIGITS)
+                continue; /* no digit yet: the widest range holds the others */
+            long long e_lo = (long long)f->kst * p, e_hi = e_lo + p - 1;
+            long long xa = sg > 0 ? base + e_lo : base - e_hi;
+            long long xb = sg > 0 ? base + e_hi : base - e_lo;
+            if (xa >= 310 || xb <= -345) { /* all infinite, or all underflow */
+                if (edge & (xa >= 310 ? 1 : 2))
+                    continue; /* that one was tried */
+                edge |= xa >= 310 ? 1 : 2;
+            }
+            if (exp_range_ok(n, neg, f->val, xa, xb))
                 return 1;
         }
     }
@@ -455,12 +570,15 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
     if (c == '-' && ph == N_E)
         nf->flags |= F_ENEG;
     if (digit && next == N_EXP) {
-        /* two exponent digits at most: the value stays finite for any
-         * parser (jansson refuses overflowing reals) */
-        if (++nf->count > 2)
+        /* GR_EXP_DIGITS at most, leading zeros included; whether the
+         * value stays finite (jansson refuses overflowing reals) is
+         * gr_num_ok's */
+        if (++nf->count > GR_EXP_DIGITS)
             return 0;
         nf->kst = nf->kst * 10 + (c - '0');
     } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
+        if (next == N_INT && nf->hi < UINT32_MAX)
+            nf->hi++; /* integer digits: the magnitude of long mantissas */
         int64_t top = hashed ? 100000000000000LL : 100000000000000000LL;
         if (big) {
             if (!big_digit(n, nf, next, c - '0'))

@@ -100,7 +100,7 @@ static void number_witness(const gr_node *n, char *out, size_t cap)
         snprintf(out, cap, "%lld", (long long)v);
         return;
     }
-    double cands[8];
+    double cands[9];
     int nc = 0;
     double lo = n->u.num.has_min ? n->u.num.min : -1e300, hi = n->u.num.has_max ? n->u.num.max : 1e300;
     cands[nc++] = 0;
@@ -110,14 +110,18 @@ static void number_witness(const gr_node *n, char *out, size_t cap)
     cands[nc++] = lo;
     cands[nc++] = (lo + hi) / 2;
     cands[nc++] = lo + (hi - lo) / 1024;
+    /* one bound, far from 0 and exclusive: past it by a factor */
+    cands[nc++] = hi < 0 ? 2 * hi : 2 * lo;
     for (int i = 0; i < nc; i++) {
         double x = cands[i];
-        if (!isfinite(x) || fabs(x) > 1e17)
+        if (!isfinite(x))
             continue;
+        /* past 1e17 (bounds up to 1e308) in exponent form, "1e+300" */
+        int big = fabs(x) > 1e17;
         for (int prec = 0; prec <= 17; prec++) {
-            snprintf(out, cap, "%.*f", prec, x);
+            snprintf(out, cap, big ? "%.*e" : "%.*f", prec, x);
             double y = strtod(out, NULL);
-            if (num_in_bounds(n, y)) {
+            if (num_in_bounds(n, y) && isfinite(y)) {
                 /* "-0" would need care for bounds at zero; plain 0 is fine */
                 if (!strcmp(out, "-0"))
                     snprintf(out, cap, "0");

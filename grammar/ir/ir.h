@@ -396,7 +396,9 @@ struct gr_frame {
     uint16_t depth; /* nesting of this value */
     uint8_t u8lo, u8hi; /* range of the next UTF-8 continuation byte */
     int32_t kst;    /* object key: state of the key automaton */
-    uint32_t lo, hi;/* literal range (LITSET, object keys) */
+    uint32_t lo, hi;/* literal range (LITSET, object keys); a number: lo the
+                       fraction digits before an exponent, hi the integer
+                       digits (saturating) */
     uint32_t pos;   /* bytes matched into the literals */
     uint16_t ord;   /* object, property-order mode: the position after the
                        last listed key written; GR_ORD_UNLISTED after any

@@ -11,6 +11,25 @@
 
 /* ---- run time ------------------------------------------------------------ */
 
+/* Exponent digits on the number frame f plus path[0..d): the search
+ * tries at most two (exponents may have up to 9, all alive; the
+ * fallback below writes longer ones). */
+static int exp_digits(const gr_frame *f, const char *path, int d)
+{
+    int k = 0, seen_e = f->phase >= N_E;
+    if (f->phase == N_EXP)
+        k = (int)f->count;
+    for (int i = 0; i < d; i++) {
+        if (path[i] == 'e') {
+            seen_e = 1;
+            k = 0;
+        } else if (seen_e && path[i] >= '0' && path[i] <= '9') {
+            k++;
+        }
+    }
+    return seen_e ? k : 0;
+}
+
 /* Numbers end on the next byte, and bounds decide which digits work: a
  * small iterative-deepening search over digits, run on a copy of the frame
  * under a fake root. */
@@ -52,12 +71,45 @@ static void finish_number(const sx_grammar *g, const gr_frame *f, gr_wbuf *w)
                 continue;
             }
             int c = digits[next[d]++];
+            if (c >= '0' && c <= '9' && exp_digits(f, path, d) >= 2)
+                continue; /* longer exponents: the fallback below */
             gr_feed_set(&cx, &stack[d], c, &stack[d + 1]);
             if (stack[d + 1].n == 0)
                 continue;
             path[d] = (char)c;
             d++;
             next[d] = 0;
+        }
+    }
+    /* Bounds far from 1 (minimum 1e300) need an exponent of three digits,
+     * past what the search above reaches in its budget: a head that opens
+     * an exponent, then its digits greedily, the largest that stays alive
+     * first.  Aliveness is exact, so each step keeps a completion, and an
+     * exponent has at most 9 digits, so this ends. */
+    static const char *const heads[] = {"e", "e-", "1e", "1e-", ".1e", ".1e-", "-", ""};
+    for (size_t h = 0; found < 0 && h < sizeof heads / sizeof *heads; h++) {
+        gr_set s = cur, t;
+        int d = 0;
+        for (const char *p = heads[h]; *p && s.n; p++) {
+            gr_feed_set(&cx, &s, *p, &t);
+            s = t;
+            path[d++] = *p;
+        }
+        while (s.n && d < (int)sizeof path) {
+            if (gr_can_end(&cx, &s)) {
+                found = d;
+                break;
+            }
+            int c = '9';
+            for (; c >= '0'; c--) {
+                gr_feed_set(&cx, &s, c, &t);
+                if (t.n)
+                    break;
+            }
+            if (c < '0')
+                break;
+            s = t;
+            path[d++] = (char)c;
         }
     }
     gr_arena_free(&a);
