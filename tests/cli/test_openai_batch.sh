@@ -91,7 +91,9 @@ PY
 
 "$B/strux" call --addr "$A" --openai-batch "$T/in.jsonl" --out "$T/out.jsonl" --no-progress \
     2>"$T/call.log"
-check "an OpenAI batch runs (exit 0)" test $? -eq 0
+rc=$?
+check "an OpenAI batch runs (exit 0)" test $rc -eq 0
+[ $rc -eq 0 ] || sed "s/^/# /" "$T/call.log" | head -30
 check "OpenAI batch output lines, in order; schemas and tool arguments validate; 400 kept" \
     "$PY" "$T/judge.py" "$T/out.jsonl" "$T/in.jsonl"
 

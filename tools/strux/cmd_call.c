@@ -69,10 +69,13 @@ static char *openai_line(const batch *b, size_t i, const char *resp, size_t rlen
     if (err) {
         const char *c = json_string_value(json_object_get(err, "code"));
         status = 500;
+        /* *code outlives body (freed below): the protocol's own static name */
+        *code = "internal";
         for (int k = 0; c && k < SX_RPC_CODE_COUNT; k++)
-            if (!strcmp(c, sx_rpc_code_name(k)))
+            if (!strcmp(c, sx_rpc_code_name(k))) {
                 status = sx_rpc_http_status(k);
-        *code = c ? c : "internal";
+                *code = sx_rpc_code_name(k);
+            }
     }
     *ok = body && status == 200;
     char rid[64], bid[64];
