@@ -103,8 +103,10 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-run
 
+# tests run TEST_JOBS at a time (default: one per core; tests/run_tests.sh)
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test-run: $(TEST_BIN) $(TOOLS) check-layout
-	@STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) bash tests/run_tests.sh $(TEST_BIN) $(if $(TOOLS),$(CLI_TESTS))
+	@STRUX_TEST_JOBS=$(TEST_JOBS) STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) bash tests/run_tests.sh $(TEST_BIN) $(if $(TOOLS),$(CLI_TESTS))
 
 # which folder may include which (README "Layout"); fails on any violation
 check-layout:
