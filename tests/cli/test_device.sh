@@ -161,6 +161,26 @@ for sc in invoice contact_card; do
     check "emulated cuda: the $sc reply validates" grep -q "^validator: valid" "$T/cuda_$sc.err"
 done
 
+# temperature 1, same seed: the reply validates on both; the draws are the
+# CPU sampler's on each backend's logits, so they part where bf16 moves a
+# cumulative boundary past the draw (the random model's distribution is
+# nearly flat).  The first differing position is printed; that every such
+# difference lies within the logits' bound is strux_gpu_tests sampled
+# (make test-emu), which compares the draws position by position.
+gen cpu_t1 "$S" cpu "${P[@]}" --schema "$ROOT/schemas/invoice.json" --temperature 1 --seed 3
+gen cuda_t1 "$EMU/strux" cuda "${P[@]}" --schema "$ROOT/schemas/invoice.json" --temperature 1 --seed 3
+python3 - "$T/cpu_t1.out" "$T/cuda_t1.out" <<'EOF'
+import sys
+ids = [[l for l in open(p, encoding="utf-8", errors="replace").read().split("\n")
+        if l and not l.startswith("logprob ")][-1].split() for p in sys.argv[1:]]
+k = next((i for i in range(min(map(len, ids))) if ids[0][i] != ids[1][i]), None)
+print("# temperature 1, seed 3: " + ("%d ids, all equal" % len(ids[0]) if k is None and
+      len(ids[0]) == len(ids[1]) else "first difference at position %s of %d" %
+      (k if k is not None else min(map(len, ids)), len(ids[0]))))
+EOF
+check "emulated cuda: a temperature-1 reply validates, as the CPU's does" \
+    eval 'grep -q "^validator: valid" "$T/cuda_t1.err" && grep -q "^validator: valid" "$T/cpu_t1.err"'
+
 # strux chat --reply and strux demo --model through the same backends
 chat() { timeout 300 "$1" chat --reply "${M[@]}" --device "$2" --print-ids --max-tokens 40 \
     --schema "$ROOT/schemas/invoice.json" "$T/conv.json" >"$T/chat_$2.out" 2>"$T/chat_$2.err"
