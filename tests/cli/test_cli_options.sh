@@ -28,7 +28,8 @@ usage_err() {
     "$S" "$@" >"$T/out" 2>"$T/err"
     local rc=$?
     [ $rc -eq 2 ] && [ ! -s "$T/out" ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
-        grep -qE -- "^$want" "$T/err" && grep -q -- "(see strux $1 --help)\$" "$T/err" || {
+        grep -qE -- "^$want" "$T/err" &&
+        grep -q -- "(see $(sed 's/: .*//' "$T/err") --help)\$" "$T/err" || {
         echo "# strux $*: status $rc, stderr: $(head -c 300 "$T/err")"
         return 1
     }
@@ -115,6 +116,38 @@ for c in check compile maskbench fuzzgen demo generate extract call fuzzschema p
     check "$c --help: exit 0, every option of its table${missing:+ (missing:$missing)}" \
         sh -c "[ $rc -eq 0 ] && [ ! -s '$T/herr' ] && [ -z '$missing' ] && grep -q '^usage: strux $c ' '$T/help'"
 done
+
+# --- strux model random / info ----------------------------------------------
+check "model random --seed 1x" usage_err 'strux model random: --seed: "1x" is not an integer from 0 to 2147483647' \
+    model random --out "$T/m" --seed 1x
+check "model random --layers=0" usage_err 'strux model random: --layers: "0" is not an integer from 1' \
+    model random --out "$T/m" --layers=0
+check "model random: unknown option" usage_err "strux model random: unknown option '--bogus'" model random --bogus
+check "model random --no-tokenizer=1" usage_err "strux model random: --no-tokenizer takes no value" \
+    model random --out "$T/m" --no-tokenizer=1
+check "model random: a positional argument" usage_err "strux model random: unexpected argument 'x'" \
+    model random --out "$T/m" x
+check "model random without --out" usage_err "strux model random: --out DIR is required" model random --seed=3
+check "model info --memory-gib 0" usage_err 'strux model info: --memory-gib: "0" is not a positive number' \
+    model info --shape tiny --memory-gib 0
+check "model info: two directories" usage_err "strux model info: unexpected argument 'b'" model info a b
+check "model info: shape options without --shape" usage_err "strux model info: the shape options go with --shape" \
+    model info some/dir --layers 3
+check "model: no subcommand" usage_err "strux model: needs a subcommand" model
+check "model: unknown subcommand" usage_err "strux model: unknown subcommand 'x'" model x
+for sub in random info; do
+    "$S" model $sub --help >"$T/help" 2>"$T/herr"
+    rc=$?
+    missing=""
+    for o in --shape --hidden --intermediate --layers --heads --kv-heads --head-dim --no-tie --tie \
+        $([ $sub = random ] && echo --seed --out --tokenizer --no-tokenizer || echo --memory-gib); do
+        grep -q -- "^ *$o\( \|$\)" "$T/help" || missing="$missing $o"
+    done
+    check "model $sub --help: exit 0, every option${missing:+ (missing:$missing)}" \
+        sh -c "[ $rc -eq 0 ] && [ ! -s '$T/herr' ] && [ -z '$missing' ] && grep -q '^usage: strux model $sub ' '$T/help'"
+done
+check "model info --shape=tiny --layers=3 --memory-gib=2 --no-tie: the changed shape" \
+    sh -c "'$S' model info --shape=tiny --layers=3 --memory-gib=2 --no-tie | grep -q 'shape tiny (changed)'"
 
 # --- struxd: the same table machinery ----------------------------------------
 D="$STRUX_BUILD/struxd"
