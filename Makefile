@@ -105,8 +105,10 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-run
 
+# tests run TEST_JOBS at a time (default: one per core; tests/run_tests.sh)
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test-run: $(TEST_BIN) $(TOOLS) check-layout
-	@STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) bash tests/run_tests.sh $(TEST_BIN) $(if $(TOOLS),$(CLI_TESTS))
+	@STRUX_TEST_JOBS=$(TEST_JOBS) STRUX_SHARED=$(SHARED) STRUX_BUILD=$(abspath $(BUILD)) bash tests/run_tests.sh $(TEST_BIN) $(if $(TOOLS),$(CLI_TESTS))
 
 # which folder may include which (README "Layout"); fails on any violation
 check-layout:
@@ -182,7 +184,9 @@ emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd
 #   - strux_gpu_tests mask refengine: the mask kernel against its CPU
 #     reference, the engine against the composed CPU references (the
 #     arithmetic's bound on greedy ties, tests/gpu/gpu_ref.c), and the
-#     engine's clear refusal without a device;
+#     engine's clear refusal without a device; sampled: temperature-1 draws
+#     of the GPU engine (host and device samplers) against the CPU
+#     backend's, seed for seed, differences only within the logits' bound;
 #   - tests/gpu/emu/device_check.py: build-emu/struxd --device cuda beside
 #     the CPU server on the tiny random model (greedy ids, temperature 1 via
 #     n = 2, labels, beams, streaming, the masked steps in /metrics;
@@ -190,7 +194,7 @@ emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd
 #   - tests/cli/test_device.sh with STRUX_EMU: strux generate / perplexity
 #     --device cuda against --device cpu.
 # CPU seconds measured on a shared 2-core box: the emulated objects ~21,
-# refengine ~7, test_device.sh's emulator part ~39 (both backends), a greedy
+# refengine ~7, sampled ~15, test_device.sh's emulator part ~39 (both backends), a greedy
 # schema request on the emulated server ~5-11.  The full kernel and engine
 # groups stay in tests/gpu/emu/run.sh (many minutes).
 EMU_TEST_OBJ := $(GPU_TEST_SRC:tests/gpu/%.c=$(EMU_DIR)/gt/%.o)
@@ -201,7 +205,7 @@ $(EMU_DIR)/strux_gpu_tests: $(EMU_TEST_OBJ) $(EMU_LIB) $(LIB)
 	g++ -o $@ $(EMU_TEST_OBJ) $(EMU_LIB) $(LIB) $(LDLIBS)
 EMU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 test-emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd $(EMU_DIR)/strux_gpu_tests $(TOOLS)
-	$(EMU_DIR)/strux_gpu_tests --dir $(EMU_DIR)/models mask refengine
+	$(EMU_DIR)/strux_gpu_tests --dir $(EMU_DIR)/models mask refengine sampled
 	@if SX_EMU_NO_DEVICE=1 $(EMU_DIR)/strux_gpu_tests --require-gpu mask >/dev/null 2>&1; then \
 	  echo "FAIL: --require-gpu passed without a device"; exit 1; fi
 	SX_EMU_NO_DEVICE=1 $(EMU_DIR)/strux_gpu_tests nodevice

@@ -52,7 +52,8 @@ MODULES = {
     "grammar/validator": {"validator.h"},
     "grammar/vocab": {"vocab.h"},
     "grammar/fuzzgen": {"fuzzgen.h", "schemagen.h"},
-    "engine": {"generate.h", "perplexity.h", "beam.h", "backend.h"},
+    "engine": {"generate.h", "perplexity.h", "beam.h", "backend.h",
+               "kv_pages.h"},  # kv_pages.h: the paged-KV bookkeeping both backends use
     "engine/tokenizer": {"tokenizer.h"},
     "engine/model": {"model.h"},
     "engine/cpu": {"engine.h"},
@@ -74,7 +75,6 @@ WHITE_BOX = {
     "engine/tokenizer/tokenizer_internal.h",  # BPE and pre-tokenizer tables
     "grammar/ir/ir.h",                   # the compiled grammar's node graph and queries
     "grammar/match/match.h",             # matcher internals (arena, frames, reference walk)
-    "engine/cuda/kv_pages_internal.h",   # the GPU page table's host side
     "rpc/schema_cache.h",                # the cache tested without a server
 }
 

@@ -367,7 +367,7 @@ int sx_engine_seq_len(const sx_engine *e, int seq)
 {
     if (!e || !sx_kv_seq_live(&e->kv, seq))
         return -1;
-    return e->kv.seqs[seq].len;
+    return sx_kv_len(&e->kv, seq);
 }
 
 const char *sx_engine_cpu_path(const sx_engine *e)
@@ -388,5 +388,5 @@ const char *sx_engine_act_rounding(const sx_engine *e)
 
 int64_t sx_engine_free_tokens(const sx_engine *e)
 {
-    return e ? (int64_t)e->kv.n_free * e->kv.block_tokens : 0;
+    return e ? (int64_t)sx_kv_free_blocks(&e->kv) * e->kv.block_tokens : 0;
 }

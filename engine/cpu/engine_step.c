@@ -220,7 +220,7 @@ static void qk_rows(pass *p, int lo, int hi, int g0, int g1)
             e->kr->rmsnorm(q, q, lw->q_norm, hd, c->rms_eps);
             sx_cpu_rope(q, ct, st, hd);
         }
-        int32_t blk = e->kv.seqs[s->seq].blocks[pos / bt];
+        int32_t blk = sx_kv_blocks(&e->kv, s->seq)[pos / bt];
         for (int g = g0; g < g1; g++) {
             float *k = e->k + (size_t)t * kvd + (size_t)g * hd;
             const float *v = e->v + (size_t)t * kvd + (size_t)g * hd;
@@ -280,7 +280,7 @@ static void att_task(pass *p, const sx_att_task *tk, float *scr, float *kvs)
     int hd = c->head_dim, G = c->n_heads / c->n_kv_heads, qd = c->n_heads * hd;
     int bt = e->kv.block_tokens, nr = tk->i1 - tk->i0;
     const sx_seg *s = &p->segs[tk->seg];
-    const int32_t *blocks = e->kv.seqs[s->seq].blocks;
+    const int32_t *blocks = sx_kv_blocks(&e->kv, s->seq);
     float *acc = scr, *mx = acc + (size_t)nr * G * hd, *l = mx + nr * G;
     float *qs = l + nr * G;
     memset(acc, 0, (size_t)nr * G * hd * sizeof *acc);
@@ -343,7 +343,7 @@ static void att_task_lanes(pass *p, const sx_att_task *tk, float *scr, float *kv
     int hd = c->head_dim, G = c->n_heads / c->n_kv_heads, qd = c->n_heads * hd;
     int bt = e->kv.block_tokens, rpg = 32 / G;
     const sx_seg *s = &p->segs[tk->seg];
-    const int32_t *blocks = e->kv.seqs[s->seq].blocks;
+    const int32_t *blocks = sx_kv_blocks(&e->kv, s->seq);
     float *qt = scr, *acct = qt + (size_t)hd * 32, *m = acct + (size_t)hd * 32, *l = m + 32;
     float *kpad = l + 32;
     for (int g0 = tk->i0; g0 < tk->i1; g0 += rpg) {
@@ -757,7 +757,7 @@ static int check_items(sx_engine *e, const sx_step_item *items, int n_items, int
             if (it->tokens[j] < 0 || it->tokens[j] >= e->cfg.vocab_rows)
                 return sx_err_set(err, SX_EINVAL, "step item %d: token %d is %d, outside 0..%d",
                                   i, j, (int)it->tokens[j], e->cfg.vocab_rows - 1);
-        int64_t end = (int64_t)kv->seqs[it->seq].len + it->n;
+        int64_t end = (int64_t)sx_kv_len(kv, it->seq) + it->n;
         int64_t limit = (int64_t)kv->max_blocks_per_seq * kv->block_tokens;
         if (e->cfg.max_pos > 0 && e->cfg.max_pos < limit)
             limit = e->cfg.max_pos;
@@ -770,9 +770,9 @@ static int check_items(sx_engine *e, const sx_step_item *items, int n_items, int
          * refused one block early */
         blocks += sx_kv_blocks_needed(kv, it->seq, it->n);
     }
-    if (blocks > kv->n_free)
+    if (blocks > sx_kv_free_blocks(kv))
         return sx_err_set(err, SX_ELIMIT, "kv cache full: step needs %lld blocks, %d free",
-                          (long long)blocks, (int)kv->n_free);
+                          (long long)blocks, (int)sx_kv_free_blocks(kv));
     *total = rows;
     return SX_OK;
 }
@@ -811,7 +811,7 @@ int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items, 
             int take = it->n - off < e->cap - T ? it->n - off : e->cap - T;
             sx_seg *s = &e->segs[nseg++];
             s->seq = it->seq;
-            s->pos0 = e->kv.seqs[it->seq].len + off;
+            s->pos0 = sx_kv_len(&e->kv, it->seq) + off;
             s->tok = it->tokens + off;
             s->n = take;
             s->row0 = T;
@@ -833,7 +833,7 @@ int sx_engine_step_masked(sx_engine *e, const sx_step_item *items, int n_items, 
     }
     e->ready = NULL;
     for (int i = 0; i < n_items; i++)
-        e->kv.seqs[items[i].seq].len += items[i].n;
+        sx_kv_commit(&e->kv, items[i].seq, items[i].n);
     e->lm_stats.tokens += total;
     return SX_OK;
 }

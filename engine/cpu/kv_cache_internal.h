@@ -4,12 +4,12 @@
  * consecutive positions of one sequence for every layer, laid out
  * [layer][kv_head][K|V] in f32 or bf16 (elem bytes), keys transposed ([head_dim][block_tokens]) and
  * values as rows ([block_tokens][head_dim]), so attention scores a block's
- * keys with one vector per head_dim element and adds values row by row.  Each sequence owns a block
- * table (logical block i -> pool block).  Blocks are refcounted: fork shares
- * the source's blocks, and a sequence about to write into a shared block
- * first copies it (copy-on-write).  Freed blocks go on a LIFO free list so
- * recently touched memory is reused first; the pool is reserved address
- * space, so untouched blocks cost no RAM.
+ * keys with one vector per head_dim element and adds values row by row.  The
+ * bookkeeping -- block tables (logical block i -> pool block), reference
+ * counts, copy-on-write, the LIFO free list that reuses recently touched
+ * memory first -- is the GPU engine's too: engine/kv_pages.h.  This file
+ * keeps the memory (reserved address space, so untouched blocks cost no RAM)
+ * and does the copies it asks for.
  *
  * Ownership: sx_kv_init allocates everything, sx_kv_destroy releases it.
  * Not thread-safe; block contents are written by the forward pass's threads
@@ -20,13 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common/sx_error.h"
-
-typedef struct sx_kv_seq {
-    int      live;
-    int      len;       /* positions cached */
-    int      n_blocks;  /* entries used in blocks[] */
-    int32_t *blocks;    /* [max_blocks_per_seq], points into sx_kv.tables */
-} sx_kv_seq;
+#include "engine/kv_pages.h"
 
 typedef struct sx_kv {
     int       n_layers, n_kv_heads, head_dim, block_tokens;
@@ -36,11 +30,7 @@ typedef struct sx_kv {
     size_t    block_elems;    /* elements per block */
     unsigned char *pool;
     size_t    pool_bytes;
-    int32_t  *refcnt;         /* [n_blocks] */
-    int32_t  *free_list;      /* [n_blocks], a stack */
-    int32_t   n_free;
-    int32_t  *tables;         /* [max_seqs][max_blocks_per_seq] */
-    sx_kv_seq *seqs;          /* [max_seqs] */
+    sx_kvp   *pages;          /* tables, reference counts, free list */
 } sx_kv;
 
 /* max_len: the longest sequence allowed (0 = limited by capacity only);
@@ -60,8 +50,31 @@ int  sx_kv_seq_live(const sx_kv *kv, int seq);
 int  sx_kv_blocks_needed(const sx_kv *kv, int seq, int n);
 /* Makes positions [len, len+n) of seq writable: copies a shared partial
  * last block and appends fresh blocks.  The caller has checked
- * sx_kv_blocks_needed against n_free; len itself is not changed. */
+ * sx_kv_blocks_needed against sx_kv_free_blocks; len itself changes only
+ * with sx_kv_commit, after the pass wrote the positions. */
 void sx_kv_prepare(sx_kv *kv, int seq, int n);
+
+static inline void sx_kv_commit(sx_kv *kv, int seq, int n)
+{
+    sx_kvp_commit(kv->pages, seq, n);
+}
+
+/* positions cached in a live seq */
+static inline int sx_kv_len(const sx_kv *kv, int seq)
+{
+    return sx_kvp_seq_len(kv->pages, seq);
+}
+
+static inline int32_t sx_kv_free_blocks(const sx_kv *kv)
+{
+    return sx_kvp_free_blocks(kv->pages);
+}
+
+/* seq's block table: logical block i -> pool block */
+static inline const int32_t *sx_kv_blocks(const sx_kv *kv, int seq)
+{
+    return sx_kvp_tables(kv->pages) + (size_t)seq * (size_t)kv->max_blocks_per_seq;
+}
 
 /* K^T of a block for one layer and kv head, as float (f32 cache) or
  * uint16_t (bf16) elements; V follows block_tokens*head_dim elements on. */

@@ -10,7 +10,7 @@ extern "C" {
 #include "engine/backend.h"
 #include "engine/model/model.h"
 #include "engine/sampler/sampler.h"
-#include "engine/cuda/kv_pages_internal.h"
+#include "engine/kv_pages.h"
 }
 
 #include <cuda_runtime.h>

@@ -130,6 +130,8 @@ check "model random: a positional argument" usage_err "strux model random: unexp
 check "model random without --out" usage_err "strux model random: --out DIR is required" model random --seed=3
 check "model info --memory-gib 0" usage_err 'strux model info: --memory-gib: "0" is not a positive number' \
     model info --shape tiny --memory-gib 0
+check "model info --context 0" usage_err 'strux model info: --context: "0" is not an integer from 1 to 16777216' \
+    model info some/dir --device cpu --context 0
 check "model info: two directories" usage_err "strux model info: unexpected argument 'b'" model info a b
 check "model info: shape options without --shape" usage_err "strux model info: the shape options go with --shape" \
     model info some/dir --layers 3
@@ -140,7 +142,7 @@ for sub in random info; do
     rc=$?
     missing=""
     for o in --shape --hidden --intermediate --layers --heads --kv-heads --head-dim --no-tie --tie \
-        $([ $sub = random ] && echo --seed --out --tokenizer --no-tokenizer || echo --memory-gib); do
+        $([ $sub = random ] && echo --seed --out --tokenizer --no-tokenizer || echo --memory-gib --device --kv-gb --context); do
         grep -q -- "^ *$o\( \|$\)" "$T/help" || missing="$missing $o"
     done
     check "model $sub --help: exit 0, every option${missing:+ (missing:$missing)}" \

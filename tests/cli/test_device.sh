@@ -8,7 +8,9 @@
 # With STRUX_EMU set (`make test-emu` sets it to build-emu: the CUDA backend
 # on the CPU emulation of tests/gpu/emu, built by `make emu`): on the tiny
 # random model, `strux generate --device cuda` gives the CPU backend's greedy
-# ids over two schemas and perplexity agrees within 1%.  (The server,
+# ids over two schemas, `strux chat --reply` and `strux demo --model` (greedy)
+# the CPU's reply, `strux model info --device cuda` the pages of --kv-gb, and
+# perplexity agrees within 1%.  (The server,
 # `struxd --device cuda`, is checked by tests/gpu/emu/device_check.py, also
 # from `make test-emu`; `make test` skips this part so that CI pays for the
 # emulator once.)  The GPU engine
@@ -75,6 +77,22 @@ check "perplexity --device cuda: the same" \
     fails_well 1 "$NOCUDA" "$S" perplexity "${M[@]}" --device cuda "$ROOT/README.md"
 check "struxd --device cuda: the same, before loading the model" \
     fails_well 1 "$NOCUDA" "$D" --model "$T/no-such-model" --device cuda
+echo '[{"role":"user","content":"Extract the invoice: ACME Corp, invoice 17, total 42.50 EUR"}]' \
+    >"$T/conv.json"
+check "chat --reply --device cuda: the same" \
+    fails_well 1 "$NOCUDA" "$S" chat --reply "${M[@]}" --device cuda "$T/conv.json"
+check "demo --model --device cuda: the same" \
+    fails_well 1 "$NOCUDA" "$S" demo "${M[@]}" --device cuda --schema "$ROOT/schemas/invoice.json"
+check "model info --device cuda: the same, before loading the model" \
+    fails_well 1 "$NOCUDA" "$S" model info "$T/no-such-model" --device cuda
+check "chat --device without --reply: a usage error" \
+    fails_well 2 "go with --reply" "$S" chat --device cpu "$T/conv.json"
+# 0.25 GiB of f32 cache at 4096 bytes a token: 65536 tokens, 4096 pages of
+# 16; 1000 tokens take 63 pages, so 65 sequences fit
+"$S" model info "$T/m" --device cpu --kv-gb 0.25 --context 1000 >"$T/info_cpu.out" 2>&1
+check "model info --device cpu: the pages of --kv-gb and the sequences that fit" \
+    grep -q "4096 pages of 16 tokens, 65536 tokens.*sequences:  65 of 1000 tokens" \
+    <(tr '\n' ' ' <"$T/info_cpu.out")
 check "generate --device tpu: a usage error" \
     fails_well 2 "want cpu, cuda or cuda:N" "$S" generate "${M[@]}" --prompt hi --device tpu
 check "struxd --device cuda:x: a usage error" \
@@ -142,6 +160,46 @@ for sc in invoice contact_card; do
     check "emulated cuda: greedy ids under $sc.json equal the CPU backend's" same_ids "cpu_$sc" "cuda_$sc"
     check "emulated cuda: the $sc reply validates" grep -q "^validator: valid" "$T/cuda_$sc.err"
 done
+
+# temperature 1, same seed: the reply validates on both; the draws are the
+# CPU sampler's on each backend's logits, so they part where bf16 moves a
+# cumulative boundary past the draw (the random model's distribution is
+# nearly flat).  The first differing position is printed; that every such
+# difference lies within the logits' bound is strux_gpu_tests sampled
+# (make test-emu), which compares the draws position by position.
+gen cpu_t1 "$S" cpu "${P[@]}" --schema "$ROOT/schemas/invoice.json" --temperature 1 --seed 3
+gen cuda_t1 "$EMU/strux" cuda "${P[@]}" --schema "$ROOT/schemas/invoice.json" --temperature 1 --seed 3
+python3 - "$T/cpu_t1.out" "$T/cuda_t1.out" <<'EOF'
+import sys
+ids = [[l for l in open(p, encoding="utf-8", errors="replace").read().split("\n")
+        if l and not l.startswith("logprob ")][-1].split() for p in sys.argv[1:]]
+k = next((i for i in range(min(map(len, ids))) if ids[0][i] != ids[1][i]), None)
+print("# temperature 1, seed 3: " + ("%d ids, all equal" % len(ids[0]) if k is None and
+      len(ids[0]) == len(ids[1]) else "first difference at position %s of %d" %
+      (k if k is not None else min(map(len, ids)), len(ids[0]))))
+EOF
+check "emulated cuda: a temperature-1 reply validates, as the CPU's does" \
+    eval 'grep -q "^validator: valid" "$T/cuda_t1.err" && grep -q "^validator: valid" "$T/cpu_t1.err"'
+
+# strux chat --reply and strux demo --model through the same backends
+chat() { timeout 300 "$1" chat --reply "${M[@]}" --device "$2" --print-ids --max-tokens 40 \
+    --schema "$ROOT/schemas/invoice.json" "$T/conv.json" >"$T/chat_$2.out" 2>"$T/chat_$2.err"
+    echo $? >"$T/chat_$2.rc"; }
+chat "$S" cpu
+chat "$EMU/strux" cuda
+check "emulated cuda: strux chat --reply gives the CPU backend's greedy ids" same_ids chat_cpu chat_cuda
+check "emulated cuda: the chat reply validates" grep -q "^validator: valid" "$T/chat_cuda.err"
+demo() { timeout 300 "$1" demo "${M[@]}" --device "$2" --temperature 0 --max-tokens 40 \
+    --schema "$ROOT/schemas/contact_card.json" >"$T/demo_$2.out" 2>"$T/demo_$2.err"; }
+demo "$S" cpu
+demo "$EMU/strux" cuda
+check "emulated cuda: strux demo --model (greedy) prints the CPU backend's document, valid" \
+    eval 'cmp -s "$T/demo_cpu.out" "$T/demo_cuda.out" && grep -q "^validator: valid" "$T/demo_cuda.err"'
+# bf16 cache on the device: 2048 bytes a token, so twice the CPU's pages
+"$EMU/strux" model info "$T/m" --device cuda --kv-gb 0.25 --context 1000 >"$T/info_cuda.out" 2>&1
+check "emulated cuda: model info --device cuda: its pages of --kv-gb and the sequences that fit" \
+    grep -q "device: *cuda.*8192 pages of 16 tokens, 131072 tokens.*sequences:  130 of 1000 tokens" \
+    <(tr '\n' ' ' <"$T/info_cuda.out")
 
 # every scored token needs a whole logits row, slow on the emulator: a short text
 head -c 400 "$ROOT/README.md" >"$T/text.txt"

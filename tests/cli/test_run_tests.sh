@@ -67,4 +67,31 @@ check "a not ok and a crash: 4 passed, 2 failed, 2 skipped, exit 1, both named" 
 check "each test's wall time, and the slowest named" sh -c \
     "grep -qE '^# time test_cmocka [0-9]+\\.[0-9]s$' '$T/ok.out' &&
      grep -qE '^slowest: test_(tap.sh|cmocka) [0-9.]+s, test_(tap.sh|cmocka) [0-9.]+s$' '$T/ok.out'"
+
+# two at a time: the same counts; and the two really overlap -- test_wait
+# waits (at most 20 s) for a file that test_mark, started beside it, writes,
+# so run one at a time it fails
+STRUX_TEST_JOBS=2 bash tests/run_tests.sh "$T/test_tap.sh" "$T/test_fail.sh" "$T/test_crash.sh" \
+    "$T/test_cmocka" >"$T/par.out" 2>&1
+rc=$?
+check "STRUX_TEST_JOBS=2: the same counts (6 passed, 2 failed, 4 skipped), both failures named" sh -c \
+    "[ $rc = 1 ] && tail -1 '$T/par.out' | grep -qx 'tests: 6 passed, 2 failed, 4 skipped' &&
+     grep -q '^failing: .*test_fail.sh' '$T/par.out' && grep -q '^failing: .*test_crash.sh' '$T/par.out' &&
+     [ \"\$(grep -c '^# time ' '$T/par.out')\" = 4 ] || { sed 's/^/# /' '$T/par.out'; false; }"
+cat >"$T/test_wait.sh" <<EOF2
+for i in \$(seq 200); do [ -f "$T/mark" ] && { echo "ok 1 - saw the mark"; exit 0; }; sleep 0.1; done
+echo "not ok 1 - no mark"
+EOF2
+cat >"$T/test_mark.sh" <<EOF2
+touch "$T/mark"; echo "ok 1 - marked"
+EOF2
+STRUX_TEST_JOBS=2 bash tests/run_tests.sh "$T/test_wait.sh" "$T/test_mark.sh" >"$T/overlap.out" 2>&1
+rc=$?
+check "STRUX_TEST_JOBS=2 runs two tests at once" sh -c \
+    "[ $rc = 0 ] && tail -1 '$T/overlap.out' | grep -qx 'tests: 2 passed, 0 failed, 0 skipped' ||
+     { sed 's/^/# /' '$T/overlap.out'; false; }"
+STRUX_TEST_JOBS=x bash tests/run_tests.sh "$T/test_tap.sh" >"$T/badjobs.out" 2>&1
+rc=$?
+check "a bad STRUX_TEST_JOBS is a usage error (exit 2), not a silent serial run" sh -c \
+    "[ $rc = 2 ] && grep -q 'STRUX_TEST_JOBS must be a positive integer' '$T/badjobs.out'"
 [ $failed -eq 0 ]

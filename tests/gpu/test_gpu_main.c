@@ -70,6 +70,8 @@ void sx_gpu_test_sampler(int *passed, int *failed);
 void sx_gpu_test_kernels(int *passed, int *failed);
 void sx_gpu_test_engine(int *passed, int *failed, const char *shape, const char *dir);
 void sx_gpu_test_refengine(int *passed, int *failed, const char *dir);
+/* tests/gpu/test_gpu_sampled.c */
+void sx_gpu_test_sampled(int *passed, int *failed, const char *dir);
 int  sx_gpu_bench(const char *dir, const char *shapes, FILE *json);
 
 /* Without a device the GPU engine must refuse cleanly (run where there is
@@ -90,7 +92,7 @@ static int test_no_device(void)
 static int known_group(const char *g)
 {
     return !strcmp(g, "mask") || !strcmp(g, "kernels") || !strcmp(g, "sampler") ||
-           !strcmp(g, "refengine") || !strcmp(g, "engine") || !strncmp(g, "engine-", 7) ||
+           !strcmp(g, "refengine") || !strcmp(g, "sampled") || !strcmp(g, "engine") || !strncmp(g, "engine-", 7) ||
            !strcmp(g, "bench") || !strncmp(g, "bench=", 6);
 }
 
@@ -98,10 +100,10 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: strux_gpu_tests [--require-gpu] [--dir DIR] [--json FILE] [GROUP...]\n"
-            "groups: mask kernels sampler refengine engine (tiny model) engine-0.6b\n"
+            "groups: mask kernels sampler refengine sampled engine (tiny model) engine-0.6b\n"
             "        nodevice (alone, where there is no GPU: the engine's clear refusal)\n"
             "        bench (0.6b, 1.7b) bench=SHAPES (comma-separated)\n"
-            "        default: mask kernels sampler refengine engine\n"
+            "        default: mask kernels sampler refengine sampled engine\n"
             "--dir: where random models are written and reused (default /tmp/strux-gpu-models)\n"
             "--json: a summary {device, passed, failed, bench: [...]} for tests/gpu/run.sh\n");
 }
@@ -129,8 +131,9 @@ int main(int argc, char **argv)
         }
     }
     if (n_groups == 0) {
-        static const char *def[] = { "mask", "kernels", "sampler", "refengine", "engine" };
-        for (int i = 0; i < 5; i++)
+        static const char *def[] = { "mask", "kernels", "sampler", "refengine", "sampled",
+                                     "engine" };
+        for (int i = 0; i < 6; i++)
             groups[n_groups++] = def[i];
     }
     if (!sx_cuda_available(&why)) {
@@ -156,6 +159,8 @@ int main(int argc, char **argv)
             sx_gpu_test_sampler(&passed, &failed);
         else if (!strcmp(name, "refengine"))
             sx_gpu_test_refengine(&passed, &failed, dir);
+        else if (!strcmp(name, "sampled"))
+            sx_gpu_test_sampled(&passed, &failed, dir);
         else if (!strcmp(name, "engine"))
             sx_gpu_test_engine(&passed, &failed, "tiny", dir);
         else if (!strncmp(name, "engine-", 7))

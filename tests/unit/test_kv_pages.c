@@ -1,4 +1,4 @@
-/* The GPU engine's paged-KV bookkeeping (engine/cuda/kv_pages.c), without a GPU:
+/* The paged-KV bookkeeping both backends share (engine/kv_pages.c), without a GPU:
  * a pool of token ids stands in for the cache contents, and the copies that
  * sx_kvp_prepare asks for are done on it, so every sequence must read back
  * exactly the tokens it appended, through forks, truncations and frees. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/cuda/kv_pages_internal.h"
+#include "engine/kv_pages.h"
 
 enum { NB = 40, BT = 4, SEQS = 6, MAXB = 12 };
 

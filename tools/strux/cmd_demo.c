@@ -1,24 +1,33 @@
-/* strux demo: what the grammar guarantees, without model weights.
+/* strux demo: what the grammar guarantees.
  *
- * Until the Qwen3 engine lands this stands in for the model with a
- * uniformly random "model": at every step it samples among the tokens the
- * schema's mask allows (leaning towards closing the document after a
- * while), then re-checks the output with the independent validator. */
+ * Without --model it stands in for the model with a uniformly random
+ * "model": at every step it samples among the tokens the schema's mask
+ * allows (leaning towards closing the document after a while).  With
+ * --model DIR the model samples the document (temperature 1 by default) on
+ * --device, through the engine interface.  Either way the output is
+ * re-checked with the independent validator. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/sx_numjson.h"
+#include "engine/backend.h"
 #include "grammar/grammar.h"
 #include "grammar/validator/validator.h"
 #include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
+#include "tools/strux/tool_gen.h"
 
 int cmd_demo(int argc, char **argv)
 {
-    const char *schema_path = NULL, *tok_path = NULL;
+    const char *schema_path = NULL, *tok_path = NULL, *model_dir = NULL;
+    const char *prompt = "Write one JSON document that matches the schema.";
+    tool_gen_req req;
+    memset(&req, 0, sizeof req);
+    req.device = "cpu";
+    sx_sampling_default(&req.sampling); /* temperature 1 */
     unsigned seed = 1;
     int max_tokens = 200;
     unsigned long long seed_arg = 1;
@@ -35,6 +44,18 @@ int cmd_demo(int argc, char **argv)
         CLI_GRAMMAR_OPTS(&o),
         {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "PATH",
          .help = "tokenizer.json (default: from ../shared)"},
+        {.kind = CLI_SECTION, .help = "a real model instead of the stand-in:"},
+        {.name = "--model", .kind = CLI_STR, .dst = &model_dir, .arg = "DIR",
+         .help = "Qwen3 directory (its tokenizer too); the model samples\n"
+                 "the document with --seed"},
+        {.name = "--device", .kind = CLI_STR, .dst = &req.device, .arg = "D",
+         .help = "cpu (default), cuda or cuda:N (a build with CUDA)"},
+        {.name = "--temperature", .kind = CLI_FLOAT, .dst = &req.sampling.temperature,
+         .arg = "T", .help = "0 = greedy (default 1)"},
+        {.name = "--prompt", .kind = CLI_STR, .dst = &prompt, .arg = "TEXT",
+         .help = "the user turn (default: asks for a document)"},
+        {.name = "--threads", .kind = CLI_INT, .dst = &req.n_threads, .lo = 0, .hi = 1024,
+         .arg = "N", .help = "CPU threads (default: all)"},
     };
     cli_spec spec = {
         .cmd = "demo", .usage = "--schema FILE [options]",
@@ -48,8 +69,23 @@ int cmd_demo(int argc, char **argv)
     if (prc)
         return prc == CLI_EXIT_HELP ? 0 : 2;
     seed = (unsigned)seed_arg;
+    req.sampling.seed = seed_arg;
     if (!schema_path)
         return cli_usage_error(&spec, "needs --schema FILE");
+    if (!model_dir && (cli_seen(&spec, "--device") || cli_seen(&spec, "--temperature") ||
+                       cli_seen(&spec, "--prompt")))
+        return cli_usage_error(&spec, "--device, --temperature and --prompt go with --model");
+    if (model_dir) {
+        sx_error serr;
+        sx_err_clear(&serr);
+        if (sx_sampling_check(&req.sampling, &serr))
+            return cli_usage_error(&spec, "%s", serr.msg);
+        int drc = sx_backend_device_check(req.device, &serr); /* before any load */
+        if (drc) {
+            fprintf(stderr, "strux demo: %s\n", serr.msg);
+            return drc == SX_EUNSUPPORTED ? 1 : 2;
+        }
+    }
     json_error_t je;
     json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
     if (!schema) {
@@ -58,7 +94,7 @@ int cmd_demo(int argc, char **argv)
     }
     sx_tokenizer *tok;
     sx_vocab *v;
-    if (tool_load("demo", tok_path, NULL, &tok, &v)) {
+    if (tool_load("demo", tok_path, model_dir, &tok, &v)) {
         json_decref(schema);
         return 1;
     }
@@ -70,11 +106,28 @@ int cmd_demo(int argc, char **argv)
     uint32_t *mask = malloc((size_t)v->mask_words * sizeof *mask);
     int32_t *allowed = malloc((size_t)v->n_rows * sizeof *allowed);
     sx_bytes out = {0};
+    tool_gen_out gout;
+    memset(&gout, 0, sizeof gout);
     double mask_us = 0;
     int steps = 0;
     if (sx_gr_compile_json(v, schema, &o, &g, &err) || sx_matcher_new(g, &m, &err)) {
         fprintf(stderr, "strux demo: %s: %s\n", schema_path, err.msg);
         goto done;
+    }
+    if (model_dir) {
+        sx_chat_msg msg = {"user", prompt};
+        req.cmd = "demo";
+        req.model_dir = model_dir;
+        req.msgs = &msg;
+        req.n_msgs = 1;
+        req.grammar = g;
+        req.max_tokens = max_tokens;
+        if (tool_gen_reply(&req, tok, &gout))
+            goto done;
+        sx_bytes_append(&out, gout.text.v ? gout.text.v : "", gout.text.n);
+        fprintf(stderr, "%zu tokens sampled by %s on %s (seed %llu, temperature %g)\n",
+                gout.ids.n, model_dir, gout.backend, seed_arg, (double)req.sampling.temperature);
+        goto check;
     }
     for (;;) {
         double t0 = tool_now_us();
@@ -115,6 +168,7 @@ int cmd_demo(int argc, char **argv)
         }
         sx_bytes_append(&out, tb, tl);
     }
+check:
     printf("%.*s\n", (int)out.n, out.v ? out.v : "");
     sx_numtab nums = {0}; /* numbers of any length */
     json_t *inst = sx_numjson_loadb(out.v ? out.v : "", out.n, 0, &nums, &je);
@@ -124,12 +178,14 @@ int cmd_demo(int argc, char **argv)
         fprintf(stderr, "validator: %s%s%s\n", valid ? "valid" : "INVALID: ", valid ? "" : err.msg, "");
     else
         fprintf(stderr, "validator: could not check: %s\n", inst ? err.msg : je.text);
-    fprintf(stderr, "%d masks, %.1f us per mask on average\n", steps, mask_us / steps);
+    if (!model_dir)
+        fprintf(stderr, "%d masks, %.1f us per mask on average\n", steps, mask_us / steps);
     json_decref(inst);
     sx_numtab_free(&nums);
     sx_val_free(val);
     rc = valid ? 0 : 1;
 done:
+    tool_gen_out_free(&gout);
     sx_bytes_free(&out);
     free(mask);
     free(allowed);

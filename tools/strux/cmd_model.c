@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
+#include "engine/backend.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tools/strux/cli_opts.h"
@@ -19,7 +20,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: strux model random --out DIR [--shape NAME] [--seed N] [--tokenizer PATH]\n"
             "                          [--no-tokenizer] [SHAPE OPTIONS]\n"
-            "       strux model info DIR [--memory-gib G]\n"
+            "       strux model info DIR [--memory-gib G] [--device D [--kv-gb G] [--context N]]\n"
             "       strux model info --shape NAME [SHAPE OPTIONS] [--memory-gib G]\n\n"
             "random  writes a Hugging Face-format Qwen3 model with random bf16 weights into\n"
             "        DIR: config.json, model.safetensors and the Qwen3 tokenizer (tokenizer.json,\n"
@@ -30,7 +31,11 @@ static void usage(FILE *f)
             "info    loads and checks the model in DIR (or takes a named shape) and prints its\n"
             "        parameters, weight bytes, KV-cache bytes per token, and how many sequences\n"
             "        of 1k/4k/8k/32k tokens fit in the memory left after the weights.  The memory\n"
-            "        is --memory-gib G (total, e.g. a GPU's), else this machine's available RAM.\n\n"
+            "        is --memory-gib G (total, e.g. a GPU's), else this machine's available RAM.\n"
+            "        --device cpu|cuda[:N] (with DIR) opens the model on that backend and prints\n"
+            "        what it holds: its weight bytes, the KV pages of --kv-gb G (default: the\n"
+            "        device's free memory; available RAM less the weights on the CPU) and how\n"
+            "        many sequences of --context N tokens (default 4096) fit at once.\n\n"
             "shape options (change the chosen shape; the vocabulary stays 151,936 rows):\n"
             "  --hidden N  --intermediate N  --layers N  --heads N  --kv-heads N  --head-dim N\n"
             "  --no-tie (separate lm_head.weight)  --tie\n"
@@ -241,6 +246,53 @@ static void print_info(const sx_qwen3_config *c, double budget, const char *budg
            "struxd)\n");
 }
 
+/* --device: what the backend holds once the model is open on it; the KV
+ * pool is --kv-gb (kv_gb > 0) or, at 0, what the backend takes by itself
+ * (CUDA: the device's free memory) or available RAM less the weights
+ * (CPU).  0, or 1 when the backend does not open (printed). */
+static int print_device(const sx_model *m, const char *device, double kv_gb, long context)
+{
+    sx_error err;
+    sx_err_clear(&err);
+    int cuda = 0, ordinal = 0;
+    if (sx_backend_parse_device(device, &cuda, &ordinal, &err))
+        return 1;
+    /* the CUDA cache is bf16, the CPU's f32 (its default) */
+    int64_t per_tok = sx_qwen3_kv_bytes_per_token(&m->cfg, cuda ? 2 : 4);
+    double budget = kv_gb > 0 ? kv_gb * GIB
+                  : cuda ? 0 : 0.9 * (available_ram() - 2.0 * (double)sx_qwen3_n_params(&m->cfg));
+    sx_engine_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_threads = 1;
+    if (budget > 0)
+        o.kv_tokens = (int64_t)(budget / (double)per_tok) < ((int64_t)1 << 30)
+                          ? (int64_t)(budget / (double)per_tok) : (int64_t)1 << 30;
+    if (o.kv_tokens > 0 && o.kv_tokens < 16)
+        o.kv_tokens = 16;
+    sx_backend *b = NULL;
+    if (sx_backend_open(device, m, &o, &b, &err)) {
+        fprintf(stderr, "strux model info: %s\n", err.msg);
+        return 1;
+    }
+    sx_backend_mem mem;
+    memset(&mem, 0, sizeof mem);
+    sx_backend_mem_get(b, &mem);
+    int bt = mem.block_tokens > 0 ? mem.block_tokens : 1;
+    int64_t pages = mem.kv_tokens / bt, per_seq = (context + bt - 1) / bt;
+    int64_t fit = per_seq > 0 ? pages / per_seq : 0;
+    printf("device:       %s (%s)\n", sx_backend_name(b), sx_backend_describe(b));
+    printf("  weights:    %lld bytes (%.2f GiB) as the backend holds them\n",
+           (long long)mem.weight_bytes, mem.weight_bytes / GIB);
+    printf("  kv cache:   %lld bytes (%.2f GiB, %s): %lld pages of %d tokens, %lld tokens, "
+           "%lld bytes per token\n", (long long)mem.kv_bytes, mem.kv_bytes / GIB,
+           kv_gb > 0 ? "--kv-gb" : cuda ? "the device's free memory" : "available RAM",
+           (long long)pages, bt, (long long)mem.kv_tokens, (long long)per_tok);
+    printf("  sequences:  %lld of %ld tokens fit at once (%lld pages each); this engine holds "
+           "up to %d live\n", (long long)fit, context, (long long)per_seq, mem.max_seqs);
+    sx_backend_close(b);
+    return 0;
+}
+
 /* What the files hold: shards, and tensors and bytes by dtype. */
 static void print_files(const char *dir)
 {
@@ -268,8 +320,9 @@ static void print_files(const char *dir)
 
 static int cmd_info(int argc, char **argv)
 {
-    const char *dir = NULL, *shape = NULL;
-    double gib = 0;
+    const char *dir = NULL, *shape = NULL, *device = NULL;
+    double gib = 0, kv_gb = 0;
+    long context = 4096;
     int changed = 0, n_pos = 0;
     shape_over so = {.tied = -1};
     sx_qwen3_config c;
@@ -280,10 +333,19 @@ static int cmd_info(int argc, char **argv)
          .help = "a named shape instead of DIR: tiny, 0.6b, 1.7b, 4b, 8b"},
         {.name = "--memory-gib", .kind = CLI_FN, .dst = &gib, .fn = opt_gib, .arg = "G",
          .help = "the memory to plan for, total (e.g. a GPU's; default:\nthis machine's available RAM)"},
+        {.name = "--device", .kind = CLI_STR, .dst = &device, .arg = "D",
+         .help = "cpu|cuda[:N] (with DIR): open the model on that backend\nand print what it holds: "
+                 "its weight bytes, the KV pages\nof --kv-gb and how many sequences of --context fit"},
+        {.name = "--kv-gb", .kind = CLI_FN, .dst = &kv_gb, .fn = opt_gib, .arg = "G",
+         .help = "the KV pool of --device (default: the device's free\nmemory; available RAM less "
+                 "the weights on the CPU)"},
+        {.name = "--context", .kind = CLI_LONG, .dst = &context, .lo = 1, .hi = 1L << 24, .arg = "N",
+         .help = "the sequence length --device counts (default 4096)"},
         SHAPE_OPTS(&so),
     };
     cli_spec spec = {
-        .cmd = "model info", .usage = "(DIR | --shape NAME [shape options]) [--memory-gib G]",
+        .cmd = "model info", .usage = "(DIR [--device D [--kv-gb G] [--context N]] | --shape NAME [shape options])\n"
+                                      "       [--memory-gib G]",
         .about = "Loads and checks the model in DIR (or takes a named shape) and prints its\n"
                  "parameters, weight bytes, KV-cache bytes per token, and how many sequences\n"
                  "of 1k/4k/8k/32k tokens fit in the memory left after the weights.\n",
@@ -305,6 +367,17 @@ static int cmd_info(int argc, char **argv)
         changed = shape_apply(&so, &c);
     } else if (shape_apply(&so, &c)) {
         return cli_usage_error(&spec, "the shape options go with --shape NAME, not a DIR");
+    }
+    if (device || kv_gb > 0) {
+        sx_error derr;
+        sx_err_clear(&derr);
+        int drc = device ? sx_backend_device_check(device, &derr) : SX_EINVAL;
+        if (drc || !dir) {
+            fprintf(stderr, "strux model info: %s\n",
+                    drc == SX_EINVAL && !device ? "--kv-gb goes with --device"
+                    : drc ? derr.msg : "--device needs a model DIR (the backend loads it)");
+            return drc == SX_EUNSUPPORTED ? 1 : 2;
+        }
     }
     double budget = gib > 0 ? gib * GIB : available_ram();
     const char *from = gib > 0 ? "--memory-gib" : "available RAM";
@@ -333,8 +406,9 @@ static int cmd_info(int argc, char **argv)
         printf("quantised:    FP8 e4m3, blocks %d x %d (dequantised to bf16 at start-up)\n",
                m->quant.block[0], m->quant.block[1]);
     print_info(&m->cfg, budget, from);
+    int rc = device ? print_device(m, device, kv_gb, context) : 0;
     sx_model_free(m);
-    return 0;
+    return rc;
 }
 
 int cmd_model(int argc, char **argv)

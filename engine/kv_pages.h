@@ -1,19 +1,23 @@
-/* sx_kvp: the bookkeeping of the GPU engine's paged KV cache (internal to
- * engine/cuda/engine_cuda*.cu; plain C so that it is unit-tested without a GPU).
+/* sx_kvp: the bookkeeping of a paged KV cache, one module for both backends:
+ * the CPU engine's (engine/cpu/kv_cache.c) and the GPU engine's
+ * (engine/cuda/engine_cuda*.cu).  Plain C, unit-tested without either
+ * (tests/unit/test_kv_pages.c).  Each backend keeps its own block memory and
+ * does the copies this module asks for.
  *
  * The cache is a pool of n_blocks blocks of block_tokens positions; it knows
  * nothing of their contents.  Each live sequence has a block table (logical
  * block i -> pool block) of at most max_blocks entries, stored in one
- * [max_seqs][max_blocks] int32 array that the engine mirrors on the device.
+ * [max_seqs][max_blocks] int32 array (the GPU engine mirrors it on the device;
+ * the CPU engine reads it in place).
  * Blocks are refcounted: fork shares the source's blocks, and a sequence
  * about to write into a shared block is first given a private copy (the
- * engine performs the device copy that sx_kvp_prepare asks for).  Which table
+ * engine copies the block's contents, as sx_kvp_prepare asks).  Which table
  * entries changed since the engine last uploaded them is tracked per
- * sequence.
+ * sequence (the CPU engine never asks).
  *
  * Ownership: sx_kvp_new allocates, sx_kvp_free releases.  Not thread-safe. */
-#ifndef SX_KV_PAGES_INTERNAL_H
-#define SX_KV_PAGES_INTERNAL_H
+#ifndef SX_KV_PAGES_H
+#define SX_KV_PAGES_H
 
 #include <stdint.h>
 

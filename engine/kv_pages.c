@@ -1,5 +1,5 @@
-/* Paged KV-cache bookkeeping for the GPU engine (see kv_pages_internal.h). */
-#include "engine/cuda/kv_pages_internal.h"
+/* Paged KV-cache bookkeeping for both backends (see kv_pages.h). */
+#include "engine/kv_pages.h"
 
 #include <stdlib.h>
 
