@@ -43,7 +43,9 @@ TOOL_SRC  := $(wildcard tools/strux/*.c)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 # the server's main (tools/struxd/*.c) -> $(BUILD)/struxd
 D_SRC     := $(wildcard tools/struxd/*.c)
-D_OBJ     := $(D_SRC:%.c=$(BUILD)/obj/%.o)
+# the option tables are strux's (tools/strux/cli_opts.c), shared so both binaries
+# parse, refuse and document options the same way
+D_OBJ     := $(D_SRC:%.c=$(BUILD)/obj/%.o) $(if $(D_SRC),$(BUILD)/obj/tools/strux/cli_opts.o)
 
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 CLI_TESTS := $(wildcard tests/cli/test_*.sh)

@@ -130,8 +130,10 @@ static const struct member {
     {"function_call", M_REFUSE, "the legacy function_call is not supported; give tools and "
                                 "tool_choice", R_BOTH},
     {"best_of", M_REFUSE, "best_of is not supported; use n, or strux.num_beams for beam search", R_BOTH},
-    {"reasoning_effort", M_REFUSE, "reasoning (thinking) is not supported: strux answers "
-                                   "without a thinking phase", R_BOTH},
+    {"reasoning_effort", M_REFUSE, "reasoning_effort is not supported (Qwen3's thinking has no "
+                                   "effort levels); turn thinking on with chat_template_kwargs "
+                                   "{\"enable_thinking\": true} or strux.thinking {\"budget\": N}",
+     R_BOTH},
     {"chat_template_kwargs", M_ACT, NULL, R_BOTH},
     {"modalities", M_REFUSE, "only text output is supported", R_BOTH},
     {"audio", M_REFUSE, "audio output is not supported", R_BOTH},
@@ -140,8 +142,8 @@ static const struct member {
     {"verbosity", M_REFUSE, "verbosity is not supported", R_BOTH},
     {"ignore_eos", M_REFUSE, "ignore_eos is not supported: the grammar decides where output ends", R_BOTH},
     {"min_tokens", M_REFUSE, "min_tokens is not supported: the grammar decides where output ends", R_BOTH},
-    {"guided_whitespace_pattern", M_REFUSE, "guided_whitespace_pattern is not supported: strux "
-                                            "allows a fixed whitespace layout", R_BOTH},
+    {"guided_whitespace_pattern", M_REFUSE, "guided_whitespace_pattern is not supported: "
+                                            "give the whitespace policy in strux.layout", R_BOTH},
 };
 
 /* The value that asks for nothing: the member may be sent as its default. */

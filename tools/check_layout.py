@@ -61,7 +61,8 @@ MODULES = {
     "engine/cuda": {"engine_cuda.h"},
     "kernels": {"sx_kernels.h", "cuda_check.h"},
     "rpc": {"server.h", "client.h", "protocol.h"},
-    "tools/strux": set(),
+    # the option tables: the server's main parses its options with them too
+    "tools/strux": {"cli_opts.h"},
     "tools/struxd": set(),
 }
 
@@ -106,7 +107,7 @@ ALLOWED = {
     "kernels": {"common"},
     "rpc": {"common", "engine", "kernels"} | GRAMMAR_ALL | ENGINE_PARTS,
     "tools/strux": {"common", "engine", "kernels", "rpc"} | GRAMMAR_ALL | ENGINE_PARTS,
-    "tools/struxd": {"common", "engine", "kernels", "rpc"} | GRAMMAR_ALL | ENGINE_PARTS,
+    "tools/struxd": {"common", "engine", "kernels", "rpc", "tools/strux"} | GRAMMAR_ALL | ENGINE_PARTS,
 }
 
 # the named rules, reported in their own words: folder prefix -> folder

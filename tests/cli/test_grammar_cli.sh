@@ -35,6 +35,17 @@ check "check --indent 4: a 2-space layout refused (exit 1)" [ $? -eq 1 ]
 check "check --indent 2: compact JSON refused (exit 1)" [ $? -eq 1 ]
 "$S" check "${tok[@]}" --indent 0 --schema "$T/s.json" "$T/ind2.json" >"$T/out" 2>&1
 check "check --indent 0: usage error (exit 2)" sh -c "[ $? -eq 2 ] && grep -q 'indent: .0. is not an integer from 1 to 16' '$T/out'"
+# a refusal at whitespace names the layout rule and the option that accepts the text
+printf '{\n    "a": [\n        1\n    ]\n}' >"$T/ind4.json"
+"$S" check "${tok[@]}" --schema "$T/s.json" "$T/ind4.json" >"$T/out" 2>&1
+check "check: a 4-space layout under --max-ws 4 is named as such" sh -c "[ $? -eq 1 ] &&
+    grep -qx 'layout: *whitespace run of 5 > --max-ws 4 at byte 1; use --indent 4 or --max-ws 9' '$T/out'"
+"$S" check "${tok[@]}" --indent 4 --schema "$T/s.json" "$T/ind2.json" >"$T/out" 2>&1
+check "check --indent 4: a 2-space layout is named as such" sh -c "[ $? -eq 1 ] &&
+    grep -q '^layout: *whitespace run of 3 at byte 1 is not the --indent 4 layout.*; use --indent 2 or --max-ws 5' '$T/out'"
+"$S" check "${tok[@]}" --max-ws 0 --schema "$T/s.json" "$T/spaced.json" >"$T/out" 2>&1
+check "check --max-ws 0: a space after the colon is named as such" sh -c "[ $? -eq 1 ] &&
+    grep -qx 'layout: *whitespace run of 1 > --max-ws 0 at byte 5; use --max-ws 1' '$T/out'"
 printf '%s' '{"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"integer"}},"required":["a"]}' >"$T/po.json"
 printf '{"b": 2, "a": 1}' >"$T/po_in.json"
 printf '{"a": 1, "b": 2}' >"$T/po_out.json"
@@ -42,6 +53,8 @@ check "check --property-order: members in the listed order accepted" \
     "$S" check "${tok[@]}" --property-order --schema "$T/po.json" "$T/po_in.json"
 "$S" check "${tok[@]}" --property-order --schema "$T/po.json" "$T/po_out.json" >/dev/null 2>&1
 check "check --property-order: another order refused (exit 1)" [ $? -eq 1 ]
+"$S" check "${tok[@]}" --property-order --schema "$T/po.json" "$T/po_out.json" >"$T/out" 2>&1
+check "check: a refusal that is not whitespace has no layout line" sh -c "! grep -q '^layout:' '$T/out'"
 check "check without --property-order: any order" "$S" check "${tok[@]}" --schema "$T/po.json" "$T/po_out.json"
 printf '%s' '{"type":"array","items":{"type":"integer"},"contains":{"minimum":5},"uniqueItems":true}' >"$T/bad.json"
 "$S" compile "${tok[@]}" --schema "$T/bad.json" >"$T/out" 2>&1

@@ -88,7 +88,7 @@ nothing_written() { fails_well "$@" && [ ! -e "$T/bad" ]; }
 check "inconsistent heads: exit 2, nothing written" \
     nothing_written badheads "strux model random: model shape: num_attention_heads 3" 2
 run badnum model random --layers x --out "$T/x"
-check "non-numeric override: exit 2" fails_well badnum "strux model: --layers needs a positive integer" 2
+check "non-numeric override: exit 2" fails_well badnum 'strux model random: --layers: "x" is not an integer from 1' 2
 run badseed model random --seed -1 --out "$T/x"
 check "negative seed: exit 2" fails_well badseed "strux model random: --seed" 2
 run notok model random --tokenizer "$T/none.json" --out "$T/x"
@@ -125,7 +125,7 @@ check "info: default budget is available RAM" has plan_default "(available RAM)"
 run noarg model info
 check "info without DIR or --shape: exit 2" fails_well noarg "strux model info: give a model DIR or --shape NAME" 2
 run badmem model info "$T/tiny" --memory-gib -3
-check "info: bad --memory-gib: exit 2" fails_well badmem "strux model info: --memory-gib needs a positive number" 2
+check "info: bad --memory-gib: exit 2" fails_well badmem 'strux model info: --memory-gib: "-3" is not a positive number' 2
 run missing model info "$T/nothing"
 check "info: missing directory: exit 1" fails_well missing "strux model info: cannot open $T/nothing/config.json" 1
 

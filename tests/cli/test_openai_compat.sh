@@ -301,42 +301,7 @@ if [ "$got" -ne 7 ]; then
     n=$((n + 1)) failed=$((failed + 1))
 fi
 
-# Instructor and LangChain, as their docs use them (only base_url and api_key
-# set), in the modes whose structure the server enforces: Instructor TOOLS
-# and JSON_SCHEMA, LangChain with_structured_output json_schema and
-# function_calling.  (JSON / json_mode ask for any JSON object and leave the
-# shape to the model's reading of the prompt, which a random model cannot
-# do.)  Skipped where the packages are not installed ($STRUX_CLIENTS_PYTHON
-# may name another interpreter that has them).
-CPY=${STRUX_CLIENTS_PYTHON:-$PY}
-if "$CPY" -c "import instructor, langchain_openai" 2>/dev/null; then
-    check "Instructor (TOOLS, JSON_SCHEMA) and LangChain (json_schema, function_calling)" \
-        "$CPY" - "$URL/v1" "$KEY" <<'PY'
-import sys
-import instructor
-from langchain_openai import ChatOpenAI
-from openai import OpenAI
-from pydantic import BaseModel, Field
-class Person(BaseModel):
-    name: str = Field(max_length=10)
-    age: int = Field(ge=0, le=150)
-url, key = sys.argv[1], sys.argv[2]
-msgs = [{"role": "user", "content": "Ada Lovelace is 36."}]
-oc = OpenAI(base_url=url, api_key=key, max_retries=0)
-for mode in (instructor.Mode.TOOLS, instructor.Mode.JSON_SCHEMA):
-    p = instructor.from_openai(oc, mode=mode).chat.completions.create(
-        model="m", messages=msgs, response_model=Person, max_tokens=80, temperature=0,
-        max_retries=0)
-    assert isinstance(p, Person), (mode, p)
-llm = ChatOpenAI(base_url=url, api_key=key, model="m", max_tokens=80, temperature=0, max_retries=0)
-for method in ("json_schema", "function_calling"):
-    p = llm.with_structured_output(Person, method=method).invoke("Ada Lovelace is 36.")
-    assert isinstance(p, Person), (method, p)
-PY
-else
-    n=$((n + 1))
-    echo "ok $n - Instructor and LangChain # SKIP instructor / langchain_openai not installed"
-fi
+# Instructor and LangChain: tests/cli/test_client_libs.sh.
 
 # ---- HTTP hygiene ------------------------------------------------------------------
 BODY='{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}'

@@ -63,14 +63,24 @@ int cli_gr_indent(void *dst, const char *val, char *why, size_t why_cap)
     return 0;
 }
 
+/* "strux CMD", or the program's own name (struxd) */
+static const char *prog_name(const cli_spec *s, char *buf, size_t cap)
+{
+    if (s->prog)
+        return s->prog;
+    snprintf(buf, cap, "strux %s", s->cmd);
+    return buf;
+}
+
 int cli_usage_error(const cli_spec *s, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[512], prog[96];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "strux %s: %s (see strux %s --help)\n", s->cmd, msg, s->cmd);
+    const char *p = prog_name(s, prog, sizeof prog);
+    fprintf(stderr, "%s: %s (see %s --help)\n", p, msg, p);
     return CLI_EXIT_USAGE;
 }
 
@@ -226,7 +236,8 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos)
 
 void cli_help(FILE *f, const cli_spec *s)
 {
-    fprintf(f, "usage: strux %s %s\n", s->cmd, s->usage);
+    char prog[96];
+    fprintf(f, "usage: %s %s\n", prog_name(s, prog, sizeof prog), s->usage);
     if (s->about)
         fprintf(f, "\n%s", s->about);
     /* a table that starts with a heading names its own groups */

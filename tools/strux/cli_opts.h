@@ -58,6 +58,7 @@ typedef struct cli_opt {
 
 typedef struct cli_spec {
     const char *cmd;     /* "check": messages say "strux check: ..." */
+    const char *prog;    /* another program's name ("struxd") said instead of "strux CMD", or NULL */
     const char *usage;   /* after "usage: strux CMD " (may hold '\n') */
     const char *about;   /* paragraphs between the usage line and the options, or NULL */
     const char *after;   /* text after the options (exit status ...), or NULL */
@@ -107,6 +108,9 @@ int cli_gr_indent(void *dst, const char *val, char *why, size_t why_cap);
      .help = "object members in the order `properties` lists them"},                            \
     {.name = "--draft7", .kind = CLI_FLAG, .dst = &(o)->draft7,                                \
      .help = "draft-07 items/additionalItems (default: per $schema, else 2020-12)"}
+
+/* what `strux --version` and `struxd --version` print */
+#define STRUX_VERSION "0.1.0"
 
 #define CLI_N(tab) (sizeof(tab) / sizeof *(tab))
 

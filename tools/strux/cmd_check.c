@@ -11,6 +11,80 @@
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
 
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The layout the text looks written in: the spaces that start its first
+ * indented line (JSON.stringify(v, null, N) puts N there), 0 if none. */
+static int looks_indented(const char *text, size_t len)
+{
+    const char *nl = memchr(text, '\n', len);
+    if (!nl)
+        return 0;
+    size_t k = 0;
+    while (nl + 1 + k < text + len && nl[1 + k] == ' ')
+        k++;
+    return k >= 1 && k <= 16 ? (int)k : 0;
+}
+
+/* The matcher refused at byte `at`: when that byte is whitespace between
+ * JSON tokens, prints a line naming the layout rule that refused it and the
+ * option that would accept the text, so a pretty-printed instance is not
+ * taken for a schema violation. */
+static void ws_hint(const char *text, size_t len, size_t at, const sx_gr_opts *o)
+{
+    if (at >= len || !is_ws(text[at]))
+        return;
+    int in_str = 0;
+    for (size_t i = 0; i < at; i++) {
+        if (in_str && text[i] == '\\')
+            i++;
+        else if (text[i] == '"')
+            in_str = !in_str;
+    }
+    if (in_str)
+        return;
+    size_t b = at, e = at;
+    while (b > 0 && is_ws(text[b - 1]))
+        b--;
+    while (e < len && is_ws(text[e]))
+        e++;
+    size_t run = e - b, longest = 0, cur = 0;
+    /* --max-ws must cover the longest run anywhere in the text, not just this one */
+    in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (in_str && text[i] == '\\') {
+            i++;
+        } else if (text[i] == '"') {
+            in_str = !in_str;
+        } else if (!in_str && is_ws(text[i])) {
+            if (++cur > longest)
+                longest = cur;
+            continue;
+        }
+        cur = 0;
+    }
+    int k = looks_indented(text, len);
+    char use[96];
+    if (k && !(o->ws_mode == SX_WS_INDENTED && o->indent == k))
+        snprintf(use, sizeof use, "--indent %d%s", k, longest <= 64 ? " or --max-ws " : "");
+    else
+        use[0] = '\0';
+    if (longest <= 64)
+        snprintf(use + strlen(use), sizeof use - strlen(use), "%s%zu",
+                 use[0] ? "" : "--max-ws ", longest);
+    else if (!use[0])
+        return; /* no layout accepts it: the refusal is the rule, nothing to suggest */
+    if (o->ws_mode == SX_WS_INDENTED)
+        printf("layout:    whitespace run of %zu at byte %zu is not the --indent %d layout "
+               "(JSON.stringify(v, null, %d)); use %s\n", run, b, o->indent, o->indent, use);
+    else if (o->ws_mode == SX_WS_COMPACT || (size_t)o->max_ws < run)
+        printf("layout:    whitespace run of %zu > --max-ws %d at byte %zu; use %s\n", run,
+               o->ws_mode == SX_WS_COMPACT ? 0 : o->max_ws, b, use);
+}
+
 int cmd_check(int argc, char **argv)
 {
     const char *schema_path = NULL, *inst_path = NULL, *tok_path = NULL;
@@ -28,7 +102,8 @@ int cmd_check(int argc, char **argv)
         .about = "Tokenizes the instance text as it is and feeds it token by token to the\n"
                  "schema's matcher (a full mask before every token), then validates it with the\n"
                  "independent validator.  Says whether each accepts it and, if the matcher\n"
-                 "refused, at which token and byte.\n",
+                 "refused, at which token and byte; a refusal at whitespace names the layout\n"
+                 "rule (--max-ws, --indent) and the option that accepts the text.\n",
         .after = "Exit status: 0 both accept, 1 either rejects or an error, 2 usage.\n",
         .opts = opts, .n_opts = CLI_N(opts), .max_pos = 1,
     };
@@ -95,6 +170,7 @@ int cmd_check(int argc, char **argv)
             printf("matcher:   rejects token %zu of %zu (id %d, '%.*s') at byte %zu: ...%.*s<here>\n",
                    k, ids.n, ids.v[k], (int)tl, tb ? tb : "", at, (int)(at < 40 ? at : 40),
                    text + (at < 40 ? 0 : at - 40));
+            ws_hint(text, len, at, &o);
         }
     }
     /* the instance as text: its numbers are judged on their digits */

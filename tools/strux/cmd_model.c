@@ -1,6 +1,5 @@
 /* strux model: write random-weight Qwen3 models, and size up a model
  * (parameters, KV cache, how many sequences fit in memory). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "engine/backend.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -18,7 +18,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: strux model random [--shape NAME] [--seed N] --out DIR [--tokenizer PATH]\n"
+            "usage: strux model random --out DIR [--shape NAME] [--seed N] [--tokenizer PATH]\n"
             "                          [--no-tokenizer] [SHAPE OPTIONS]\n"
             "       strux model info DIR [--memory-gib G] [--device D [--kv-gb G] [--context N]]\n"
             "       strux model info --shape NAME [SHAPE OPTIONS] [--memory-gib G]\n\n"
@@ -41,6 +41,7 @@ static void usage(FILE *f)
             "  --no-tie (separate lm_head.weight)  --tie\n"
             "  --tokenizer PATH  tokenizer.json to copy (default: $STRUX_SHARED or ../shared\n"
             "                    /qwen3-tokenizer/tokenizer.json); --no-tokenizer copies none\n\n"
+            "strux model random --help and strux model info --help list every option.\n"
             "Exit status: 0 ok, 1 the model could not be written or loaded, 2 usage.\n");
 }
 
@@ -51,50 +52,64 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
+/* The shape options, shared by both subcommands: 0 (tied: -1) where not
+ * given; applied over the chosen shape once the table is parsed. */
+typedef struct shape_over {
+    int hidden, intermediate, layers, heads, kv_heads, head_dim, tied;
+} shape_over;
+
+#define SHAPE_OPTS(o)                                                                            \
+    {.kind = CLI_SECTION,                                                                        \
+     .help = "shape options (change the chosen shape; the vocabulary stays 151,936 rows)"},      \
+    {.name = "--hidden", .kind = CLI_INT, .dst = &(o)->hidden, .lo = 1, .hi = 1 << 20, .arg = "N", \
+     .help = "hidden size"},                                                                     \
+    {.name = "--intermediate", .kind = CLI_INT, .dst = &(o)->intermediate, .lo = 1,             \
+     .hi = 1 << 20, .arg = "N", .help = "MLP intermediate size"},                                \
+    {.name = "--layers", .kind = CLI_INT, .dst = &(o)->layers, .lo = 1, .hi = 1 << 20, .arg = "N", \
+     .help = "decoder layers"},                                                                  \
+    {.name = "--heads", .kind = CLI_INT, .dst = &(o)->heads, .lo = 1, .hi = 1 << 20, .arg = "N",   \
+     .help = "query heads"},                                                                     \
+    {.name = "--kv-heads", .kind = CLI_INT, .dst = &(o)->kv_heads, .lo = 1, .hi = 1 << 20,        \
+     .arg = "N", .help = "key/value heads"},                                                     \
+    {.name = "--head-dim", .kind = CLI_INT, .dst = &(o)->head_dim, .lo = 1, .hi = 1 << 20,        \
+     .arg = "N", .help = "size of one head"},                                                    \
+    {.name = "--no-tie", .kind = CLI_SET, .dst = &(o)->tied, .lo = 0,                            \
+     .help = "a separate lm_head.weight"},                                                       \
+    {.name = "--tie", .kind = CLI_SET, .dst = &(o)->tied, .lo = 1,                               \
+     .help = "lm_head tied to the embedding"}
+
+/* Applies the given shape options to c; 1 if any was given. */
+static int shape_apply(const shape_over *o, sx_qwen3_config *c)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    int changed = 0;
+#define SHAPE_SET(f, v)  \
+    if (v) {             \
+        c->f = (v);      \
+        changed = 1;     \
+    }
+    SHAPE_SET(hidden, o->hidden)
+    SHAPE_SET(intermediate, o->intermediate)
+    SHAPE_SET(n_layers, o->layers)
+    SHAPE_SET(n_heads, o->heads)
+    SHAPE_SET(n_kv_heads, o->kv_heads)
+    SHAPE_SET(head_dim, o->head_dim)
+#undef SHAPE_SET
+    if (o->tied >= 0) {
+        c->tied = o->tied;
+        changed = 1;
+    }
+    return changed;
 }
 
-/* Shape options shared by both subcommands.  Returns 1 if argv[*i] was
- * one (consuming its value), 0 if not, -1 on a bad value. */
-static int shape_option(int argc, char **argv, int *i, sx_qwen3_config *c, int *changed)
+/* --memory-gib G (dst: double): a positive size */
+static int opt_gib(void *dst, const char *val, char *why, size_t why_cap)
 {
-    static const struct {
-        const char *opt;
-        size_t      off;
-    } o[] = {
-        {"--hidden", offsetof(sx_qwen3_config, hidden)},
-        {"--intermediate", offsetof(sx_qwen3_config, intermediate)},
-        {"--layers", offsetof(sx_qwen3_config, n_layers)},
-        {"--heads", offsetof(sx_qwen3_config, n_heads)},
-        {"--kv-heads", offsetof(sx_qwen3_config, n_kv_heads)},
-        {"--head-dim", offsetof(sx_qwen3_config, head_dim)},
-    };
-    if (!strcmp(argv[*i], "--no-tie") || !strcmp(argv[*i], "--tie")) {
-        c->tied = !strcmp(argv[*i], "--tie");
-        *changed = 1;
-        return 1;
+    double g;
+    if (cli_parse_double(val, 0, 0, &g, why, why_cap) || !(g > 0 && g < 1e6)) {
+        snprintf(why, why_cap, "is not a positive number below 1e6");
+        return -1;
     }
-    for (size_t k = 0; k < sizeof o / sizeof o[0]; k++)
-        if (!strcmp(argv[*i], o[k].opt)) {
-            long v;
-            if (*i + 1 >= argc || parse_long(argv[*i + 1], 1, 1 << 20, &v)) {
-                fprintf(stderr, "strux model: %s needs a positive integer\n", o[k].opt);
-                return -1;
-            }
-            int iv = (int)v;
-            memcpy((char *)c + o[k].off, &iv, sizeof iv);
-            *changed = 1;
-            (*i)++;
-            return 1;
-        }
+    *(double *)dst = g;
     return 0;
 }
 
@@ -125,49 +140,41 @@ static int cmd_random(int argc, char **argv)
     const char *shape = "tiny", *out = NULL, *tok = NULL;
     int no_tok = 0, changed = 0;
     long seed = 0;
+    shape_over so = {.tied = -1};
     sx_qwen3_config c;
     sx_error err;
-    /* the shape comes first so that the options can change it */
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--shape"))
-            shape = argv[i + 1];
+    cli_opt opts[] = {
+        {.name = "--shape", .kind = CLI_STR, .dst = &shape, .arg = "NAME",
+         .help = "tiny (2 layers, hidden 128, all Qwen3 features, full\n151,936-row vocabulary; the "
+                 "default), 0.6b, 1.7b, 4b, 8b"},
+        {.name = "--seed", .kind = CLI_LONG, .dst = &seed, .lo = 0, .hi = 0x7fffffffL, .arg = "N",
+         .help = "the weights depend only on the shape and this (default 0)"},
+        {.name = "--out", .kind = CLI_STR, .dst = &out, .arg = "DIR", .help = "where to write -- required"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok, .arg = "PATH",
+         .help = "tokenizer.json to copy (default: $STRUX_SHARED or ../shared\n"
+                 "/qwen3-tokenizer/tokenizer.json)"},
+        {.name = "--no-tokenizer", .kind = CLI_FLAG, .dst = &no_tok, .help = "copy no tokenizer"},
+        SHAPE_OPTS(&so),
+    };
+    cli_spec spec = {
+        .cmd = "model random", .usage = "--out DIR [--shape NAME] [--seed N] [options]",
+        .about = "Writes a Hugging Face-format Qwen3 model with random bf16 weights into DIR:\n"
+                 "config.json, model.safetensors and the Qwen3 tokenizer (tokenizer.json,\n"
+                 "tokenizer_config.json).  transformers' AutoModelForCausalLM.from_pretrained(DIR)\n"
+                 "loads the result.\n",
+        .after = "exit status: 0 ok, 1 the model could not be written, 2 usage\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    if (!out)
+        return cli_usage_error(&spec, "--out DIR is required");
     if (sx_qwen3_shape(shape, &c, &err)) {
         fprintf(stderr, "strux model random: %s\n", err.msg);
         return 2;
     }
-    for (int i = 1; i < argc; i++) {
-        int r = shape_option(argc, argv, &i, &c, &changed);
-        if (r < 0)
-            return 2;
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            i++;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            tok = argv[++i];
-        } else if (!strcmp(argv[i], "--no-tokenizer")) {
-            no_tok = 1;
-        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-            if (parse_long(argv[++i], 0, 0x7fffffffL, &seed)) {
-                fprintf(stderr, "strux model random: --seed needs an integer 0..2147483647\n");
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "strux model random: unknown or incomplete option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!out) {
-        fprintf(stderr, "strux model random: --out DIR is required\n");
-        usage(stderr);
-        return 2;
-    }
+    changed = shape_apply(&so, &c);
     char tok_path[4096];
     if (!no_tok) {
         if (sx_tok_resolve_path(tok, NULL, NULL, tok_path, sizeof tok_path, &err)) {
@@ -316,61 +323,50 @@ static int cmd_info(int argc, char **argv)
     const char *dir = NULL, *shape = NULL, *device = NULL;
     double gib = 0, kv_gb = 0;
     long context = 4096;
-    int changed = 0;
+    int changed = 0, n_pos = 0;
+    shape_over so = {.tied = -1};
     sx_qwen3_config c;
     sx_error err;
     memset(&c, 0, sizeof c);
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--shape"))
-            shape = argv[i + 1];
-    if (shape && sx_qwen3_shape(shape, &c, &err)) {
-        fprintf(stderr, "strux model info: %s\n", err.msg);
-        return 2;
-    }
-    for (int i = 1; i < argc; i++) {
-        int r = shape ? shape_option(argc, argv, &i, &c, &changed) : 0;
-        if (r < 0)
+    cli_opt opts[] = {
+        {.name = "--shape", .kind = CLI_STR, .dst = &shape, .arg = "NAME",
+         .help = "a named shape instead of DIR: tiny, 0.6b, 1.7b, 4b, 8b"},
+        {.name = "--memory-gib", .kind = CLI_FN, .dst = &gib, .fn = opt_gib, .arg = "G",
+         .help = "the memory to plan for, total (e.g. a GPU's; default:\nthis machine's available RAM)"},
+        {.name = "--device", .kind = CLI_STR, .dst = &device, .arg = "D",
+         .help = "cpu|cuda[:N] (with DIR): open the model on that backend\nand print what it holds: "
+                 "its weight bytes, the KV pages\nof --kv-gb and how many sequences of --context fit"},
+        {.name = "--kv-gb", .kind = CLI_FN, .dst = &kv_gb, .fn = opt_gib, .arg = "G",
+         .help = "the KV pool of --device (default: the device's free\nmemory; available RAM less "
+                 "the weights on the CPU)"},
+        {.name = "--context", .kind = CLI_LONG, .dst = &context, .lo = 1, .hi = 1L << 24, .arg = "N",
+         .help = "the sequence length --device counts (default 4096)"},
+        SHAPE_OPTS(&so),
+    };
+    cli_spec spec = {
+        .cmd = "model info", .usage = "(DIR [--device D [--kv-gb G] [--context N]] | --shape NAME [shape options])\n"
+                                      "       [--memory-gib G]",
+        .about = "Loads and checks the model in DIR (or takes a named shape) and prints its\n"
+                 "parameters, weight bytes, KV-cache bytes per token, and how many sequences\n"
+                 "of 1k/4k/8k/32k tokens fit in the memory left after the weights.\n",
+        .after = "exit status: 0 ok, 1 the model could not be loaded, 2 usage\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 1,
+    };
+    const char *pos[1];
+    int prc = cli_parse(&spec, argc, argv, pos, &n_pos);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    dir = n_pos ? pos[0] : NULL;
+    if (!dir == !shape)
+        return cli_usage_error(&spec, "give a model DIR or --shape NAME");
+    if (shape) {
+        if (sx_qwen3_shape(shape, &c, &err)) {
+            fprintf(stderr, "strux model info: %s\n", err.msg);
             return 2;
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            i++;
-        } else if (!strcmp(argv[i], "--memory-gib") && i + 1 < argc) {
-            char *end;
-            gib = strtod(argv[++i], &end);
-            if (*end || end == argv[i] || !(gib > 0 && gib < 1e6)) {
-                fprintf(stderr, "strux model info: --memory-gib needs a positive number\n");
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            device = argv[++i];
-        } else if (!strcmp(argv[i], "--kv-gb") && i + 1 < argc) {
-            char *end;
-            kv_gb = strtod(argv[++i], &end);
-            if (*end || end == argv[i] || !(kv_gb > 0 && kv_gb < 1e6)) {
-                fprintf(stderr, "strux model info: --kv-gb needs a positive number\n");
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
-            if (parse_long(argv[++i], 1, 1L << 24, &context)) {
-                fprintf(stderr, "strux model info: --context needs a length 1..16777216\n");
-                return 2;
-            }
-        } else if (argv[i][0] == '-' || dir) {
-            fprintf(stderr, "strux model info: unknown or extra argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else {
-            dir = argv[i];
         }
-    }
-    if (!dir == !shape) {
-        fprintf(stderr, "strux model info: give a model DIR or --shape NAME\n");
-        usage(stderr);
-        return 2;
+        changed = shape_apply(&so, &c);
+    } else if (shape_apply(&so, &c)) {
+        return cli_usage_error(&spec, "the shape options go with --shape NAME, not a DIR");
     }
     if (device || kv_gb > 0) {
         sx_error derr;
@@ -417,16 +413,20 @@ static int cmd_info(int argc, char **argv)
 
 int cmd_model(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-        !strcmp(argv[1], "help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+                      !strcmp(argv[1], "help"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2) {
+        fprintf(stderr, "strux model: needs a subcommand, random or info (see strux model --help)\n");
+        return 2;
     }
     if (!strcmp(argv[1], "random"))
         return cmd_random(argc - 1, argv + 1);
     if (!strcmp(argv[1], "info"))
         return cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "strux model: unknown subcommand '%s' (random, info)\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "strux model: unknown subcommand '%s': random or info (see strux model --help)\n",
+            argv[1]);
     return 2;
 }

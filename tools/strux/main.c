@@ -4,13 +4,14 @@
 #include <string.h>
 #include <nng/nng.h>
 
+#include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 
 static int cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("strux 0.1.0\n");
+    printf("strux %s\n", STRUX_VERSION);
     return 0;
 }
 
@@ -55,6 +56,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);

@@ -1,7 +1,6 @@
 /* struxd: the strux server.  Loads a Qwen3 model, listens on nng
  * (tcp://, ipc://) and optionally HTTP, runs until SIGTERM/SIGINT, then
  * stops accepting, finishes what is in flight and exits 0. */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,111 +18,19 @@
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "rpc/server.h"
+#include "tools/strux/cli_opts.h"
 
 #define MAX_LISTEN 16
 
-static void usage(FILE *f)
+/* --speculate MODE (dst: int, an SX_SPEC_* value) */
+static int opt_speculate(void *dst, const char *val, char *why, size_t why_cap)
 {
-    fprintf(f,
-        "usage: struxd --model DIR [options]\n"
-        "\n"
-        "Serves schema-constrained generation with a Qwen3 model over nng REQ/REP\n"
-        "(the protocol of docs/PROTOCOL.md) and, with --http, an OpenAI-compatible\n"
-        "HTTP API. SIGTERM or SIGINT: stop accepting, finish in-flight requests, exit 0.\n"
-        "\n"
-        "model\n"
-        "  --model DIR              Hugging Face Qwen3 directory (config.json, safetensors,\n"
-        "                           tokenizer.json) -- required\n"
-        "  --tokenizer FILE         tokenizer.json to use instead of DIR/tokenizer.json\n"
-        "                           (default: DIR/tokenizer.json, else\n"
-        "                           $STRUX_SHARED/qwen3-tokenizer/tokenizer.json)\n"
-        "  --model-name NAME        name shown by /v1/models and in responses (default:\n"
-        "                           the directory's last component)\n"
-        "  --int8                   quantise weight matrices to int8 at start-up\n"
-        "  --q4                     quantise weight matrices to 4 bits (a scale per 32\n"
-        "                           values) at start-up: the fastest decode, the largest\n"
-        "                           quality cost (docs/BENCHMARKS.md).  An AWQ\n"
-        "                           checkpoint stays 4-bit (these apply to lm_head\n"
-        "                           only); FP8 is dequantised to bf16 first\n"
-        "  --bf16-act               round activations to bf16 in prefill-sized matrix\n"
-        "                           products: faster prompts on AVX512-BF16 CPUs without\n"
-        "                           AMX; logits change slightly (docs/BENCHMARKS.md)\n"
-        "  --kv-bf16                keep the KV cache in bf16: half the memory per cached\n"
-        "                           token (--kv-tokens can double in the same RAM) and\n"
-        "                           less to read per decoded token; logits change slightly\n"
-        "  --no-batch-invariant     let kernels depend on the batch's shape: faster long\n"
-        "                           prompts (~10-20%% at 512 tokens), but a retried request\n"
-        "                           may then differ at near-ties (docs/PROTOCOL.md); also\n"
-        "                           STRUX_BATCH_INVARIANT=0\n"
-        "speculative decoding (opt-in; same outputs, faster when drafts are right)\n"
-        "  --speculate MODE         ngram (drafts copied from the prompt and the text so\n"
-        "                           far) or draft (a draft model's tokens): the default of\n"
-        "                           requests, which may say \"speculate\": \"off\"/false\n"
-        "                           (default: off, and requests may not turn it on)\n"
-        "  --draft-model DIR        the draft model of --speculate draft: a smaller Qwen3\n"
-        "                           with the same tokenizer\n"
-        "  --draft-k K              tokens drafted per step, verified in one pass (1..16, 4)\n"
-        "network\n"
-        "  --listen URL             nng address, repeatable: tcp://HOST:PORT or\n"
-        "                           ipc:///PATH (default tcp://127.0.0.1:7400 when\n"
-        "                           neither --listen nor --http is given)\n"
-        "  --http HOST:PORT         also serve HTTP: /v1/chat/completions, /v1/strux,\n"
-        "                           /v1/models, /health, /metrics (default: off)\n"
-        "  --api-key-file FILE      HTTP routes but /health need \"Authorization: Bearer\n"
-        "                           KEY\" with the key in FILE (trailing newline ignored)\n"
-        "  --api-key KEY            the same with the key given here (visible in ps)\n"
-        "engine and batching\n"
-        "  --device D               cpu (default), cuda or cuda:N: the forward pass on\n"
-        "                           GPU N (a build with CUDA: make cuda)\n"
-        "  --threads N              CPU threads for the forward pass (default: all online CPUs)\n"
-        "  --max-batch N            requests generating at once (default 32)\n"
-        "  --kv-tokens N            KV-cache capacity in tokens over all requests\n"
-        "                           (default 65536)\n"
-        "  --prefill-chunk N        prompt tokens per request per step (default 256)\n"
-        "  --prefix-cache-gb G      KV of earlier prompts kept for requests that start the\n"
-        "                           same way (system turn, document, earlier chat turns),\n"
-        "                           least recently used out first; within --kv-tokens and\n"
-        "                           giving way to requests (default: as room allows; 0 = off)\n"
-        "  --mask-threads N         threads filling grammar masks during the forward\n"
-        "                           pass (default 1)\n"
-        "requests and limits\n"
-        "  --max-queue N            requests waiting to start; more are answered\n"
-        "                           `overloaded` at once (default 1024)\n"
-        "  --max-request-bytes N    largest request body (default 4194304)\n"
-        "  --max-schema-bytes N     largest schema, as compact JSON (default 262144)\n"
-        "  --max-tokens N           largest max_tokens a request may ask for (default 4096)\n"
-        "  --default-max-tokens N   max_tokens when a request gives none (default 512)\n"
-        "  --timeout S              deadline of a request that gives none, seconds\n"
-        "                           (default 300; requests may ask up to 600)\n"
-        "  --prep-threads N         threads that parse and tokenize (default 2)\n"
-        "  --compile-threads N      schema compiles running at once, on their own threads:\n"
-        "                           a slow compile never delays cached schemas (default 2)\n"
-        "  --compile-timeout-ms N   longest a compile may run; a request whose compile is\n"
-        "                           not done by then, or by its own deadline, is answered\n"
-        "                           `timeout` (default 20000)\n"
-        "  --max-abandoned-compiles N  compiles still running after their requests gave up\n"
-        "                           past which new compiles are `overloaded` (default 4)\n"
-        "  --cache-mb N             compiled-schema cache bound, MiB (default 64)\n"
-        "  --max-ws N               longest whitespace run the grammar allows between\n"
-        "                           JSON tokens (default 4; 0 = compact JSON)\n"
-        "  --indent N               output laid out exactly as JSON.stringify(v, null, N)\n"
-        "                           (N spaces per level, 1..16; replaces --max-ws)\n"
-        "  --property-order         object members in the order `properties` lists them\n"
-        "                           (optional ones may be left out; other keys last)\n"
-        "  --quiet                  no per-request log lines\n"
-        "  -h, --help               this text\n");
-}
-
-static int parse_long(const char *flag, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || *end || x < lo || x > hi) {
-        fprintf(stderr, "struxd: %s needs an integer in [%ld, %ld]\n", flag, lo, hi);
-        return 1;
+    int m = sx_gen_speculate_parse(val);
+    if (m < 0) {
+        snprintf(why, why_cap, "is not one of off, ngram, draft");
+        return -1;
     }
-    *out = x;
+    *(int *)dst = m;
     return 0;
 }
 
@@ -157,135 +64,138 @@ int main(int argc, char **argv)
     long max_queue = 1024, max_req = 4 << 20, max_schema = 256 << 10, max_tokens = 4096;
     long def_tokens = 512, timeout = 300, prep = 2, cache_mb = 64, max_ws = -1, indent = 0;
     long compile_threads = 2, compile_ms = 20000, max_abandoned = 4;
-    int prop_order = 0, speculate = 0;
+    int prop_order = 0, speculate = 0, version = 0;
     long draft_k = 4;
     const char *draft_dir = NULL, *device = "cpu";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0, takes = 1;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--model")) {
-            model_dir = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            tok_path = v;
-        } else if (!strcmp(a, "--model-name")) {
-            model_name = v;
-        } else if (!strcmp(a, "--http")) {
-            http = v;
-        } else if (!strcmp(a, "--api-key")) {
-            api_key = v;
-        } else if (!strcmp(a, "--api-key-file")) {
-            api_key_file = v;
-        } else if (!strcmp(a, "--listen")) {
-            if (n_listen == MAX_LISTEN) {
-                fprintf(stderr, "struxd: at most %d --listen addresses\n", MAX_LISTEN);
-                return 2;
-            }
-            if (v)
-                listen[n_listen++] = v;
-        } else if (!strcmp(a, "--speculate")) {
-            if (v && (speculate = sx_gen_speculate_parse(v)) < 0) {
-                fprintf(stderr, "struxd: --speculate takes off, ngram or draft\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--draft-model")) {
-            draft_dir = v;
-        } else if (!strcmp(a, "--draft-k")) {
-            bad = parse_long(a, v, 1, 16, &draft_k);
-        } else if (!strcmp(a, "--device")) {
-            device = v;
-        } else if (!strcmp(a, "--threads")) {
-            bad = parse_long(a, v, 0, 4096, &threads);
-        } else if (!strcmp(a, "--max-batch")) {
-            bad = parse_long(a, v, 1, 1024, &max_batch);
-        } else if (!strcmp(a, "--kv-tokens")) {
-            bad = parse_long(a, v, 256, 1L << 30, &kv_tokens);
-        } else if (!strcmp(a, "--prefix-cache-gb")) {
-            char *end;
-            prefix_gb = strtod(v, &end);
-            if (end == v || *end || !(prefix_gb >= 0) || prefix_gb > 1e6) {
-                fprintf(stderr, "struxd: --prefix-cache-gb wants a size in GB >= 0 (got '%s')\n", v);
-                bad = 1;
-            }
-        } else if (!strcmp(a, "--prefill-chunk")) {
-            bad = parse_long(a, v, 1, 1 << 20, &prefill);
-        } else if (!strcmp(a, "--mask-threads")) {
-            bad = parse_long(a, v, 1, 256, &mask_threads);
-        } else if (!strcmp(a, "--max-queue")) {
-            bad = parse_long(a, v, 1, 1 << 20, &max_queue);
-        } else if (!strcmp(a, "--max-request-bytes")) {
-            bad = parse_long(a, v, 256, 1L << 30, &max_req);
-        } else if (!strcmp(a, "--max-schema-bytes")) {
-            bad = parse_long(a, v, 16, 1L << 30, &max_schema);
-        } else if (!strcmp(a, "--max-tokens")) {
-            bad = parse_long(a, v, 1, 1 << 24, &max_tokens);
-        } else if (!strcmp(a, "--default-max-tokens")) {
-            bad = parse_long(a, v, 1, 1 << 24, &def_tokens);
-        } else if (!strcmp(a, "--timeout")) {
-            bad = parse_long(a, v, 1, 86400, &timeout);
-        } else if (!strcmp(a, "--prep-threads")) {
-            bad = parse_long(a, v, 1, 256, &prep);
-        } else if (!strcmp(a, "--compile-threads")) {
-            bad = parse_long(a, v, 1, 256, &compile_threads);
-        } else if (!strcmp(a, "--compile-timeout-ms")) {
-            bad = parse_long(a, v, 1, 86400000L, &compile_ms);
-        } else if (!strcmp(a, "--max-abandoned-compiles")) {
-            bad = parse_long(a, v, 1, 256, &max_abandoned);
-        } else if (!strcmp(a, "--cache-mb")) {
-            bad = parse_long(a, v, 1, 1 << 20, &cache_mb);
-        } else if (!strcmp(a, "--max-ws")) {
-            bad = parse_long(a, v, 0, 64, &max_ws);
-        } else if (!strcmp(a, "--indent")) {
-            bad = parse_long(a, v, 1, 16, &indent);
-        } else if (!strcmp(a, "--property-order")) {
-            prop_order = 1;
-            takes = 0;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-            takes = 0;
-        } else if (!strcmp(a, "--int8")) {
-            int8 = 1;
-            takes = 0;
-        } else if (!strcmp(a, "--q4")) {
-            q4 = 1;
-            takes = 0;
-        } else if (!strcmp(a, "--bf16-act")) {
-            bf16act = 1;
-            takes = 0;
-        } else if (!strcmp(a, "--no-batch-invariant")) {
-            bvariant = 1;
-            takes = 0;
-        } else if (!strcmp(a, "--kv-bf16")) {
-            kvbf16 = 1;
-            takes = 0;
-        } else {
-            fprintf(stderr, "struxd: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (bad)
-            return 2;
-        if (takes) {
-            if (!v) {
-                fprintf(stderr, "struxd: %s needs a value\n", a);
-                return 2;
-            }
-            i++;
-        }
+    cli_list listens = {.v = listen, .cap = MAX_LISTEN};
+    cli_opt opts[] = {
+        {.kind = CLI_SECTION, .help = "model"},
+        {.name = "--model", .kind = CLI_STR, .dst = &model_dir, .arg = "DIR",
+         .help = "Hugging Face Qwen3 directory (config.json, safetensors,\ntokenizer.json) -- required"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &tok_path, .arg = "FILE",
+         .help = "tokenizer.json to use instead of DIR/tokenizer.json\n(default: DIR/tokenizer.json, else\n"
+                 "$STRUX_SHARED/qwen3-tokenizer/tokenizer.json)"},
+        {.name = "--model-name", .kind = CLI_STR, .dst = &model_name, .arg = "NAME",
+         .help = "name shown by /v1/models and in responses (default:\nthe directory's last component)"},
+        {.name = "--int8", .kind = CLI_FLAG, .dst = &int8,
+         .help = "quantise weight matrices to int8 at start-up"},
+        {.name = "--q4", .kind = CLI_FLAG, .dst = &q4,
+         .help = "quantise weight matrices to 4 bits (a scale per 32\nvalues) at start-up: the fastest "
+                 "decode, the largest\nquality cost (docs/BENCHMARKS.md).  An AWQ\ncheckpoint stays "
+                 "4-bit (these apply to lm_head\nonly); FP8 is dequantised to bf16 first"},
+        {.name = "--bf16-act", .kind = CLI_FLAG, .dst = &bf16act,
+         .help = "round activations to bf16 in prefill-sized matrix\nproducts: faster prompts on "
+                 "AVX512-BF16 CPUs without\nAMX; logits change slightly (docs/BENCHMARKS.md)"},
+        {.name = "--kv-bf16", .kind = CLI_FLAG, .dst = &kvbf16,
+         .help = "keep the KV cache in bf16: half the memory per cached\ntoken (--kv-tokens can "
+                 "double in the same RAM) and\nless to read per decoded token; logits change slightly"},
+        {.name = "--no-batch-invariant", .kind = CLI_FLAG, .dst = &bvariant,
+         .help = "let kernels depend on the batch's shape: faster long\nprompts (~10-20% at 512 "
+                 "tokens), but a retried request\nmay then differ at near-ties (docs/PROTOCOL.md); "
+                 "also\nSTRUX_BATCH_INVARIANT=0"},
+        {.kind = CLI_SECTION, .help = "speculative decoding (opt-in; same outputs, faster when drafts are right)"},
+        {.name = "--speculate", .kind = CLI_FN, .dst = &speculate, .fn = opt_speculate, .arg = "MODE",
+         .help = "ngram (drafts copied from the prompt and the text so\nfar) or draft (a draft model's "
+                 "tokens): the default of\nrequests, which may say \"speculate\": \"off\"/false\n"
+                 "(default: off, and requests may not turn it on)"},
+        {.name = "--draft-model", .kind = CLI_STR, .dst = &draft_dir, .arg = "DIR",
+         .help = "the draft model of --speculate draft: a smaller Qwen3\nwith the same tokenizer"},
+        {.name = "--draft-k", .kind = CLI_LONG, .dst = &draft_k, .lo = 1, .hi = 16, .arg = "K",
+         .help = "tokens drafted per step, verified in one pass (1..16, 4)"},
+        {.kind = CLI_SECTION, .help = "network"},
+        {.name = "--listen", .kind = CLI_LIST, .dst = &listens, .arg = "URL",
+         .help = "nng address, repeatable (at most 16): tcp://HOST:PORT\nor ipc:///PATH (default "
+                 "tcp://127.0.0.1:7400 when\nneither --listen nor --http is given)"},
+        {.name = "--http", .kind = CLI_STR, .dst = &http, .arg = "HOST:PORT",
+         .help = "also serve HTTP: /v1/chat/completions, /v1/strux,\n/v1/models, /health, /metrics "
+                 "(default: off)"},
+        {.name = "--api-key-file", .kind = CLI_STR, .dst = &api_key_file, .arg = "FILE",
+         .help = "HTTP routes but /health need \"Authorization: Bearer\nKEY\" with the key in FILE "
+                 "(trailing newline ignored)"},
+        {.name = "--api-key", .kind = CLI_STR, .dst = &api_key, .arg = "KEY",
+         .help = "the same with the key given here (visible in ps)"},
+        {.kind = CLI_SECTION, .help = "engine and batching"},
+        {.name = "--device", .kind = CLI_STR, .dst = &device, .arg = "D",
+         .help = "cpu (default), cuda or cuda:N: the forward pass on\nGPU N (a build with CUDA: make cuda)"},
+        {.name = "--threads", .kind = CLI_LONG, .dst = &threads, .lo = 0, .hi = 4096, .arg = "N",
+         .help = "CPU threads for the forward pass (default: all online CPUs)"},
+        {.name = "--max-batch", .kind = CLI_LONG, .dst = &max_batch, .lo = 1, .hi = 1024, .arg = "N",
+         .help = "requests generating at once (1..1024, default 32)"},
+        {.name = "--kv-tokens", .kind = CLI_LONG, .dst = &kv_tokens, .lo = 256, .hi = 1L << 30, .arg = "N",
+         .help = "KV-cache capacity in tokens over all requests\n(default 65536)"},
+        {.name = "--prefill-chunk", .kind = CLI_LONG, .dst = &prefill, .lo = 1, .hi = 1 << 20, .arg = "N",
+         .help = "prompt tokens per request per step (default 256)"},
+        {.name = "--prefix-cache-gb", .kind = CLI_DOUBLE, .dst = &prefix_gb, .dlo = 0, .dhi = 1e6,
+         .arg = "G",
+         .help = "KV of earlier prompts kept for requests that start the\nsame way (system turn, "
+                 "document, earlier chat turns),\nleast recently used out first; within --kv-tokens "
+                 "and\ngiving way to requests (default: as room allows; 0 = off)"},
+        {.name = "--mask-threads", .kind = CLI_LONG, .dst = &mask_threads, .lo = 1, .hi = 256, .arg = "N",
+         .help = "threads filling grammar masks during the forward\npass (default 1)"},
+        {.kind = CLI_SECTION, .help = "requests and limits"},
+        {.name = "--max-queue", .kind = CLI_LONG, .dst = &max_queue, .lo = 1, .hi = 1 << 20, .arg = "N",
+         .help = "requests waiting to start; more are answered\n`overloaded` at once (default 1024)"},
+        {.name = "--max-request-bytes", .kind = CLI_LONG, .dst = &max_req, .lo = 256, .hi = 1L << 30,
+         .arg = "N", .help = "largest request body (default 4194304)"},
+        {.name = "--max-schema-bytes", .kind = CLI_LONG, .dst = &max_schema, .lo = 16, .hi = 1L << 30,
+         .arg = "N", .help = "largest schema, as compact JSON (default 262144)"},
+        {.name = "--max-tokens", .kind = CLI_LONG, .dst = &max_tokens, .lo = 1, .hi = 1 << 24, .arg = "N",
+         .help = "largest max_tokens a request may ask for (default 4096)"},
+        {.name = "--default-max-tokens", .kind = CLI_LONG, .dst = &def_tokens, .lo = 1, .hi = 1 << 24,
+         .arg = "N", .help = "max_tokens when a request gives none (default 512)"},
+        {.name = "--timeout", .kind = CLI_LONG, .dst = &timeout, .lo = 1, .hi = 86400, .arg = "S",
+         .help = "deadline of a request that gives none, seconds\n(default 300; requests may ask up to 600)"},
+        {.name = "--prep-threads", .kind = CLI_LONG, .dst = &prep, .lo = 1, .hi = 256, .arg = "N",
+         .help = "threads that parse and tokenize (default 2)"},
+        {.name = "--compile-threads", .kind = CLI_LONG, .dst = &compile_threads, .lo = 1, .hi = 256,
+         .arg = "N",
+         .help = "schema compiles running at once, on their own threads:\na slow compile never delays "
+                 "cached schemas (default 2)"},
+        {.name = "--compile-timeout-ms", .kind = CLI_LONG, .dst = &compile_ms, .lo = 1, .hi = 86400000L,
+         .arg = "N",
+         .help = "longest a compile may run; a request whose compile is\nnot done by then, or by its "
+                 "own deadline, is answered\n`timeout` (default 20000)"},
+        {.name = "--max-abandoned-compiles", .kind = CLI_LONG, .dst = &max_abandoned, .lo = 1, .hi = 256,
+         .arg = "N",
+         .help = "compiles still running after their requests gave up\npast which new compiles are "
+                 "`overloaded` (default 4)"},
+        {.name = "--cache-mb", .kind = CLI_LONG, .dst = &cache_mb, .lo = 1, .hi = 1 << 20, .arg = "N",
+         .help = "compiled-schema cache bound, MiB (default 64)"},
+        {.name = "--max-ws", .kind = CLI_LONG, .dst = &max_ws, .lo = 0, .hi = 64, .arg = "N",
+         .help = "longest whitespace run the grammar allows between\nJSON tokens (0..64, default 4; "
+                 "0 = compact JSON)"},
+        {.name = "--indent", .kind = CLI_LONG, .dst = &indent, .lo = 1, .hi = 16, .arg = "N",
+         .help = "output laid out exactly as JSON.stringify(v, null, N)\n(N spaces per level, 1..16; "
+                 "replaces --max-ws)"},
+        {.name = "--property-order", .kind = CLI_FLAG, .dst = &prop_order,
+         .help = "object members in the order `properties` lists them\n(optional ones may be left out; "
+                 "other keys last)"},
+        {.name = "--quiet", .kind = CLI_FLAG, .dst = &quiet, .help = "no per-request log lines"},
+        {.name = "--version", .kind = CLI_FLAG, .dst = &version, .help = "print the version and exit"},
+    };
+    cli_spec spec = {
+        .prog = "struxd", .usage = "--model DIR [options]",
+        .about = "Serves schema-constrained generation with a Qwen3 model over nng REQ/REP\n"
+                 "(the protocol of docs/PROTOCOL.md) and, with --http, an OpenAI-compatible\n"
+                 "HTTP API. SIGTERM or SIGINT: stop accepting, finish in-flight requests, exit 0.\n",
+        .after = "exit status: 0 after SIGTERM/SIGINT, 1 when the model, tokenizer, device or\n"
+                 "listeners cannot be set up, 2 on a usage error\n",
+        .opts = opts, .n_opts = CLI_N(opts), .max_pos = 0,
+    };
+    int prc = cli_parse(&spec, argc, argv, NULL, NULL);
+    if (prc)
+        return prc == CLI_EXIT_HELP ? 0 : 2;
+    n_listen = listens.n;
+    if (version) {
+        printf("struxd %s\n", STRUX_VERSION);
+        return 0;
     }
-    if (!model_dir) {
-        fprintf(stderr, "struxd: --model DIR is required (see --help)\n");
-        return 2;
-    }
-    if ((speculate == SX_SPEC_DRAFT) != !!draft_dir) {
-        fprintf(stderr, "struxd: --draft-model goes with --speculate draft\n");
-        return 2;
-    }
-    if (int8 && q4) {
-        fprintf(stderr, "struxd: give at most one of --int8, --q4\n");
-        return 2;
-    }
+    if (!model_dir)
+        return cli_usage_error(&spec, "--model DIR is required");
+    if ((speculate == SX_SPEC_DRAFT) != !!draft_dir)
+        return cli_usage_error(&spec, "--draft-model goes with --speculate draft");
+    if (int8 && q4)
+        return cli_usage_error(&spec, "give at most one of --int8, --q4");
     {
         /* before the model loads: a binary without CUDA says so at once */
         sx_error derr;
@@ -300,10 +210,8 @@ int main(int argc, char **argv)
     if (!n_listen && !http)
         listen[n_listen++] = "tcp://127.0.0.1:7400";
 
-    if (api_key && api_key_file) {
-        fprintf(stderr, "struxd: give --api-key or --api-key-file, not both\n");
-        return 2;
-    }
+    if (api_key && api_key_file)
+        return cli_usage_error(&spec, "give --api-key or --api-key-file, not both");
     if (api_key_file) {
         sx_error kerr;
         size_t klen = 0;
