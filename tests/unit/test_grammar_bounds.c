@@ -103,6 +103,18 @@ static const bcase CASES[] = {
      "\"additionalProperties\":false},{\"properties\":{\"field\":{\"type\":\"string\"}},"
      "\"required\":[\"field\"],\"additionalProperties\":false}]}},\"$ref\":\"" E "\"}",
      "{\"and\":[{\"field\":\"a\"},{\"not\":{\"field\":\"b\"}}]}"},
+    /* found by the schema fuzzer (seed 12, schemas 505 and 1744): prefixes
+     * the masks allowed with no completion found.  A new URI item: the
+     * search for a value unlike the earlier items followed the scheme's
+     * endless letters 4096 bytes deep and ran out of budget. */
+    {"uniqueItems of URIs (completion search looped)",
+     "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"string\",\"format\":\"uri\"}}",
+     "[\"Peopleamples.BackgroundColor-x:y\", \"Peopleamples.BackgroundColor-x:z\"]"},
+    /* minProperties met with an optional key that requires another: the
+     * completion closed the object without the required one */
+    {"dependentRequired key taken for minProperties",
+     "{\"type\":\"object\",\"minProperties\":2,\"dependentRequired\":{\"b\":[\"n\"]}}",
+     "{\"time\":0,\"a\":1}"},
 };
 
 static int valid_text(const char *schema, const char *text, size_t n)
