@@ -115,6 +115,12 @@ static const bcase CASES[] = {
     {"dependentRequired key taken for minProperties",
      "{\"type\":\"object\",\"minProperties\":2,\"dependentRequired\":{\"b\":[\"n\"]}}",
      "{\"time\":0,\"a\":1}"},
+    /* seed 20, schema 198: an array item of a uniqueItems array, equal to
+     * an earlier one so far, was made new with items that had to differ
+     * from each other -- impossible for [null, null, ...] */
+    {"uniqueItems of arrays of null",
+     "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"array\",\"items\":{\"type\":\"null\"}}}",
+     "[[null],[null,null],[null,null,null,null]]"},
 };
 
 static int valid_text(const char *schema, const char *text, size_t n)
