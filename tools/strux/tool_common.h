@@ -3,6 +3,8 @@
 #ifndef STRUX_TOOL_COMMON_H
 #define STRUX_TOOL_COMMON_H
 
+#include <jansson.h>
+
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/vocab/vocab.h"
 
@@ -22,7 +24,6 @@ int tool_is_random_model(const char *dir);
  * one whose digits a double cannot hold exactly is refused with its JSON
  * Pointer -- never cut, never "too big integer".  NULL after printing
  * "strux CMD: PATH: ..."; the caller owns the tree. */
-#include <jansson.h>
 json_t *tool_read_schema(const char *cmd, const char *path);
 
 /* Monotonic clock in microseconds. */
