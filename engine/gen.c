@@ -152,6 +152,8 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
     if (p->grammar) {
         if ((rc = sx_matcher_new(p->grammar, &s->m, err)))
             goto fail;
+        if (p->deadline_ms > 0)
+            sx_matcher_set_bounds(s->m, p->deadline_ms, NULL);
         s->mask = calloc((size_t)g->mask_words, sizeof *s->mask);
         if (!s->mask) {
             rc = sx_err_set(err, SX_ENOMEM, "out of memory");

@@ -35,6 +35,7 @@ typedef struct gen_seq {
     sx_detok     detok;
     double       t_add, t_first;
     uint32_t    *mask;                /* mask for the next sample (grammar only) */
+    int          mask_rc;             /* sx_matcher_fill_mask's result */
     int          mask_ok;             /* mask filled for the current state */
     struct gen_spec *spec;            /* speculation state (gen_spec.c), NULL = off */
     /* free prefix (sx_gen_freepre, gen_free.c): fp is the phase; the matcher

@@ -14,7 +14,8 @@ double gen_now_ms(void)
 
 static void fill_one(gen_seq *s)
 {
-    s->mask_ok = sx_matcher_fill_mask(s->m, s->mask) == 0;
+    s->mask_rc = sx_matcher_fill_mask(s->m, s->mask);
+    s->mask_ok = s->mask_rc == SX_OK;
 }
 
 static void *worker(void *arg)

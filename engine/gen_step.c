@@ -174,7 +174,10 @@ int gen_advance(sx_gen *g, gen_seq *s, float *row)
     if (s->fp != GF_OFF && s->fp != GF_DOC)
         return gen_free_advance(g, s, row);
     if (s->m && !s->mask_ok) {
-        sx_err_set(&err, SX_EINTERNAL, "the grammar could not fill a mask");
+        if (s->mask_rc == SX_ELIMIT)
+            sx_err_set(&err, SX_ELIMIT, "the deadline passed while the grammar filled a mask");
+        else
+            sx_err_set(&err, SX_EINTERNAL, "the grammar could not fill a mask");
         gen_finish(g, s, SX_FINISH_ERROR, &err);
         return SX_OK;
     }

@@ -82,6 +82,12 @@ typedef struct sx_gen_params {
     /* Free text first, the grammar from a token on (sx_gen_freepre); NULL =
      * the grammar from the first token, as usual.  Copied by sx_gen_add. */
     const struct sx_gen_freepre *free;
+    /* The request's deadline (CLOCK_MONOTONIC ms; 0 = none): the grammar's
+     * masks stop there (sx_matcher_set_bounds) and the sequence finishes
+     * with SX_FINISH_ERROR, error code SX_ELIMIT, "deadline" in its
+     * message -- a mask can take seconds (grammar.h), and the caller's own
+     * deadline check runs only between steps. */
+    double            deadline_ms;
 } sx_gen_params;
 
 /* sx_gen_freepre: "free prefix, then constrained": the answer is free text (sampled

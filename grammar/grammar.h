@@ -118,7 +118,11 @@ void sx_matcher_reset(sx_matcher *m);
 
 /* Writes the next-token bitmask: v->mask_words uint32 words, bit t set =
  * token t allowed.  End-of-turn tokens are allowed exactly when the
- * document may end here; nothing is allowed after the matcher failed. */
+ * document may end here; nothing is allowed after the matcher failed.
+ * Returns SX_ELIMIT, with nothing allowed, once the matcher's deadline has
+ * passed or its cancel flag is set (sx_matcher_set_bounds): a mask's work
+ * grows with the values a uniqueItems item must differ from, and is
+ * checked against the bounds about every 1,024 vocabulary-trie nodes. */
 int sx_matcher_fill_mask(sx_matcher *m, uint32_t *mask);
 
 /* Advances by one token.  A token the mask would not allow is SX_EINVAL and
@@ -145,8 +149,9 @@ size_t sx_matcher_shortest_completion(const sx_matcher *m, uint8_t *buf, size_t 
 /* The search above takes bounded work (polynomial in the schema, the
  * stack and cap) and gives up, returning (size_t)-1, once deadline_ms
  * (CLOCK_MONOTONIC ms, 0 = none) has passed or *cancel (may be NULL; not
- * owned; must outlive the matcher or the next call) is nonzero.  A new
- * matcher takes the grammar's (sx_gr_opts); this replaces them. */
+ * owned; must outlive the matcher or the next call) is nonzero; so does
+ * sx_matcher_fill_mask (SX_ELIMIT).  A new matcher takes the grammar's
+ * (sx_gr_opts); this replaces them. */
 void sx_matcher_set_bounds(sx_matcher *m, double deadline_ms, const volatile int *cancel);
 
 #endif

@@ -295,6 +295,13 @@ typedef struct sx_rpc_result {
  * digits a double cannot hold exactly (a schema's const/enum/bounds) --
  * with the member's JSON Pointer.  See protocol_req.c. */
 int sx_rpc_load_json(const char *buf, size_t len, json_t **root, sx_error *err);
+/* Its number check alone, for a schema read with sx_numjson_loadb into
+ * (schema, t) -- a schema file (strux check, compile): a number is refused,
+ * with its JSON Pointer (`at` + the path inside schema), only where a
+ * double cannot hold it exactly, as in a request's schema. */
+struct sx_numtab;
+int sx_rpc_check_schema_numbers(const json_t *schema, const struct sx_numtab *t, const char *at,
+                                sx_error *err);
 
 /* Turns finished text into the response's `output`: parses it as JSON for
  * schema / json_object / choices (the label string), wraps it as a string

@@ -926,8 +926,22 @@ static int held_exactly(const sx_numtab *t, const json_t *v)
     return ok;
 }
 
+/* The number's magnitude is past a double's range (1.2e400, 1e-400): its
+ * own message, not one about digits. */
+static int beyond_double(const char *s, size_t len)
+{
+    sx_dec a;
+    if (sx_dec_parse(s, len, &a))
+        return 0;
+    long long mag = a.nd ? a.e + (long long)a.nd - 1 : 0;
+    sx_dec_free(&a);
+    return mag > 308 || mag < -323;
+}
+
+/* request: v is a whole request (its top-level integers are fields with
+ * their own rule); else a schema, judged everywhere alike. */
 static int check_numbers(const json_t *v, const sx_numtab *t, char *path, size_t n, size_t cap,
-                         int depth, sx_error *err)
+                         int depth, int request, sx_error *err)
 {
     if (json_is_object(v)) {
         const char *k;
@@ -945,7 +959,7 @@ static int check_numbers(const json_t *v, const sx_numtab *t, char *path, size_t
                 }
             }
             path[m] = '\0';
-            int rc = check_numbers(x, t, path, m, cap, depth + 1, err);
+            int rc = check_numbers(x, t, path, m, cap, depth + 1, request, err);
             if (rc)
                 return rc;
         }
@@ -956,7 +970,7 @@ static int check_numbers(const json_t *v, const sx_numtab *t, char *path, size_t
         for (size_t i = 0; i < json_array_size(v); i++) {
             size_t m = n + (size_t)snprintf(path + n, cap - n, "/%zu", i);
             int rc = check_numbers(json_array_get(v, i), t, path, m < cap ? m : cap - 1, cap,
-                                   depth + 1, err);
+                                   depth + 1, request, err);
             if (rc)
                 return rc;
         }
@@ -968,7 +982,7 @@ static int check_numbers(const json_t *v, const sx_numtab *t, char *path, size_t
     if (!s)
         return SX_OK;
     int integer = !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
-    if (depth == 1 && integer) {
+    if (request && depth == 1 && integer) {
         if (!strcmp(path, "/id"))
             return sx_err_setp(err, SX_EINVAL, path, -1,
                                "an integer id must fit in 64 bits; got %.*s: send it as a string",
@@ -977,6 +991,11 @@ static int check_numbers(const json_t *v, const sx_numtab *t, char *path, size_t
                            "%s must be an integer within 64 bits (at most %lld); got %.*s",
                            path + 1, LLONG_MAX, (int)(len > 60 ? 60 : len), s);
     }
+    if (beyond_double(s, len))
+        return sx_err_setp(err, SX_EUNSUPPORTED, path, -1,
+                           "the number %.*s%s is beyond the range strux holds here (that of a "
+                           "double: magnitudes up to about 1.8e308)",
+                           (int)(len > 60 ? 60 : len), s, len > 60 ? "..." : "");
     if (!held_exactly(t, v))
         return sx_err_setp(err, SX_EUNSUPPORTED, path, -1,
                            "the number %.*s%s has more significant digits than strux holds "
@@ -994,13 +1013,22 @@ int sx_rpc_load_json(const char *buf, size_t len, json_t **root, sx_error *err)
         return sx_err_setp(err, SX_EFORMAT, "", (long)je.position,
                            "request is not valid JSON: %s at byte %d", je.text, je.position);
     char path[512] = "";
-    int rc = t.n ? check_numbers(*root, &t, path, 0, sizeof path, 0, err) : SX_OK;
+    int rc = t.n ? check_numbers(*root, &t, path, 0, sizeof path, 0, 1, err) : SX_OK;
     sx_numtab_free(&t);
     if (rc) {
         json_decref(*root);
         *root = NULL;
     }
     return rc;
+}
+
+int sx_rpc_check_schema_numbers(const json_t *schema, const sx_numtab *t, const char *at,
+                                sx_error *err)
+{
+    char path[512];
+    size_t n = (size_t)snprintf(path, sizeof path, "%s", at ? at : "");
+    return check_numbers(schema, t, path, n < sizeof path ? n : sizeof path - 1, sizeof path, 1,
+                         0, err);
 }
 
 int sx_rpc_req_parse(const char *buf, size_t len, const sx_rpc_limits *lim, sx_rpc_req *out,

@@ -483,8 +483,12 @@ static void seq_done(rpc_seq *q, const sx_gen_event *ev)
         if (!j->fail_code)
             j->fail_code = SX_RPC_CANCELLED;
     } else {
-        /* the request fails: its other choices need not run on */
-        j->fail_code = SX_RPC_INTERNAL;
+        /* the request fails: its other choices need not run on.  A mask
+         * stopped at the request's deadline (sx_gen_params) is a timeout,
+         * as the deadline check between steps would have said. */
+        j->fail_code = ev->error.code == SX_ELIMIT && strstr(ev->error.msg, "deadline")
+                           ? SX_RPC_TIMEOUT
+                           : SX_RPC_INTERNAL;
         snprintf(j->fail_msg, sizeof j->fail_msg, "%s",
                  ev->error.msg[0] ? ev->error.msg : "generation failed");
         cancel_seqs(j);
@@ -840,6 +844,7 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     p.sampling = j->req.sampling;
     p.max_tokens = j->req.max_tokens;
     p.prefix_len = j->prefix_len;
+    p.deadline_ms = j->deadline; /* a mask stops there (a step is not) */
     /* speculation is opt-in per server; a request may turn it off or pick
      * a mode the server runs */
     p.speculate = j->req.speculate < 0 ? s->o.speculate : j->req.speculate;

@@ -387,36 +387,122 @@ typedef struct sx_gen {
     int64_t min_len, max_len;
     const gr_vseen *seen;
     int64_t skip;     /* new completions to pass over before taking one */
+    const int32_t *dist; /* per state: fewest writable bytes to an accepting state */
+    int limit;        /* this round's completion length in bytes */
     uint8_t path[4096];
     int len;
     long budget;
     uint64_t hash; /* the value hash of the completion found */
 } sx_gen;
 
+#define GEN_FAR INT32_MAX
+
+/* Per state, the fewest writable bytes that reach an accepting state
+ * (GEN_FAR: none): a breadth-first walk backwards over the transitions,
+ * O(states x classes).  NULL when out of memory. */
+static int32_t *gen_dist(const gr_strx *x)
+{
+    size_t ns = (size_t)x->n_states, nc = (size_t)x->n_classes;
+    int32_t *dist = malloc(ns * sizeof *dist), *queue = malloc(ns * sizeof *queue);
+    int32_t *deg = calloc(ns + 1, sizeof *deg), *src = malloc(ns * nc * sizeof *src + 1);
+    uint8_t wcls[256] = {0};
+    int32_t *res = NULL;
+    if (!dist || !queue || !deg || !src)
+        goto out;
+    for (int b = 0; b < 256; b++)
+        if (writable(b))
+            wcls[x->byte_class[b]] = 1;
+    /* reverse edges grouped by target (counting sort) */
+    for (size_t s = 0; s < ns; s++)
+        for (size_t c = 0; c < nc; c++) {
+            int32_t t = x->next[s * nc + c];
+            if (t >= 0 && wcls[c])
+                deg[t + 1]++;
+        }
+    for (size_t t = 0; t < ns; t++)
+        deg[t + 1] += deg[t];
+    int32_t *fill = queue; /* the queue is free until the walk */
+    for (size_t t = 0; t < ns; t++)
+        fill[t] = deg[t];
+    for (size_t s = 0; s < ns; s++)
+        for (size_t c = 0; c < nc; c++) {
+            int32_t t = x->next[s * nc + c];
+            if (t >= 0 && wcls[c])
+                src[fill[t]++] = (int32_t)s;
+        }
+    size_t head = 0, tail = 0;
+    for (size_t s = 0; s < ns; s++) {
+        dist[s] = x->accept[s] ? 0 : GEN_FAR;
+        if (x->accept[s])
+            queue[tail++] = (int32_t)s;
+    }
+    while (head < tail) {
+        int32_t t = queue[head++];
+        for (int32_t e = deg[t]; e < deg[t + 1]; e++)
+            if (dist[src[e]] == GEN_FAR) {
+                dist[src[e]] = dist[t] + 1;
+                queue[tail++] = src[e];
+            }
+    }
+    res = dist;
+    dist = NULL;
+out:
+    free(dist);
+    free(queue);
+    free(deg);
+    free(src);
+    return res;
+}
+
+/* The completions of exactly d->limit bytes, depth-first in byte order.
+ * A byte is taken only when the completion can still end within the
+ * limit (the distance to acceptance and the code points still required
+ * both fit): without that bound, a loop of the automaton (a URI's
+ * endless scheme letters) led the walk 4096 bytes deep before any
+ * backtracking, and the budget ran out with no completion found. */
 static int gen_dfs(sx_gen *d, int32_t st, int64_t count, uint64_t h)
 {
     const gr_strx *x = d->x;
     if (--d->budget < 0)
         return 0;
-    if (x->accept[st] && count >= d->min_len && str_new(h, d->seen) && d->skip-- <= 0) {
-        d->hash = gr_hash_str(h);
-        return 1;
-    }
-    if (d->len >= (int)sizeof d->path)
+    if (d->len == d->limit) {
+        if (x->accept[st] && count >= d->min_len && str_new(h, d->seen) && d->skip-- <= 0) {
+            d->hash = gr_hash_str(h);
+            return 1;
+        }
         return 0;
+    }
+    int64_t room = d->limit - d->len - 1; /* bytes left after this one */
     for (int b = 0; b < 256; b++) {
         if (!writable(b))
             continue;
         int32_t ns = gr_strx_step(x, st, (uint8_t)b);
-        if (ns < 0)
+        if (ns < 0 || d->dist[ns] > room)
             continue;
         int64_t nc = count + ((b & 0xC0) != 0x80);
-        if (!gr_strx_len_ok(x, ns, nc, d->min_len, d->max_len))
+        if (d->min_len - nc > room || !gr_strx_len_ok(x, ns, nc, d->min_len, d->max_len))
             continue;
         d->path[d->len++] = (uint8_t)b;
         if (gen_dfs(d, ns, nc, gr_fnv(h, (uint8_t)b)))
             return 1;
         d->len--;
+    }
+    return 0;
+}
+
+/* Iterative deepening over the completion's length from (st, count):
+ * shortest completions first, each met once (the round of its length),
+ * all rounds together within d->budget steps. */
+static int gen_find(sx_gen *d, int32_t st, int64_t count, uint64_t h)
+{
+    if (d->dist[st] == GEN_FAR)
+        return 0;
+    int64_t from = d->min_len - count > d->dist[st] ? d->min_len - count : d->dist[st];
+    for (int64_t L = from; L < (int64_t)sizeof d->path && d->budget > 0; L++) {
+        d->limit = (int)L;
+        d->len = 0;
+        if (gen_dfs(d, st, count, h))
+            return 1;
     }
     return 0;
 }
@@ -438,14 +524,19 @@ static long strx_gen(const gr_node *n, int32_t st, int64_t count, uint64_t h, in
     d->skip = skip;
     d->budget = 200000;
     long r = -1;
+    int32_t *dist = gen_dist(d->x);
+    if (!dist) {
+        free(d);
+        return -1;
+    }
+    d->dist = dist;
     if (esc_first) {
         static const char dec[] = "\"\\/\b\f\n\r\t", esc[] = "\"\\/bfnrt";
         for (int i = 0; i < 8 && r < 0; i++) {
             int32_t ns = gr_strx_step(d->x, st, (uint8_t)dec[i]);
             if (ns < 0 || !gr_strx_len_ok(d->x, ns, count + 1, d->min_len, d->max_len))
                 continue;
-            d->len = 0;
-            if (gen_dfs(d, ns, count + 1, gr_fnv(h, (uint8_t)dec[i]))) {
+            if (gen_find(d, ns, count + 1, gr_fnv(h, (uint8_t)dec[i]))) {
                 size_t k = 0;
                 if (cap < 1)
                     break;
@@ -455,10 +546,11 @@ static long strx_gen(const gr_node *n, int32_t st, int64_t count, uint64_t h, in
                 r = (long)k;
             }
         }
-    } else if (gen_dfs(d, st, count, h)) {
+    } else if (gen_find(d, st, count, h)) {
         size_t k = 0;
         for (int j = 0; j < d->len; j++) {
             if (k + 2 > cap) {
+                free(dist);
                 free(d);
                 return -1;
             }
@@ -467,6 +559,7 @@ static long strx_gen(const gr_node *n, int32_t st, int64_t count, uint64_t h, in
         r = (long)k;
     }
     *hash = d->hash;
+    free(dist);
     free(d);
     return r;
 }

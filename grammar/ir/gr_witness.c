@@ -257,6 +257,20 @@ size_t gr_wit_fresh_key(const gr_node *n, const void *seen_keys, long *next, cha
     }
 }
 
+/* req with the keys that the keys in seen | req require in turn
+ * (dependentRequired), to the closure. */
+static uint64_t dep_closure(const gr_node *n, uint64_t seen, uint64_t req)
+{
+    uint64_t before;
+    do {
+        before = req;
+        for (uint32_t k = 0; n->u.obj.dep_req && k < n->u.obj.n; k++)
+            if ((seen | req) & gr_prop_bit(&n->u.obj.props[k]))
+                req |= n->u.obj.dep_req[n->u.obj.props[k].index];
+    } while (req != before);
+    return req;
+}
+
 /* Property-order mode: the keys still needed, in `properties` order from
  * position ord -- the required ones, and optional ones while the object
  * is short of minProperties. */
@@ -287,6 +301,9 @@ static void ordered_members(const sx_grammar *g, const gr_node *n, uint64_t seen
         count++;
         ord = gr_ord_after(p);
         need_comma = 1;
+        /* an optional key taken for minProperties may require others
+         * (dependentRequired): they are wanted too */
+        req = dep_closure(n, seen, req);
     }
     /* still short of minProperties: invented additional keys (last) */
     long next_key = 0;
@@ -308,15 +325,9 @@ void gr_wit_object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
                            int need_comma, gr_wbuf *w, int depth,
                            const void *seen_keys, int32_t skip, uint16_t ord)
 {
-    uint64_t req = n->u.obj.required, before;
     /* a key that will be written can require others in turn
      * (dependentRequired): to the closure */
-    do {
-        before = req;
-        for (uint32_t k = 0; n->u.obj.dep_req && k < n->u.obj.n; k++)
-            if ((seen | req) & gr_prop_bit(&n->u.obj.props[k]))
-                req |= n->u.obj.dep_req[n->u.obj.props[k].index];
-    } while (req != before);
+    uint64_t req = dep_closure(n, seen, n->u.obj.required);
     if (n->u.obj.n_pres && !gr_obj_pres_holds(n, seen | req)) {
         /* complete the first key list that satisfies the condition and is
          * allowed, with the keys it requires in turn (the matcher's own
@@ -333,17 +344,20 @@ void gr_wit_object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
         for (uint32_t k = 0; k < n->u.obj.n; k++) {
             const gr_prop *p = &n->u.obj.props[k];
             uint64_t bit = gr_prop_bit(p);
-            int wanted = pass == 0 ? (req & bit) != 0 : count < n->u.obj.min_props;
+            /* pass 1 writes an optional key's own requirements (found
+             * below) before any other optional key */
+            int owed = (req & ~seen & bit) != 0;
+            int wanted = pass == 0 || owed ? (req & bit) != 0 : count < n->u.obj.min_props;
             /* pass 0 writes bit keys only, so a hashed key comes up once */
             if (!wanted || gr_prop_seen(p, seen, seen_keys) || (int32_t)k == skip || p->node < 0)
                 continue;
-            if (pass == 1 && !gr_obj_feasible(n, seen | bit, count + 1))
+            if (pass == 1 && !owed && !gr_obj_feasible(n, seen | bit, count + 1))
                 continue;
             /* an optional key whose value has no witness yet (a recursive
              * one, while shortest values are found: {"b": <this object>}
              * under minProperties) is left to invented keys below, which
              * may well finish the object without it */
-            if (pass == 1 && !g->nodes[p->node].wit)
+            if (pass == 1 && !owed && !g->nodes[p->node].wit)
                 continue;
             if (need_comma)
                 gr_wputs(w, ",");
@@ -354,6 +368,17 @@ void gr_wit_object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
             seen |= bit;
             count++;
             need_comma = 1;
+            if (pass == 1) {
+                /* an optional key taken for minProperties may require
+                 * others (dependentRequired: {"b": ["n"]}); written next,
+                 * from the first key on (the schema fuzzer found
+                 * completions that closed the object without them) */
+                uint64_t more = dep_closure(n, seen, req);
+                if (more & ~seen & ~req) {
+                    req = more;
+                    k = (uint32_t)-1;
+                }
+            }
         }
     /* still short of minProperties: invented keys of the key automaton,
      * each the shortest one not used yet (the ones written here join the

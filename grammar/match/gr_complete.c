@@ -465,8 +465,22 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
                     more = 0;
                 if ((f->flags & F_UITEM) && variant > 0)
                     more += variant;
-                const gr_vseen *hs = n->u.arr.unique == GR_UNIQ_HASH ? f->ext : NULL;
-                gr_wit_new_items(g, n, count, more, hs, 0, need_comma, &w, 0);
+                if (n->u.arr.unique == GR_UNIQ_HASH) {
+                    gr_wit_new_items(g, n, count, more, f->ext, 0, need_comma, &w, 0);
+                } else {
+                    /* only the array as a whole must be new: its items
+                     * may repeat (new ones would fail on [null] items),
+                     * and each variant is a length of its own, so one of
+                     * the 1 + count variants differs from every earlier
+                     * item (the schema fuzzer's seed 20, schema 198) */
+                    for (int64_t k = 0; k < more && !w.oom; k++, count++) {
+                        int32_t it = count < (int64_t)n->u.arr.n_prefix ? n->u.arr.prefix[count]
+                                                                         : n->u.arr.items;
+                        if (need_comma || k)
+                            gr_wputs(&w, ",");
+                        gr_wit(N, it, &w);
+                    }
+                }
                 gr_wputs(&w, "]");
                 break;
             }

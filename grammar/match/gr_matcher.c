@@ -1,11 +1,15 @@
 /* The per-sequence matcher: committed state, history for rollback, and the
  * token mask computed by walking the vocabulary trie. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grammar/match/match.h"
 
 #define GR_MAX_DEPTH 256
+/* work steps per vocabulary-trie node a mask walks (gr_work reads the
+ * clock each 1,024 steps; see fill) */
+#define GR_MASK_STEP 8
 
 typedef struct gr_hist {
     gr_set set;
@@ -24,8 +28,9 @@ struct sx_matcher {
     int8_t (*tags)[GR_MAX_THREADS]; /* the grouped walk's tags per set (walk_grouped) */
     gr_mark *marks;
     int walk_max;       /* the largest set a walk met (split_quotes) */
-    double deadline_ms; /* the completion search's stop (sx_matcher_set_bounds) */
-    const volatile int *cancel;
+    double deadline_ms; /* the completion search's and the masks' stop */
+    const volatile int *cancel; /* (sx_matcher_set_bounds) */
+    gr_work mwork;      /* this mask's: a step per trie node walked */
 };
 
 static gr_ctx ctx_for(const sx_matcher *m, gr_arena *a)
@@ -127,7 +132,7 @@ static void walk_from(sx_matcher *m, gr_ctx *cx, const gr_set *from, const sx_vo
     m->walk[0] = *from;
     m->marks[0] = base;
     uint32_t i = 1;
-    while (i < n) {
+    while (i < n && !gr_work_spend(&m->mwork, GR_MASK_STEP)) {
         const sx_vocab_node *nd = &N[i];
         int d = nd->depth;
         gr_arena_reset(&m->scratch, m->marks[d - 1]);
@@ -262,7 +267,7 @@ static int walk_grouped(sx_matcher *m, gr_ctx *cx, const wgroups *G, const sx_vo
     }
     m->marks[0] = base;
     int rc = 0;
-    for (uint32_t i = 1; i < n;) {
+    for (uint32_t i = 1; i < n && !gr_work_spend(&m->mwork, GR_MASK_STEP);) {
         const sx_vocab_node *nd = &N[i];
         int d = nd->depth;
         gr_arena_reset(&m->scratch, m->marks[d - 1]);
@@ -747,7 +752,32 @@ static void quote_free_blocks(const sx_vocab *v, int64_t room, int keys, uint32_
     }
 }
 
+/* A mask's work: one pass over the vocabulary trie per walk (a few
+ * walks), each trie node a feed of one byte to at most GR_MAX_THREADS
+ * interpretations.  That byte's cost is not bounded by a small constant:
+ * an item of a uniqueItems array checks that some new value is still
+ * reachable against every earlier item, so with 8,000 three-letter
+ * strings before it one mask took 6 s (x86, 2026-12).  Hence the
+ * deadline: the walks poll the matcher's bounds (sx_matcher_set_bounds)
+ * at every trie node, reading the clock each 128 of them (a node is 0.1
+ * to 150 us: the read costs under 0.2%, the overrun stays below ~20 ms),
+ * and a mask that runs past them is abandoned: nothing allowed,
+ * SX_ELIMIT. */
+static int fill_walks(sx_matcher *m, uint32_t *mask, int fast);
+
 static int fill(sx_matcher *m, uint32_t *mask, int fast)
+{
+    sx_gr_opts bounds = {.deadline_ms = m->deadline_ms, .cancel = m->cancel};
+    gr_work_init(&m->mwork, &bounds, LONG_MAX);
+    int rc = gr_work_poll(&m->mwork) ? SX_ELIMIT : fill_walks(m, mask, fast);
+    if (rc == SX_OK && m->mwork.stop)
+        rc = SX_ELIMIT;
+    if (rc)
+        memset(mask, 0, (size_t)m->g->vocab->mask_words * sizeof *mask);
+    return rc;
+}
+
+static int fill_walks(sx_matcher *m, uint32_t *mask, int fast)
 {
     const sx_vocab *v = m->g->vocab;
     memset(mask, 0, (size_t)v->mask_words * sizeof *mask);

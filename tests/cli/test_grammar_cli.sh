@@ -95,4 +95,20 @@ printf '%s' '{"$defs":{"e":{"oneOf":[{"properties":{"a":{"type":"array","minItem
 timeout 60 "$S" compile "${tok[@]}" --schema "$T/rec2.json" >"$T/out" 2>&1
 check "compile: the smallest recursive schema of issue 28 compiles promptly" \
     sh -c "[ $? -eq 0 ] && grep -q 'compile:' '$T/out'"
+# Schema files are read as the server reads a request's schema (issue 28):
+# numbers of any length read; where a double cannot hold one, a refusal
+# naming it and its JSON Pointer -- never jansson's "too big integer".
+printf '%s' '{"enum": [12000000000000000000000, 1]}' >"$T/big_enum.json"
+"$S" compile "${tok[@]}" --schema "$T/big_enum.json" >"$T/out" 2>&1
+check "compile: an enum of 12000000000000000000000 (held exactly by a double) is read" \
+    sh -c "[ $? -eq 0 ] && grep -q 'compile:' '$T/out'"
+printf '%s' '{"const": 123456789012345678901234567890}' >"$T/big_const.json"
+printf '%s' '1' >"$T/one.json"
+"$S" check "${tok[@]}" --schema "$T/big_const.json" "$T/one.json" >"$T/out" 2>&1
+check "check: a 30-digit const is refused naming /const, not 'too big integer'" \
+    sh -c "[ $? -eq 1 ] && grep -q '123456789012345678901234567890.* at /const' '$T/out' && ! grep -q 'too big integer' '$T/out'"
+printf '%s' '{"type": "number", "minimum": 1.2e400}' >"$T/big_min.json"
+"$S" compile "${tok[@]}" --schema "$T/big_min.json" >"$T/out" 2>&1
+check "compile: minimum 1.2e400 is refused as beyond a double's range, at /minimum" \
+    sh -c "[ $? -eq 1 ] && grep -q 'beyond the range.* at /minimum' '$T/out'"
 exit $((failed > 0))

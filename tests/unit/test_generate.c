@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -32,6 +33,7 @@ typedef struct result {
     sx_bytes text;
     sx_ids ids;
     int done, finish, n_completion, n_forced, n_cached;
+    sx_error error; /* the finishing event's (SX_FINISH_ERROR) */
 } result;
 
 static void on_event(const sx_gen_event *ev, void *ctx)
@@ -50,6 +52,7 @@ static void on_event(const sx_gen_event *ev, void *ctx)
     r->n_completion = ev->n_completion;
     r->n_forced = ev->n_forced;
     r->n_cached = ev->n_cached;
+    r->error = ev->error;
     if (ev->finish == SX_FINISH_ERROR)
         print_error("generation error: %s\n", ev->error.msg);
 }
@@ -819,6 +822,44 @@ static void free_prefix(void **state)
     json_decref(schema);
 }
 
+/* The request's deadline reaches the grammar's masks (sx_gen_params): a
+ * sequence whose deadline has passed finishes with SX_ELIMIT "deadline"
+ * at its next mask, the one without a deadline runs to its end. */
+static void mask_deadline(void **state)
+{
+    (void)state;
+    sx_grammar *gr;
+    const char *schema = "{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}";
+    assert_int_equal(sx_gr_compile_schema(VOC, schema, strlen(schema), NULL, &gr, NULL), 0);
+    sx_gen *g;
+    assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+    sx_ids p = {0};
+    encode_prompt("x", &p);
+    sx_gen_params gp;
+    memset(&gp, 0, sizeof gp);
+    sx_sampling_default(&gp.sampling);
+    gp.grammar = gr;
+    gp.max_tokens = 8;
+    result r[2];
+    memset(r, 0, sizeof r);
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[0], NULL, NULL), 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    gp.deadline_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 - 1;
+    assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[1], NULL, NULL), 0);
+    run_all(g);
+    assert_int_not_equal(r[0].finish, SX_FINISH_ERROR);
+    assert_int_equal(r[1].finish, SX_FINISH_ERROR);
+    assert_int_equal(r[1].error.code, SX_ELIMIT);
+    assert_non_null(strstr(r[1].error.msg, "deadline"));
+    assert_int_equal(r[1].n_completion, 0);
+    result_free(&r[0]);
+    result_free(&r[1]);
+    sx_ids_free(&p);
+    sx_gen_free(g);
+    sx_gr_free(gr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -828,6 +869,7 @@ int main(void)
         cmocka_unit_test(prefix_cache_is_invisible),
         cmocka_unit_test(forked_choices),
         cmocka_unit_test(budget_and_cancel),
+        cmocka_unit_test(mask_deadline),
         cmocka_unit_test(choices_and_unconstrained),
         cmocka_unit_test(free_prefix),
     };

@@ -103,6 +103,24 @@ static const bcase CASES[] = {
      "\"additionalProperties\":false},{\"properties\":{\"field\":{\"type\":\"string\"}},"
      "\"required\":[\"field\"],\"additionalProperties\":false}]}},\"$ref\":\"" E "\"}",
      "{\"and\":[{\"field\":\"a\"},{\"not\":{\"field\":\"b\"}}]}"},
+    /* found by the schema fuzzer (seed 12, schemas 505 and 1744): prefixes
+     * the masks allowed with no completion found.  A new URI item: the
+     * search for a value unlike the earlier items followed the scheme's
+     * endless letters 4096 bytes deep and ran out of budget. */
+    {"uniqueItems of URIs (completion search looped)",
+     "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"string\",\"format\":\"uri\"}}",
+     "[\"Peopleamples.BackgroundColor-x:y\", \"Peopleamples.BackgroundColor-x:z\"]"},
+    /* minProperties met with an optional key that requires another: the
+     * completion closed the object without the required one */
+    {"dependentRequired key taken for minProperties",
+     "{\"type\":\"object\",\"minProperties\":2,\"dependentRequired\":{\"b\":[\"n\"]}}",
+     "{\"time\":0,\"a\":1}"},
+    /* seed 20, schema 198: an array item of a uniqueItems array, equal to
+     * an earlier one so far, was made new with items that had to differ
+     * from each other -- impossible for [null, null, ...] */
+    {"uniqueItems of arrays of null",
+     "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"array\",\"items\":{\"type\":\"null\"}}}",
+     "[[null],[null,null],[null,null,null,null]]"},
 };
 
 static int valid_text(const char *schema, const char *text, size_t n)
@@ -245,8 +263,74 @@ static void test_past_deadline(void **state)
     assert_int_not_equal(sx_matcher_shortest_completion(m, buf, sizeof buf), (size_t)-1);
     sx_matcher_set_bounds(m, now_ms() - 1, NULL);
     assert_int_equal(sx_matcher_shortest_completion(m, buf, sizeof buf), (size_t)-1);
+    /* masks too: past the bounds, SX_ELIMIT and nothing allowed */
+    uint32_t *mask = calloc((size_t)V->mask_words, sizeof *mask);
+    assert_non_null(mask);
+    assert_int_equal(sx_matcher_fill_mask(m, mask), SX_ELIMIT);
+    for (int32_t w = 0; w < V->mask_words; w++)
+        assert_int_equal(mask[w], 0);
+    sx_matcher_set_bounds(m, 0, &cancel);
+    assert_int_equal(sx_matcher_fill_mask(m, mask), SX_ELIMIT);
+    cancel = 0;
+    assert_int_equal(sx_matcher_fill_mask(m, mask), SX_OK);
+    assert_int_not_equal(mask[0] | mask[1] | mask[2] | mask[3], 0);
+    free(mask);
     sx_matcher_free(m);
     sx_gr_free(g);
+}
+
+/* A mask whose work grows with the earlier items of a uniqueItems array
+ * (each token checked for a new value against all of them: 8,000 items
+ * took 6 s a mask with Qwen's vocabulary) stops at the matcher's
+ * deadline, part way through its walk. */
+static void test_slow_mask_stops(void **state)
+{
+    (void)state;
+    const char *s = "{\"type\":\"array\",\"uniqueItems\":true,"
+                    "\"items\":{\"type\":\"string\",\"minLength\":3,\"maxLength\":3}}";
+    /* a vocabulary with every item as a token, closing quote included
+     * (as a real one has many): each such token is checked against every
+     * earlier item */
+    enum { WORDS = 26 * 26 * 26 };
+    char *words = malloc(WORDS * 5);
+    const char **multi = calloc(WORDS + 1, sizeof *multi);
+    assert_non_null(words);
+    assert_non_null(multi);
+    for (int i = 0; i < WORDS; i++) {
+        sprintf(words + 5 * i, "%c%c%c\"", 'a' + i / 676, 'a' + i / 26 % 26, 'a' + i % 26);
+        multi[i] = words + 5 * i;
+    }
+    sx_vocab *v = tv_vocab_with(multi);
+    assert_non_null(v);
+    sx_grammar *g = NULL;
+    sx_matcher *m = NULL;
+    assert_int_equal(sx_gr_compile_schema(v, s, strlen(s), NULL, &g, NULL), 0);
+    assert_int_equal(sx_matcher_new(g, &m, NULL), 0);
+    enum { ITEMS = 8000 };
+    char *doc = malloc(ITEMS * 6 + 8), *p = doc;
+    assert_non_null(doc);
+    *p++ = '[';
+    for (int i = 0; i < ITEMS; i++)
+        p += sprintf(p, "\"%c%c%c\",", 'a' + i / 676, 'a' + i / 26 % 26, 'a' + i % 26);
+    *p++ = '"';
+    assert_int_equal(sx_matcher_accept_bytes(m, doc, (size_t)(p - doc), NULL), 0);
+    uint32_t *mask = calloc((size_t)v->mask_words, sizeof *mask);
+    assert_non_null(mask);
+    double t0 = now_ms();
+    sx_matcher_set_bounds(m, t0 + 20, NULL);
+    int rc = sx_matcher_fill_mask(m, mask);
+    double t = now_ms() - t0;
+    print_message("# mask after %d items: rc %d after %.1f ms (deadline 20 ms)\n", ITEMS, rc, t);
+    /* the whole mask: 2.9 s (x86, plain build) */
+    assert_int_equal(rc, SX_ELIMIT);
+    assert_true(t < 500);
+    free(mask);
+    free(doc);
+    sx_matcher_free(m);
+    sx_gr_free(g);
+    sx_vocab_free(v);
+    free(multi);
+    free(words);
 }
 
 /* Thousands of long shortest values: past the witness search's work
@@ -281,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_deep_chain_fast),
         cmocka_unit_test(test_recursive_unique_refused),
         cmocka_unit_test(test_past_deadline),
+        cmocka_unit_test(test_slow_mask_stops),
         cmocka_unit_test(test_work_budget_refuses),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

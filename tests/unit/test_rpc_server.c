@@ -35,6 +35,7 @@ typedef struct fake_req {
     char *text;
     size_t len, pos;
     int max_tokens, produced, cancelled, n_prompt;
+    int mask_stop; /* MASK_STOP_SEED: 1 with the request's deadline, 2 without */
     struct fake_req *next;
 } fake_req;
 
@@ -54,6 +55,10 @@ typedef struct fake {
 /* A seed that makes the stand-in write a broken document and claim it is
  * complete: a grammar bug, as the validator's re-check must catch it. */
 #define POISON_SEED 777
+/* A seed that makes the stand-in stop as the generator does when a mask
+ * runs past the request's deadline (sx_gen_params.deadline_ms): only when
+ * the server passed that deadline. */
+#define MASK_STOP_SEED 779
 
 static int f_bind(void *b, sx_gen_cb cb, void *cb_ctx, sx_error *err)
 {
@@ -94,6 +99,8 @@ static int f_add(void *b, const int32_t *prompt, int n_prompt, const sx_gen_para
     r->text[n] = 0;
     r->len = n;
     r->max_tokens = p->max_tokens;
+    if (p->sampling.seed == MASK_STOP_SEED)
+        r->mask_stop = p->deadline_ms > 0 ? 1 : 2;
     r->user = user;
     r->n_prompt = n_prompt;
     r->handle = ++f->next_handle;
@@ -134,6 +141,14 @@ static int f_step(void *b, int *n_live, sx_error *err)
         int done = 0;
         if (r->cancelled) {
             ev.finish = SX_FINISH_CANCELLED;
+            done = 1;
+        } else if (r->mask_stop) {
+            ev.finish = SX_FINISH_ERROR;
+            if (r->mask_stop == 1)
+                sx_err_set(&ev.error, SX_ELIMIT,
+                           "the deadline passed while the grammar filled a mask");
+            else
+                sx_err_set(&ev.error, SX_EINTERNAL, "the server passed no deadline");
             done = 1;
         } else {
             /* a "token": up to 3 bytes, whole UTF-8 characters */
@@ -858,6 +873,16 @@ static void n_choices(void **state)
     json_t *e2 = json_object_get(json_array_get(cs, 2), "error");
     assert_string_equal(json_string_value(json_object_get(e2, "code")), "internal");
     assert_null(json_object_get(json_array_get(cs, 2), "output"));
+    json_decref(v);
+
+    /* a mask stopped at the request's deadline (the generator's SX_ELIMIT
+     * "deadline"): the server passed its deadline, and answers timeout */
+    snprintf(req, sizeof req,
+             "{\"schema\":%s,\"document\":\"Invoice 5\",\"temperature\":1,\"seed\":%d,"
+             "\"timeout\":30}", INVOICE, MASK_STOP_SEED);
+    v = call(t.ipc, req, 10000);
+    assert_true(json_is_false(json_object_get(v, "ok")));
+    assert_string_equal(err_code(v), "timeout");
     json_decref(v);
 
     /* bad n */

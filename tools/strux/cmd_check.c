@@ -116,13 +116,9 @@ int cmd_check(int argc, char **argv)
     sx_err_clear(&err);
     char *text = NULL;
     size_t len = 0;
-    json_error_t je;
-    json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
-    if (!schema) {
-        fprintf(stderr, "strux check: %s: line %d column %d: %s\n", schema_path, je.line,
-                je.column, je.text);
+    json_t *schema = tool_read_schema("check", schema_path);
+    if (!schema)
         return 1;
-    }
     if (sx_file_read(inst_path, &text, &len, &err)) {
         fprintf(stderr, "strux check: %s\n", err.msg);
         json_decref(schema);

@@ -34,13 +34,9 @@ int cmd_compile(int argc, char **argv)
         return prc == CLI_EXIT_HELP ? 0 : 2;
     if (!schema_path)
         return cli_usage_error(&spec, "needs --schema FILE");
-    json_error_t je;
-    json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
-    if (!schema) {
-        fprintf(stderr, "strux compile: %s: line %d column %d: %s\n", schema_path, je.line,
-                je.column, je.text);
+    json_t *schema = tool_read_schema("compile", schema_path);
+    if (!schema)
         return 1;
-    }
     sx_tokenizer *tok;
     sx_vocab *v;
     double t0 = tool_now_us();

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/sx_file.h"
+#include "common/sx_numjson.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "rpc/protocol.h"
 
 int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_tokenizer **tok,
               sx_vocab **vocab)
@@ -46,4 +49,28 @@ int tool_is_random_model(const char *dir)
                      json_is_true(json_object_get(cfg, "strux_random")));
     json_decref(cfg);
     return yes;
+}
+
+json_t *tool_read_schema(const char *cmd, const char *path)
+{
+    sx_error err;
+    sx_err_clear(&err);
+    char *text = NULL;
+    size_t len = 0;
+    json_t *schema = NULL;
+    sx_numtab t = {0};
+    json_error_t je;
+    if (sx_file_read(path, &text, &len, &err)) {
+        fprintf(stderr, "strux %s: %s\n", cmd, err.msg);
+    } else if (!(schema = sx_numjson_loadb(text, len, 0, &t, &je))) {
+        fprintf(stderr, "strux %s: %s: line %d column %d: %s\n", cmd, path, je.line, je.column,
+                je.text);
+    } else if (sx_rpc_check_schema_numbers(schema, &t, "", &err)) {
+        fprintf(stderr, "strux %s: %s: %s at %s\n", cmd, path, err.msg, err.pointer);
+        json_decref(schema);
+        schema = NULL;
+    }
+    sx_numtab_free(&t);
+    free(text);
+    return schema;
 }

@@ -3,6 +3,8 @@
 #ifndef STRUX_TOOL_COMMON_H
 #define STRUX_TOOL_COMMON_H
 
+#include <jansson.h>
+
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/vocab/vocab.h"
 
@@ -16,6 +18,13 @@ int tool_load(const char *cmd, const char *tok_path, const char *model_dir, sx_t
 int tool_is_random_model(const char *dir);
 
 /* Option values are parsed by the option tables of tools/strux/cli_opts.h. */
+
+/* Reads the JSON Schema file at path as the server reads a request's
+ * schema (sx_rpc_load_schema_json): numbers of any length are read, and
+ * one whose digits a double cannot hold exactly is refused with its JSON
+ * Pointer -- never cut, never "too big integer".  NULL after printing
+ * "strux CMD: PATH: ..."; the caller owns the tree. */
+json_t *tool_read_schema(const char *cmd, const char *path);
 
 /* Monotonic clock in microseconds. */
 double tool_now_us(void);
