@@ -185,13 +185,35 @@ static int finish_key(const gr_node *n, const gr_frame *f, gr_wbuf *w)
 {
     const gr_prop *P = n->u.obj.props;
     int best = -1;
-    for (uint32_t i = f->lo; i < f->hi; i++)
+    /* inside an escape (gr_feed.c, "escapes in keys"): the names whose
+     * next character the escape can still spell */
+    int esc = (f->flags & F_KESC) != 0, digits = esc && f->aux ? f->aux - 1 : 0;
+    uint32_t v = (uint32_t)f->u8hi << 8 | f->u8lo, shift = 4 * (4 - (uint32_t)digits), cp = 0;
+    for (uint32_t i = f->lo; i < f->hi; i++) {
+        if (esc && !(gr_canon_cp(P[i].key, P[i].key_len, f->pos, &cp) && cp < 0x10000 &&
+                     (!f->aux || cp >> shift == v)))
+            continue;
         if (P[i].node >= 0 && !gr_prop_seen(&P[i], f->seen, f->ext) &&
             (best < 0 || P[i].key_len < P[best].key_len) && gr_ord_ok(n, f->ord, &P[i]) &&
             gr_obj_feasible_add(n, f->seen, f->count, &P[i]))
             best = (int)i;
+    }
     if (best >= 0) {
-        gr_wput(w, P[best].key + f->pos, P[best].key_len - f->pos);
+        uint32_t at = f->pos;
+        if (esc) {
+            /* the escape typed so far, finished: a short escape where the
+             * name has one, else \u with the character's digits */
+            int cl = gr_canon_cp(P[best].key, P[best].key_len, at, &cp);
+            if (!f->aux && P[best].key[at] == '\\') {
+                at++;
+            } else {
+                char hx[8];
+                snprintf(hx, sizeof hx, "u%04x", (unsigned)cp);
+                gr_wputs(w, hx + (f->aux ? f->aux : 0));
+                at += (uint32_t)cl;
+            }
+        }
+        gr_wput(w, P[best].key + at, P[best].key_len - at);
         gr_wputs(w, "\":");
     }
     return best;
@@ -337,11 +359,22 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
                      * sure it spells neither a known key nor one the
                      * object already has (hashed as the matcher does) */
                     uint64_t h = (uint64_t)f->val;
-                    if (f->flags & 4u) { /* inside an escape */
+                    if ((f->flags & F_KESC) && !f->aux) { /* after a backslash */
                         gr_wputs(&w, "n");
                         h = (h ^ 'n') * GR_FNV_PRIME;
-                    }
-                    if (f->aux) {
+                    } else if (f->flags & F_KESC) {
+                        /* inside a \u: the digits left, zeros */
+                        int digits = f->aux - 1;
+                        uint32_t cp = ((uint32_t)f->u8hi << 8 | f->u8lo) << (4 * (4 - digits));
+                        char hx[8];
+                        uint8_t cb[6];
+                        snprintf(hx, sizeof hx, "%04x", (unsigned)cp);
+                        gr_wputs(&w, hx + digits);
+                        h = gr_fnv_unfold(h, '\\');
+                        int cl = gr_canon_char(cp, cb);
+                        for (int k = 0; k < cl; k++)
+                            h = gr_fnv(h, cb[k]);
+                    } else if (f->aux) {
                         uint8_t b = f->u8lo;
                         gr_wput(&w, &b, 1);
                         h = (h ^ b) * GR_FNV_PRIME;

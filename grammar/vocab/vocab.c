@@ -121,7 +121,10 @@ static int plain_cp(const uint8_t *b, uint32_t len)
  * string content from a character boundary, else -1; it may stop
  * stopping inside an escape or a character?  The same rules as the
  * matcher's string frame: short escapes, \u with four hex digits and no
- * surrogates, UTF-8 without overlongs or surrogates, no control bytes. */
+ * surrogates, UTF-8 without overlongs or surrogates, no control bytes.
+ * key 1: an additional key spelled as it is hashed (short escapes but \/
+ * only); key 2: an additional key with no automaton (escapes decoded,
+ * \u included). */
 static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
 {
     enum { NORMAL, ESC, HEX, UTF8 } st = NORMAL;
@@ -159,7 +162,18 @@ static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
             }
             break;
         case ESC:
-            if (key) {
+            if (key == 2) {
+                /* an additional key with no automaton: short escapes
+                 * and \u, decoded (gr_feed.c, "escapes in keys") */
+                if (c == 'u') {
+                    st = HEX;
+                    digits = 0;
+                } else if (c && strchr("\"\\/bfnrt", c)) {
+                    st = NORMAL;
+                } else {
+                    return -1;
+                }
+            } else if (key) {
                 /* additional keys: short escapes only, and no \/ (one
                  * spelling per key; see feed_key) */
                 if (!c || !strchr("\"\\bfnrt", c))
@@ -335,7 +349,7 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
             nq[n_nq++] = order[k];
         if (!memchr(order[k].b, '"', order[k].len) && starts[k] >= 0)
             v->free_le[(size_t)starts[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
-        if (!memchr(order[k].b, '"', order[k].len) && content_rules(order[k].b, order[k].len, 1, NULL) >= 0 &&
+        if (!memchr(order[k].b, '"', order[k].len) && content_rules(order[k].b, order[k].len, 2, NULL) >= 0 &&
             !(k > 0 && order[k - 1].len == order[k].len && !memcmp(order[k - 1].b, order[k].b, order[k].len)))
             v->key_free[t >> 5] |= 1u << (t & 31);
     }
