@@ -334,8 +334,13 @@ static inline uint64_t gr_fnv_cp(uint64_t h, uint32_t cp)
     } else if (cp < 0x800) {
         b[n++] = (uint8_t)(0xC0 | cp >> 6);
         b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
-    } else {
+    } else if (cp < 0x10000) {
         b[n++] = (uint8_t)(0xE0 | cp >> 12);
+        b[n++] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+        b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
+    } else {
+        b[n++] = (uint8_t)(0xF0 | cp >> 18);
+        b[n++] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
         b[n++] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
         b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
     }
@@ -519,7 +524,10 @@ struct gr_frame {
 /* phases of each kind of frame */
 enum { R_WAIT, R_DONE };
 enum { N_START, N_SIGN, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
-enum { S_START, S_IN, S_ESC, S_U };
+/* strings: S_U reads a \u's hex digits (aux of them, value in val); a
+ * high surrogate then waits for its low half: S_LBS its backslash, S_LU
+ * its 'u', S_LOW its digits (val = high << 16 | low so far) */
+enum { S_START, S_IN, S_ESC, S_U, S_LBS, S_LU, S_LOW };
 enum { O_START, O_OPEN, O_KEY, O_COLON, O_VALUE, O_INVAL, O_AFTER, O_COMMA };
 enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 

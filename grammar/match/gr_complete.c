@@ -150,9 +150,22 @@ static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
         }
         count++;
         phase = S_IN;
-    } else if (phase == S_U) {
-        for (int k = f->aux; k < 4; k++)
-            gr_wputs(w, "0");
+    } else if (phase == S_U || phase == S_LBS || phase == S_LU || phase == S_LOW) {
+        /* the \u under way with zeros; a high surrogate then takes the
+         * first low one (gr_feed.c, S_LBS) */
+        static const char *low[] = {"dc00", "c00", "00", "0"};
+        int64_t v = f->val;
+        if (phase == S_U)
+            for (int k = f->aux; k < 4; k++, v *= 16)
+                gr_wputs(w, "0");
+        if (phase == S_U && v >= 0xD800 && v <= 0xDBFF)
+            gr_wputs(w, "\\udc00");
+        else if (phase == S_LBS)
+            gr_wputs(w, "\\udc00");
+        else if (phase == S_LU)
+            gr_wputs(w, "udc00");
+        else if (phase == S_LOW)
+            gr_wputs(w, low[f->aux]);
         count++;
         phase = S_IN;
     } else if (f->aux && !x) {

@@ -546,19 +546,58 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             return;
         nf->val = nf->val * 16 + h;
         nf->aux++;
-        /* surrogate escapes are refused: a lone one is not a character, and
-         * pairs are never needed since any character can be written raw */
+        /* a lone surrogate is not a character (the validator's reader
+         * refuses one): a high one must be followed by a low one, the pair
+         * one character; a low one first is refused.  Pairs are not taken
+         * in an item whose value is hashed (uniqueItems) */
         if (nf->aux == 1 && nf->val == 0xD)
             nf->flags |= F_KESC;
-        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xD8)
+        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xD8 &&
+            (nf->val >= 0xDC || (nf->flags & F_UH)))
             return;
         if (nf->aux == 4) {
             nf->aux = 0;
             nf->flags &= (uint8_t)~F_KESC;
+            if (nf->val >= 0xD800 && nf->val <= 0xDBFF) {
+                nf->phase = S_LBS;
+                emit_str(n, nf, out);
+                return;
+            }
             nf->phase = S_IN;
             nf->count++; /* room was checked at the backslash */
             if (nf->flags & F_UH)
                 nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
+        }
+        emit_str(n, nf, out);
+        return;
+    }
+    case S_LBS:
+    case S_LU:
+        if (c != (f->phase == S_LBS ? '\\' : 'u'))
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = f->phase == S_LBS ? S_LU : S_LOW;
+        if (nf->phase == S_LOW)
+            nf->val <<= 16; /* the high half, then the low one's digits */
+        emit_str(n, nf, out);
+        return;
+    case S_LOW: {
+        /* the low half: DC00..DFFF */
+        int h = sx_hexval(c);
+        if (h < 0 || (f->aux == 0 && h != 0xD) || (f->aux == 1 && h < 0xC))
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->val = (nf->val & ~(int64_t)0xFFFF) | ((nf->val & 0xFFFF) * 16 + h);
+        if (++nf->aux == 4) {
+            uint32_t hi = (uint32_t)(nf->val >> 16), lo = (uint32_t)(nf->val & 0xFFFF);
+            nf->aux = 0;
+            nf->phase = S_IN;
+            nf->val = 0x10000 + ((int64_t)(hi - 0xD800) << 10) + (lo - 0xDC00);
+            nf->count++; /* room was checked at the first backslash */
         }
         emit_str(n, nf, out);
         return;
