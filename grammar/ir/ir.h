@@ -576,6 +576,18 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
 long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
                       int64_t max_len, int raw, uint8_t *buf, size_t cap);
 
+/* ir/gr_strx_query.c: \u escapes in patterned strings.  The least code
+ * point within [clo, chi] (surrogates aside) whose UTF-8 automaton x
+ * takes from state st into a state where count + 1 code points can still
+ * meet the bounds; -1 if none.  gr_strx_u_find: the same for the
+ * characters a \u escape under way on string frame f (phase S_ESC, S_U,
+ * S_LBS, S_LU or S_LOW; f->pos the state before the escape) can still
+ * spell, a pair's high half standing for the supplementary code points
+ * it starts. */
+int64_t gr_strx_cp_find(const gr_strx *x, int32_t st, uint32_t clo, uint32_t chi, int64_t count,
+                        int64_t min_len, int64_t max_len);
+int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int64_t max_len);
+
 /* 1 if every key that can complete from key-automaton state st (with a
  * pending backslash if in_escape) is among the keys already seen, whose
  * hashes are in `seen` (a key_hash list) -- then that state is a dead end.

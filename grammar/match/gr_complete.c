@@ -119,6 +119,43 @@ static void finish_number(const sx_grammar *g, const gr_frame *f, gr_wbuf *w)
         gr_wput(w, path, (size_t)found);
 }
 
+/* Automaton x from st over the UTF-8 of cp. */
+static int32_t u_step(const gr_strx *x, int32_t st, uint32_t cp)
+{
+    uint8_t u[6];
+    int ul = gr_canon_char(cp, u);
+    if (cp < 0x80) {
+        u[0] = (uint8_t)cp;
+        ul = 1;
+    }
+    for (int i = 0; i < ul && st >= 0; i++)
+        st = gr_strx_step(x, st, u[i]);
+    return st;
+}
+
+/* The rest of the \u spelling of cp, from the escape under way on f
+ * (phase S_ESC after the backslash, S_U, S_LBS, S_LU, S_LOW). */
+static void write_u_rest(const gr_frame *f, uint32_t cp, gr_wbuf *w)
+{
+    uint32_t u1 = cp, u2 = 0;
+    char t[16];
+    if (cp >= 0x10000) {
+        u1 = 0xD800 + ((cp - 0x10000) >> 10);
+        u2 = 0xDC00 + ((cp - 0x10000) & 0x3FF);
+    }
+    if (f->phase == S_ESC || f->phase == S_U) {
+        snprintf(t, sizeof t, "u%04x", (unsigned)u1);
+        gr_wputs(w, t + (f->phase == S_U ? 1 + f->aux : 0));
+        if (u2) {
+            snprintf(t, sizeof t, "\\u%04x", (unsigned)u2);
+            gr_wputs(w, t);
+        }
+        return;
+    }
+    snprintf(t, sizeof t, "\\u%04x", (unsigned)u2);
+    gr_wputs(w, t + (f->phase == S_LBS ? 0 : f->phase == S_LU ? 1 : 2 + f->aux));
+}
+
 static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
 {
     int64_t count = f->count;
@@ -144,10 +181,29 @@ static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
                 done = 1;
             }
         }
+        if (!done && x) {
+            /* no short escape: a \u (gr_feed.c, esc_room) */
+            int64_t cp = gr_strx_u_find(x, f, n->u.str.min_len, n->u.str.max_len);
+            if (cp >= 0) {
+                write_u_rest(f, (uint32_t)cp, w);
+                st = u_step(x, st, (uint32_t)cp);
+                done = st >= 0;
+            }
+        }
         if (!done) {
             w->oom = 1;
             return;
         }
+        count++;
+        phase = S_IN;
+    } else if (x && (phase == S_U || phase == S_LBS || phase == S_LU || phase == S_LOW)) {
+        int64_t cp = gr_strx_u_find(x, f, n->u.str.min_len, n->u.str.max_len);
+        if (cp < 0) {
+            w->oom = 1;
+            return;
+        }
+        write_u_rest(f, (uint32_t)cp, w);
+        st = u_step(x, st, (uint32_t)cp);
         count++;
         phase = S_IN;
     } else if (phase == S_U || phase == S_LBS || phase == S_LU || phase == S_LOW) {

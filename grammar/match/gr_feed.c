@@ -400,7 +400,37 @@ static int esc_room(const gr_node *n, const gr_frame *f)
         if (ns >= 0 && gr_strx_len_ok(x, ns, f->count + 1, n->u.str.min_len, n->u.str.max_len))
             return 1;
     }
-    return 0;
+    /* else a \u (not in a hashed item, see feed_str) */
+    if (f->flags & F_UH)
+        return 0;
+    gr_frame t = *f;
+    t.phase = S_ESC;
+    return gr_strx_u_find(x, &t, n->u.str.min_len, n->u.str.max_len) >= 0;
+}
+
+/* A \u escape under way in a patterned string (frame nf, its digits so
+ * far): some character it can still spell keeps the automaton alive; once
+ * it is complete (phase S_IN, its code point in val), the automaton steps
+ * over the character's UTF-8.  0 when the frame dies. */
+static int strx_u_step(const gr_node *n, gr_frame *nf)
+{
+    const gr_strx *x = n->u.str.x;
+    if (nf->phase != S_IN)
+        return gr_strx_u_find(x, nf, n->u.str.min_len, n->u.str.max_len) >= 0;
+    uint8_t u[6];
+    int ul = gr_canon_char((uint32_t)nf->val, u);
+    if (nf->val < 0x80) {
+        u[0] = (uint8_t)nf->val; /* the decoded byte, not its spelling */
+        ul = 1;
+    }
+    int32_t st = (int32_t)nf->pos;
+    for (int i = 0; i < ul && st >= 0; i++)
+        st = gr_strx_step(x, st, u[i]);
+    /* nf->count has the character already */
+    if (st < 0 || !gr_strx_len_ok(x, st, nf->count, n->u.str.min_len, n->u.str.max_len))
+        return 0;
+    nf->pos = (uint32_t)st;
+    return 1;
 }
 
 /* Regex mode: the document is the text itself, no quotes, no escapes;
@@ -512,8 +542,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         const char *e = c ? strchr(esc, c) : NULL;
         if (!e && c != 'u')
             return;
-        if (c == 'u' && x)
-            return; /* patterned strings take no \u escapes (see grammar.h) */
+        if (c == 'u' && x && (f->flags & F_UH))
+            return; /* a hashed item (uniqueItems) takes no \u under a pattern */
         nf = clone(cx, f);
         if (!nf)
             return;
@@ -521,6 +551,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             nf->phase = S_U;
             nf->aux = 0;
             nf->val = 0;
+            if (x && !strx_u_step(n, nf))
+                return;
         } else {
             nf->phase = S_IN;
             nf->count++;
@@ -560,6 +592,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             nf->flags &= (uint8_t)~F_KESC;
             if (nf->val >= 0xD800 && nf->val <= 0xDBFF) {
                 nf->phase = S_LBS;
+                if (x && !strx_u_step(n, nf))
+                    return;
                 emit_str(n, nf, out);
                 return;
             }
@@ -568,6 +602,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             if (nf->flags & F_UH)
                 nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
         }
+        if (x && !strx_u_step(n, nf))
+            return;
         emit_str(n, nf, out);
         return;
     }
@@ -599,6 +635,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             nf->val = 0x10000 + ((int64_t)(hi - 0xD800) << 10) + (lo - 0xDC00);
             nf->count++; /* room was checked at the first backslash */
         }
+        if (x && !strx_u_step(n, nf))
+            return;
         emit_str(n, nf, out);
         return;
     }
