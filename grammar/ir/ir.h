@@ -408,11 +408,12 @@ static inline int gr_canon_char(uint32_t cp, uint8_t out[6])
 
 /* The character a canonical spelling (a key's, or a string literal's
  * with its quotes) holds at byte pos: its code point into *cp and the
- * bytes it spans, or 0 at the end or at a closing quote. */
+ * bytes it spans, or 0 at the end, at a closing quote or inside a
+ * character. */
 static inline int gr_canon_cp(const uint8_t *k, uint32_t len, uint32_t pos, uint32_t *cp)
 {
-    if (pos >= len || k[pos] == '"')
-        return 0;
+    if (pos >= len || k[pos] == '"' || (k[pos] & 0xC0) == 0x80)
+        return 0; /* the end, or not at a character's start */
     uint8_t c = k[pos];
     if (c == '\\') {
         if (pos + 1 >= len)

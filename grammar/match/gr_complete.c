@@ -337,16 +337,39 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
             const uint8_t *cls = pn && pn->kind == GK_ARRAY ? pn->u.arr.lit_class : NULL;
             const gr_vseen *hs = (f->flags & F_UITEM) ? f->up->ext : NULL;
             int best = -1;
-            for (uint32_t k = f->lo; k < f->hi; k++)
+            /* inside an escape (gr_feed.c, "escapes in string literals"):
+             * the literals whose next character it can still spell */
+            int esc = (f->flags & F_KESC) != 0;
+            uint32_t shift = esc && f->aux ? 4 * (4 - (uint32_t)(f->aux - 1)) : 0, cp = 0;
+            for (uint32_t k = f->lo; k < f->hi; k++) {
+                const gr_lit *lk = &n->u.lit.lits[k];
+                if (esc && !(gr_canon_cp(lk->b, lk->len, f->pos, &cp) && cp < 0x10000 &&
+                             (!f->aux || cp >> shift == (uint32_t)f->val)))
+                    continue;
                 if ((!cls || !(f->up->seen >> cls[k] & 1)) &&
                     !(hs && gr_vseen_has(hs, n->u.lit.hash[k])) &&
-                    (best < 0 || n->u.lit.lits[k].len < n->u.lit.lits[best].len))
+                    (best < 0 || lk->len < n->u.lit.lits[best].len))
                     best = (int)k;
+            }
             if (best < 0) {
                 w.oom = 1;
                 break;
             }
-            gr_wput(&w, n->u.lit.lits[best].b + f->pos, n->u.lit.lits[best].len - f->pos);
+            uint32_t at = f->pos;
+            const gr_lit *lb = &n->u.lit.lits[best];
+            if (esc) {
+                /* the escape typed so far, finished */
+                int cl = gr_canon_cp(lb->b, lb->len, at, &cp);
+                if (!f->aux && lb->b[at] == '\\') {
+                    at++;
+                } else {
+                    char hx[8];
+                    snprintf(hx, sizeof hx, "u%04x", (unsigned)cp);
+                    gr_wputs(&w, hx + f->aux);
+                    at += (uint32_t)cl;
+                }
+            }
+            gr_wput(&w, lb->b + at, lb->len - at);
             if (cls)
                 add_seen = 1ull << cls[best];
             if (hs || (f->flags & F_UITEM)) {

@@ -270,6 +270,110 @@ static int any_new(const gr_node *n, const gr_vseen *seen, uint32_t a, uint32_t 
     return 0;
 }
 
+/* ---- escapes in string literals ------------------------------------------
+ * As in keys (see "escapes in keys" below): the literals are canonical
+ * JSON texts, and an escape inside a string literal is decoded, then its
+ * character's canonical spelling narrows the range -- "a\u0062" is the
+ * enum value "ab".  While an escape is read the frame holds F_KESC, aux 0
+ * after the backslash, else 1 + the hex digits so far, their value in val;
+ * range and position stay where the backslash was.  Surrogate pairs are
+ * not taken (a character beyond the BMP is written raw). */
+
+/* Literal i may still be taken (uniqueItems: a value not used yet). */
+static int lit_usable(const gr_node *n, uint32_t i, const uint8_t *cls, uint64_t used,
+                      const gr_vseen *seen)
+{
+    return !(cls && (used >> cls[i] & 1)) && !(seen && gr_vseen_has(seen, n->u.lit.hash[i]));
+}
+
+/* Some usable literal in the frame's range has, at its position, a
+ * character whose code point is within [clo, chi]. */
+static int lit_live_cp(const gr_node *n, const gr_frame *f, const uint8_t *cls, uint64_t used,
+                       const gr_vseen *seen, uint32_t clo, uint32_t chi)
+{
+    const gr_lit *L = n->u.lit.lits;
+    for (uint32_t i = f->lo; i < f->hi; i++) {
+        uint32_t cp;
+        if (L[i].b[0] == '"' && gr_canon_cp(L[i].b, L[i].len, f->pos, &cp) && cp >= clo &&
+            cp <= chi && lit_usable(n, i, cls, used, seen))
+            return 1;
+    }
+    return 0;
+}
+
+static void feed_lit_esc(gr_ctx *cx, const gr_frame *f, int c, const uint8_t *cls, uint64_t used,
+                         const gr_vseen *seen, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    const gr_lit *L = n->u.lit.lits;
+    uint32_t cp;
+    if (c == GR_EOF || c == 0)
+        return;
+    gr_frame *nf = clone(cx, f);
+    if (!nf)
+        return;
+    if (f->aux == 0) {
+        static const char esc[] = "\"\\/bfnrt", dec[] = "\"\\/\b\f\n\r\t";
+        if (c == 'u') {
+            nf->aux = 1;
+            nf->val = 0;
+            if (lit_live_cp(n, f, cls, used, seen, 0, 0xFFFF))
+                emit(out, nf);
+            return;
+        }
+        const char *e = strchr(esc, c);
+        if (!e)
+            return;
+        cp = (uint8_t)dec[e - esc];
+    } else {
+        int h = sx_hexval(c);
+        if (h < 0)
+            return;
+        uint32_t v = (uint32_t)f->val * 16 + (uint32_t)h;
+        int digits = f->aux; /* with this one */
+        if (digits == 2 && v >= 0xD8 && v <= 0xDF)
+            return; /* a surrogate */
+        if (digits < 4) {
+            int shift = 4 * (4 - digits);
+            nf->aux++;
+            nf->val = v;
+            if (lit_live_cp(n, f, cls, used, seen, v << shift, ((v + 1) << shift) - 1))
+                emit(out, nf);
+            return;
+        }
+        cp = v;
+    }
+    /* complete: narrow by the character's canonical spelling */
+    uint8_t cb[6];
+    int cl = gr_canon_char(cp, cb);
+    uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
+    for (int k = 0; k < cl; k++) {
+        uint32_t a = lo, b;
+        if (a < hi && L[a].len == pos)
+            a++;
+        while (a < hi && L[a].b[pos] < cb[k])
+            a++;
+        b = a;
+        while (b < hi && L[b].b[pos] == cb[k])
+            b++;
+        lo = a;
+        hi = b;
+        pos++;
+    }
+    int live = 0;
+    for (uint32_t i = lo; i < hi && !live; i++)
+        live = lit_usable(n, i, cls, used, seen);
+    if (!live)
+        return;
+    nf->lo = lo;
+    nf->hi = hi;
+    nf->pos = pos;
+    nf->aux = 0;
+    nf->val = 0;
+    nf->flags &= (uint8_t)~F_KESC;
+    emit(out, nf);
+}
+
 static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
@@ -278,6 +382,20 @@ static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     uint64_t used = 0;
     const uint8_t *cls = unique_item(cx, f, &used);
     const gr_vseen *seen = (f->flags & F_UITEM) ? f->up->ext : NULL;
+    if (f->flags & F_KESC) {
+        feed_lit_esc(cx, f, c, cls, used, seen, out);
+        return;
+    }
+    if (c == '\\' && pos > 0 && lo < hi && L[lo].b[0] == '"' && L[lo].len > pos) {
+        /* inside a string literal: decode the escape first */
+        gr_frame *nf;
+        if (lit_live_cp(n, f, cls, used, seen, 0, 0xFFFF) && (nf = clone(cx, f))) {
+            nf->flags |= F_KESC;
+            nf->aux = 0;
+            emit(out, nf);
+        }
+        return;
+    }
     /* literals equal to the bytes read so far sort first in the range */
     int complete = pos > 0 && L[lo].len == pos && !(cls && (used >> cls[lo] & 1)) &&
                    !(seen && gr_vseen_has(seen, n->u.lit.hash[lo]));
