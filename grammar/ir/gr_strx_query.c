@@ -2,6 +2,7 @@
  * continuation's length can still fit the bounds, and the shortest
  * completion from a state.  The compiler's analysis and witnesses and the
  * matcher's completion share them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,66 @@ int64_t gr_strx_cp_find(const gr_strx *x, int32_t st, uint32_t clo, uint32_t chi
         }
     }
     return -1;
+}
+
+int gr_u_ranges(const gr_frame *f, uint32_t r[3][2])
+{
+    uint64_t ulo = 0, uhi = 0xFFFF;
+    int n = 0;
+    if (f->phase == S_U) {
+        int sh = 4 * (4 - f->aux);
+        ulo = (uint64_t)f->val << sh;
+        uhi = ulo + ((uint64_t)1 << sh) - 1;
+    } else if (f->phase == S_LBS || f->phase == S_LU) {
+        ulo = uhi = (uint64_t)f->val;
+    } else if (f->phase == S_LOW) {
+        uint64_t hs = (uint64_t)f->val >> 16, lp = (uint64_t)f->val & 0xFFFF;
+        int sh = 4 * (4 - f->aux);
+        uint64_t llo = lp << sh, lhi = llo + ((uint64_t)1 << sh) - 1;
+        if (llo < 0xDC00)
+            llo = 0xDC00;
+        if (lhi > 0xDFFF)
+            lhi = 0xDFFF;
+        if (llo > lhi || hs < 0xD800 || hs > 0xDBFF)
+            return 0;
+        uint32_t base = 0x10000 + (uint32_t)((hs - 0xD800) << 10);
+        r[0][0] = base + (uint32_t)(llo - 0xDC00);
+        r[0][1] = base + (uint32_t)(lhi - 0xDC00);
+        return 1;
+    }
+    if (ulo <= 0xD7FF) {
+        r[n][0] = (uint32_t)ulo;
+        r[n++][1] = (uint32_t)(uhi < 0xD7FF ? uhi : 0xD7FF);
+    }
+    if (uhi >= 0xE000) {
+        r[n][0] = (uint32_t)(ulo > 0xE000 ? ulo : 0xE000);
+        r[n++][1] = (uint32_t)uhi;
+    }
+    uint64_t hlo = ulo > 0xD800 ? ulo : 0xD800, hhi = uhi < 0xDBFF ? uhi : 0xDBFF;
+    if (hlo <= hhi) {
+        r[n][0] = 0x10000 + (uint32_t)((hlo - 0xD800) << 10);
+        r[n++][1] = 0x10000 + (uint32_t)((hhi - 0xD800) << 10) + 0x3FF;
+    }
+    return n;
+}
+
+int gr_u_rest(const gr_frame *f, uint32_t cp, char out[16])
+{
+    uint32_t u1 = cp, u2 = 0;
+    char t[16];
+    if (cp >= 0x10000) {
+        u1 = 0xD800 + ((cp - 0x10000) >> 10);
+        u2 = 0xDC00 + ((cp - 0x10000) & 0x3FF);
+    }
+    if (f->phase == S_ESC || f->phase == S_U) {
+        snprintf(t, sizeof t, "u%04x", (unsigned)u1);
+        int n = snprintf(out, 16, "%s", t + (f->phase == S_U ? 1 + f->aux : 0));
+        if (u2)
+            n += snprintf(out + n, (size_t)(16 - n), "\\u%04x", (unsigned)u2);
+        return n;
+    }
+    snprintf(t, sizeof t, "\\u%04x", (unsigned)u2);
+    return snprintf(out, 16, "%s", t + (f->phase == S_LBS ? 0 : f->phase == S_LU ? 1 : 2 + f->aux));
 }
 
 int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int64_t max_len)

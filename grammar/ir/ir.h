@@ -588,6 +588,13 @@ long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_l
 int64_t gr_strx_cp_find(const gr_strx *x, int32_t st, uint32_t clo, uint32_t chi, int64_t count,
                         int64_t min_len, int64_t max_len);
 int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int64_t max_len);
+/* The code points a \u escape under way on string frame f (phases as
+ * above) can still spell, as up to 3 ascending intervals r[i][0..1]
+ * (surrogates aside, pairs as their code points); their count. */
+int gr_u_ranges(const gr_frame *f, uint32_t r[3][2]);
+/* The rest of the spelling of cp from the escape under way on f (after
+ * the bytes typed so far): at most 12 bytes into out, their count. */
+int gr_u_rest(const gr_frame *f, uint32_t cp, char out[16]);
 
 /* 1 if every key that can complete from key-automaton state st (with a
  * pending backslash if in_escape) is among the keys already seen, whose

@@ -133,27 +133,12 @@ static int32_t u_step(const gr_strx *x, int32_t st, uint32_t cp)
     return st;
 }
 
-/* The rest of the \u spelling of cp, from the escape under way on f
- * (phase S_ESC after the backslash, S_U, S_LBS, S_LU, S_LOW). */
+/* The rest of the \u spelling of cp, from the escape under way on f. */
 static void write_u_rest(const gr_frame *f, uint32_t cp, gr_wbuf *w)
 {
-    uint32_t u1 = cp, u2 = 0;
     char t[16];
-    if (cp >= 0x10000) {
-        u1 = 0xD800 + ((cp - 0x10000) >> 10);
-        u2 = 0xDC00 + ((cp - 0x10000) & 0x3FF);
-    }
-    if (f->phase == S_ESC || f->phase == S_U) {
-        snprintf(t, sizeof t, "u%04x", (unsigned)u1);
-        gr_wputs(w, t + (f->phase == S_U ? 1 + f->aux : 0));
-        if (u2) {
-            snprintf(t, sizeof t, "\\u%04x", (unsigned)u2);
-            gr_wputs(w, t);
-        }
-        return;
-    }
-    snprintf(t, sizeof t, "\\u%04x", (unsigned)u2);
-    gr_wputs(w, t + (f->phase == S_LBS ? 0 : f->phase == S_LU ? 1 : 2 + f->aux));
+    int n = gr_u_rest(f, cp, t);
+    gr_wput(w, t, (size_t)n);
 }
 
 static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)

@@ -698,12 +698,10 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         nf->aux++;
         /* a lone surrogate is not a character (the validator's reader
          * refuses one): a high one must be followed by a low one, the pair
-         * one character; a low one first is refused.  Pairs are not taken
-         * in an item whose value is hashed (uniqueItems) */
+         * one character; a low one first is refused */
         if (nf->aux == 1 && nf->val == 0xD)
             nf->flags |= F_KESC;
-        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xD8 &&
-            (nf->val >= 0xDC || (nf->flags & F_UH)))
+        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xDC)
             return;
         if (nf->aux == 4) {
             nf->aux = 0;
@@ -752,6 +750,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             nf->phase = S_IN;
             nf->val = 0x10000 + ((int64_t)(hi - 0xD800) << 10) + (lo - 0xDC00);
             nf->count++; /* room was checked at the first backslash */
+            if (nf->flags & F_UH)
+                nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
         }
         if (x && !strx_u_step(n, nf))
             return;
