@@ -11,12 +11,19 @@
  * its own: sharing is a saving, never a condition. */
 #include "engine/gen_internal.h"
 
+static int join(sx_gen *g, gen_seq *s, const gen_seq *gone);
+
 /* f goes on without its leader: with its own engine sequence (and the
  * prefix cache) when it was already admitted, else as a queued request. */
-static void detach(sx_gen *g, gen_seq *f)
+static void detach(sx_gen *g, gen_seq *f, const gen_seq *gone)
 {
     f->leader = NULL;
+    f->joined = 0;
     if (f->state != GS_FORKWAIT)
+        return;
+    /* another request in flight may hold the same prefix: the first of
+     * several followers let go prefills it, the others follow that one */
+    if (join(g, f, gone))
         return;
     while (gen_prefix_admit(g, f) && gen_prefix_evict(g))
         ;
@@ -32,24 +39,56 @@ static void detach(sx_gen *g, gen_seq *f)
 
 static void fork_one(sx_gen *g, gen_seq *l, gen_seq *f)
 {
-    int at = l->n_prompt - 1, kv = -1, rc;
+    int at = f->fork_at, kv = -1, rc, P = f->p.prefix_len;
     while ((rc = sx_backend_seq_fork(g->e, l->kv, at, &kv, NULL)) && gen_prefix_evict(g))
         ; /* no free engine sequence: a cached prefix holds one */
     if (rc) {
-        detach(g, f);
+        detach(g, f, l);
         return;
     }
     f->leader = NULL;
     f->kv = kv;
     f->n_fed = f->n_cached = at;
-    f->cache_at = 0;
+    /* a named prefix beyond the fork point is kept once prefilled, as
+     * gen_prefix_admit would have arranged */
+    f->cache_at = P > at && P < f->n_prompt ? P : 0;
     f->state = GS_PREFILL;
+    if (f->joined) {
+        f->joined = 0;
+        g->pstats.hits++;
+        g->pstats.joins++;
+        g->pstats.cached_tokens += at;
+    }
 }
 
-static int can_fork(const gen_seq *l)
+static int can_fork(const gen_seq *l, int at)
 {
-    return l->kv >= 0 && l->n_fed >= l->n_prompt - 1 &&
-           (l->state == GS_PREFILL || l->state == GS_DECODE);
+    return l->kv >= 0 && l->n_fed >= at && (l->state == GS_PREFILL || l->state == GS_DECODE);
+}
+
+static int join(sx_gen *g, gen_seq *s, const gen_seq *gone)
+{
+    /* at least the last prompt token is run: its logits are the first sample's */
+    int n = s->n_prompt - 1, L = 0;
+    gen_seq *best = NULL;
+    for (gen_seq *d = g->head; d; d = d->next) {
+        if (d == s || d == gone || d->kv < 0 || d->cancelled ||
+            (d->state != GS_PREFILL && d->state != GS_DECODE))
+            continue;
+        int c = gen_common(d->prompt, d->n_prompt, s->prompt, n);
+        /* of two that share as much, the one further on is waited for less */
+        if (c > L || (c == L && best && d->n_fed > best->n_fed)) {
+            best = d;
+            L = c;
+        }
+    }
+    int P = s->p.prefix_len;
+    if (!best || (L < GEN_PREFIX_MIN && !(P > 0 && L >= P)) || L <= gen_prefix_match(g, s->prompt, n))
+        return 0; /* the cache holds as much, or it is not worth a wait */
+    s->leader = best;
+    s->fork_at = L;
+    s->joined = 1;
+    return 1;
 }
 
 void gen_forks(sx_gen *g)
@@ -58,8 +97,8 @@ void gen_forks(sx_gen *g)
         if (s->state != GS_FORKWAIT)
             continue;
         if (!s->leader)
-            detach(g, s);
-        else if (can_fork(s->leader))
+            detach(g, s, NULL);
+        else if (can_fork(s->leader, s->fork_at))
             fork_one(g, s->leader, s);
     }
 }
@@ -69,9 +108,14 @@ void gen_fork_release(sx_gen *g, gen_seq *l)
     for (gen_seq *s = g->head; s; s = s->next) {
         if (s->leader != l)
             continue;
-        if (s->state == GS_FORKWAIT && can_fork(l))
+        if (s->state == GS_FORKWAIT && can_fork(l, s->fork_at))
             fork_one(g, l, s);
         else
-            detach(g, s);
+            detach(g, s, l);
     }
+}
+
+int gen_join(sx_gen *g, gen_seq *s)
+{
+    return join(g, s, NULL);
 }

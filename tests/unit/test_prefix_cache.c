@@ -108,13 +108,28 @@ static void prompt(const char *user, const char *reply, const char *next, sx_ids
     assert_int_equal(sx_chat_encode(TOK, m, reply ? 4 : 2, 1, out, NULL), 0);
 }
 
-static sx_gen *gen(int64_t budget)
+static sx_gen *gen_chunk(int64_t budget, int chunk)
 {
     sx_gen *g;
     sx_error err;
-    sx_gen_opts o = {.prefix_cache_tokens = budget};
+    sx_gen_opts o = {.prefix_cache_tokens = budget, .prefill_chunk = chunk};
     assert_int_equal(sx_gen_new(ENG, TOK, &o, on_event, NULL, &g, &err), 0);
     return g;
+}
+
+static sx_gen *gen(int64_t budget)
+{
+    return gen_chunk(budget, 0);
+}
+
+static void params(float temperature, sx_gen_params *gp)
+{
+    memset(gp, 0, sizeof *gp);
+    gp->grammar = GR;
+    sx_sampling_default(&gp->sampling);
+    gp->sampling.temperature = temperature;
+    gp->sampling.seed = 5;
+    gp->max_tokens = 40;
 }
 
 static void run(sx_gen *g, const sx_ids *p, float temperature, res *r)
@@ -263,12 +278,112 @@ static void budget_and_eviction(void **state)
     sx_ids_free(&p3);
 }
 
+/* Runs prompts p[0..n) submitted together on g; each answer must equal
+ * want[i] (computed alone, without a cache).  cancel_first: the first
+ * request is cancelled after its first step, in the middle of its prefill. */
+static void together(sx_gen *g, const sx_ids *p, int n, const res *want, int cancel_first,
+                     res *r)
+{
+    sx_gen_params gp;
+    sx_error err;
+    int h0 = 0;
+    params(0, &gp);
+    for (int i = 0; i < n; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &r[i], i ? NULL : &h0, &err), 0);
+    }
+    for (int live = 1, steps = 0; live > 0; steps++) {
+        assert_int_equal(sx_gen_step(g, &live, &err), 0);
+        if (cancel_first && steps == 0)
+            sx_gen_cancel(g, h0);
+        assert_true(steps < 2000);
+    }
+    for (int i = cancel_first; i < n; i++) {
+        assert_int_equal(r[i].finish, SX_FINISH_STOP);
+        assert_int_equal(r[i].ids.n, want[i].ids.n);
+        assert_memory_equal(r[i].ids.v, want[i].ids.v, want[i].ids.n * sizeof *want[i].ids.v);
+    }
+}
+
+/* Requests that arrive together with the same document: the later ones
+ * wait for the first one's prefill to get past what they share and fork
+ * its KV there, instead of each prefilling the document (the cache holds a
+ * prefix only once it is prefilled).  Their answers equal the ones
+ * computed one by one without a cache; the shared tokens are computed
+ * once.  A leader cancelled halfway lets its followers prefill alone. */
+static void arriving_together(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    const char *q[N] = {"Give the customer's name.", "Give the invoice number.",
+                        "Give the total.", "Give the due date."};
+    sx_ids p[N] = {{0}};
+    res want[N], r[N];
+    char u[1024];
+    for (int i = 0; i < N; i++) {
+        snprintf(u, sizeof u, "%s\n\n%s", DOC, q[i]);
+        prompt(u, NULL, NULL, &p[i]);
+    }
+    int shared = shared_len(&p[0], &p[1]);
+    for (int i = 2; i < N; i++)
+        assert_int_equal(shared_len(&p[0], &p[i]), shared);
+    assert_true(shared >= 16);
+    sx_gen *cold = gen(-1);
+    for (int i = 0; i < N; i++)
+        run(cold, &p[i], 0, &want[i]);
+    sx_gen_free(cold);
+
+    /* chunks of 256 (one step prefills the document) and of 7 (the fork
+     * point falls inside a chunk and a KV block, many steps in) */
+    int chunks[2] = {0, 7};
+    for (int c = 0; c < 2; c++) {
+        sx_gen *g = gen_chunk(0, chunks[c]);
+        together(g, p, N, want, 0, r);
+        sx_gen_prefix_stats st;
+        sx_gen_prefix_stats_get(g, &st);
+        int64_t computed = 0;
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(r[i].n_cached, i ? shared : 0);
+            computed += (int64_t)p[i].n - r[i].n_cached;
+        }
+        print_message("chunk %d: %d prompts together, %d shared, %lld prompt tokens computed\n",
+                      chunks[c], N, shared, (long long)computed);
+        assert_int_equal(st.joins, N - 1);
+        assert_int_equal(st.hits, N - 1);
+        assert_int_equal(st.misses, 1);
+        assert_int_equal(st.cached_tokens, (int64_t)(N - 1) * shared);
+        for (int i = 0; i < N; i++)
+            res_free(&r[i]);
+        sx_gen_free(g);
+    }
+
+    /* the leader cancelled after its first chunk of 7: the others do not
+     * wait for ever; one of them prefills, the rest follow it */
+    sx_gen *g = gen_chunk(0, 7);
+    together(g, p, N, want, 1, r);
+    assert_int_equal(r[0].finish, SX_FINISH_CANCELLED);
+    sx_gen_prefix_stats st;
+    sx_gen_prefix_stats_get(g, &st);
+    assert_int_equal(r[1].n_cached, 0);
+    for (int i = 2; i < N; i++)
+        assert_int_equal(r[i].n_cached, shared);
+    assert_int_equal(st.joins, N - 2);
+    for (int i = 0; i < N; i++)
+        res_free(&r[i]);
+    sx_gen_free(g);
+    for (int i = 0; i < N; i++) {
+        res_free(&want[i]);
+        sx_ids_free(&p[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(same_document_other_question),
         cmocka_unit_test(next_chat_turn),
         cmocka_unit_test(budget_and_eviction),
+        cmocka_unit_test(arriving_together),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
