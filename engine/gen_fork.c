@@ -31,10 +31,14 @@ static void detach(sx_gen *g, gen_seq *f, const gen_seq *gone)
         f->state = GS_PREFILL;
         return;
     }
-    /* no engine sequence free: wait in the queue, giving its room back */
+    /* no engine sequence free: wait in the queue, giving its room back;
+     * its own followers must not hold room waiting for it meanwhile */
     g->kv_reserved -= f->held;
     f->held = 0;
     f->state = GS_QUEUED;
+    for (gen_seq *s = g->head; s; s = s->next)
+        if (s->leader == f && s->state == GS_FORKWAIT)
+            detach(g, s, f);
 }
 
 static void fork_one(sx_gen *g, gen_seq *l, gen_seq *f)
@@ -66,25 +70,43 @@ static int can_fork(const gen_seq *l, int at)
     return l->kv >= 0 && l->n_fed >= at && (l->state == GS_PREFILL || l->state == GS_DECODE);
 }
 
+/* 1 when d waits, directly or through others, for s */
+static int follows(const gen_seq *d, const gen_seq *s)
+{
+    for (; d; d = d->leader)
+        if (d == s)
+            return 1;
+    return 0;
+}
+
+/* How far d's KV is or will be when it starts prefilling: waiting for the
+ * one further on is shorter. */
+static int progress(const gen_seq *d)
+{
+    return d->state == GS_FORKWAIT ? d->fork_at : d->n_fed;
+}
+
 static int join(sx_gen *g, gen_seq *s, const gen_seq *gone)
 {
     /* at least the last prompt token is run: its logits are the first sample's */
     int n = s->n_prompt - 1, L = 0;
     gen_seq *best = NULL;
     for (gen_seq *d = g->head; d; d = d->next) {
-        if (d == s || d == gone || d->kv < 0 || d->cancelled ||
-            (d->state != GS_PREFILL && d->state != GS_DECODE))
+        /* a request that is itself waiting will prefill in its turn, so
+         * it may be followed too -- unless that closes a loop of waits */
+        int live = (d->kv >= 0 && (d->state == GS_PREFILL || d->state == GS_DECODE)) ||
+                   (d->state == GS_FORKWAIT && d->leader);
+        if (!live || d->cancelled || follows(d, s) || (gone && follows(d, gone)))
             continue;
         int c = gen_common(d->prompt, d->n_prompt, s->prompt, n);
-        /* of two that share as much, the one further on is waited for less */
-        if (c > L || (c == L && best && d->n_fed > best->n_fed)) {
+        if (c > L || (c == L && best && progress(d) > progress(best))) {
             best = d;
             L = c;
         }
     }
-    int P = s->p.prefix_len;
-    if (!best || (L < GEN_PREFIX_MIN && !(P > 0 && L >= P)) || L <= gen_prefix_match(g, s->prompt, n))
-        return 0; /* the cache holds as much, or it is not worth a wait */
+    /* not worth a wait unless it saves more than the cache does */
+    if (!best || L - gen_prefix_match(g, s->prompt, n) < GEN_PREFIX_MIN)
+        return 0;
     s->leader = best;
     s->fork_at = L;
     s->joined = 1;

@@ -377,6 +377,52 @@ static void arriving_together(void **state)
     }
 }
 
+/* A request may follow one that is itself waiting: the second and third
+ * prompts share the document with the first and a second document with
+ * each other, so the second follows the first up to the end of the
+ * document and the third follows the second up to the end of the second
+ * document -- whether or not the first is cancelled on the way. */
+static void following_a_follower(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    const char *other = "Meeting notes, 3 March: the board approved the budget for the new "
+                        "workshop in Uppsala; Lindqvist to order two lathes before April.";
+    sx_ids p[N] = {{0}};
+    res want[N], r[N];
+    char u[2048];
+    snprintf(u, sizeof u, "%s\n\nGive the customer's name.", DOC);
+    prompt(u, NULL, NULL, &p[0]);
+    snprintf(u, sizeof u, "%s\n\nAlso: %s\n\nGive the total.", DOC, other);
+    prompt(u, NULL, NULL, &p[1]);
+    snprintf(u, sizeof u, "%s\n\nAlso: %s\n\nGive the date.", DOC, other);
+    prompt(u, NULL, NULL, &p[2]);
+    int s01 = shared_len(&p[0], &p[1]), s12 = shared_len(&p[1], &p[2]);
+    assert_true(s01 >= 16 && s12 >= s01 + 16);
+    sx_gen *cold = gen(-1);
+    for (int i = 0; i < N; i++)
+        run(cold, &p[i], 0, &want[i]);
+    sx_gen_free(cold);
+    for (int cancel = 0; cancel < 2; cancel++) {
+        sx_gen *g = gen_chunk(0, 7);
+        together(g, p, N, want, cancel, r);
+        if (!cancel)
+            assert_int_equal(r[0].n_cached, 0);
+        assert_int_equal(r[1].n_cached, cancel ? 0 : s01);
+        assert_int_equal(r[2].n_cached, s12);
+        sx_gen_prefix_stats st;
+        sx_gen_prefix_stats_get(g, &st);
+        assert_int_equal(st.joins, cancel ? 1 : 2);
+        for (int i = 0; i < N; i++)
+            res_free(&r[i]);
+        sx_gen_free(g);
+    }
+    for (int i = 0; i < N; i++) {
+        res_free(&want[i]);
+        sx_ids_free(&p[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +430,7 @@ int main(void)
         cmocka_unit_test(next_chat_turn),
         cmocka_unit_test(budget_and_eviction),
         cmocka_unit_test(arriving_together),
+        cmocka_unit_test(following_a_follower),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
