@@ -61,7 +61,7 @@ typedef struct gen_prefix {
     uint64_t  used;
 } gen_prefix;
 
-#define GEN_PREFIXES 16
+#define GEN_PREFIXES SX_GEN_PREFIX_ENTRIES
 /* a shorter shared prefix is not worth a fork (its prefill is a few
  * tokens), unless it covers the prefix the request named */
 #define GEN_PREFIX_MIN 16

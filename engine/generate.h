@@ -49,6 +49,11 @@ typedef struct sx_gen_opts {
     int64_t prefix_cache_tokens;
 } sx_gen_opts;
 
+/* The prefix cache keeps at most this many entries, each an engine
+ * sequence: an engine for sx_gen wants max_batch + SX_GEN_PREFIX_ENTRIES
+ * sequences (fewer only make entries give way to requests sooner). */
+#define SX_GEN_PREFIX_ENTRIES 64
+
 typedef struct sx_gen_params {
     const sx_grammar *grammar;  /* NULL = unconstrained */
     sx_sampling       sampling;
