@@ -13,17 +13,18 @@
 
 static int join(sx_gen *g, gen_seq *s, const gen_seq *gone);
 
-/* f goes on without its leader: with its own engine sequence (and the
- * prefix cache) when it was already admitted, else as a queued request. */
-static void detach(sx_gen *g, gen_seq *f, const gen_seq *gone)
+/* f goes on without its leader (gone): following another request in
+ * flight when rejoin and one shares its prefix, else with its own engine
+ * sequence (and the prefix cache) when it was already admitted, else as a
+ * queued request. */
+static void detach(sx_gen *g, gen_seq *f, const gen_seq *gone, int rejoin)
 {
     f->leader = NULL;
     f->joined = 0;
     if (f->state != GS_FORKWAIT)
         return;
-    /* another request in flight may hold the same prefix: the first of
-     * several followers let go prefills it, the others follow that one */
-    if (join(g, f, gone))
+    /* the first of several followers let go prefills, the others follow it */
+    if (rejoin && join(g, f, gone))
         return;
     while (gen_prefix_admit(g, f) && gen_prefix_evict(g))
         ;
@@ -38,7 +39,7 @@ static void detach(sx_gen *g, gen_seq *f, const gen_seq *gone)
     f->state = GS_QUEUED;
     for (gen_seq *s = g->head; s; s = s->next)
         if (s->leader == f && s->state == GS_FORKWAIT)
-            detach(g, s, f);
+            detach(g, s, f, 1);
 }
 
 static void fork_one(sx_gen *g, gen_seq *l, gen_seq *f)
@@ -46,8 +47,8 @@ static void fork_one(sx_gen *g, gen_seq *l, gen_seq *f)
     int at = f->fork_at, kv = -1, rc, P = f->p.prefix_len;
     while ((rc = sx_backend_seq_fork(g->e, l->kv, at, &kv, NULL)) && gen_prefix_evict(g))
         ; /* no free engine sequence: a cached prefix holds one */
-    if (rc) {
-        detach(g, f, l);
+    if (rc) { /* another fork would fail alike: go on alone or queue */
+        detach(g, f, l, 0);
         return;
     }
     f->leader = NULL;
@@ -119,7 +120,7 @@ void gen_forks(sx_gen *g)
         if (s->state != GS_FORKWAIT)
             continue;
         if (!s->leader)
-            detach(g, s, NULL);
+            detach(g, s, NULL, 1);
         else if (can_fork(s->leader, s->fork_at))
             fork_one(g, s->leader, s);
     }
@@ -133,7 +134,7 @@ void gen_fork_release(sx_gen *g, gen_seq *l)
         if (s->state == GS_FORKWAIT && can_fork(l, s->fork_at))
             fork_one(g, l, s);
         else
-            detach(g, s, l);
+            detach(g, s, l, 1);
     }
 }
 
