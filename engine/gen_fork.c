@@ -92,6 +92,8 @@ static int join(sx_gen *g, gen_seq *s, const gen_seq *gone)
     /* at least the last prompt token is run: its logits are the first sample's */
     int n = s->n_prompt - 1, L = 0;
     gen_seq *best = NULL;
+    if (g->o.prefix_cache_tokens <= 0)
+        return 0; /* prefix sharing is off */
     for (gen_seq *d = g->head; d; d = d->next) {
         /* a request that is itself waiting will prefill in its turn, so
          * it may be followed too -- unless that closes a loop of waits */

@@ -140,7 +140,7 @@ void   gen_forks(sx_gen *g);
  * request being prefilled or decoded -- more than any cached entry holds
  * -- s becomes its follower at that length (returns 1): it waits in
  * GS_FORKWAIT for that prefill to get there, instead of computing the same
- * KV beside it.  0: s goes on alone. */
+ * KV beside it.  0: s goes on alone (also when the prefix cache is off). */
 int    gen_join(sx_gen *g, gen_seq *s);
 void   gen_fork_release(sx_gen *g, gen_seq *leader);
 

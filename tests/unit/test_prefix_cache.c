@@ -404,7 +404,15 @@ static void following_a_follower(void **state)
         run(cold, &p[i], 0, &want[i]);
     sx_gen_free(cold);
     for (int cancel = 0; cancel < 2; cancel++) {
-        sx_gen *g = gen_chunk(0, 7);
+        /* with the prefix cache off nothing is shared */
+        sx_gen *g = gen_chunk(-1, 7);
+        together(g, p, N, want, cancel, r);
+        for (int i = cancel; i < N; i++)
+            assert_int_equal(r[i].n_cached, 0);
+        for (int i = 0; i < N; i++)
+            res_free(&r[i]);
+        sx_gen_free(g);
+        g = gen_chunk(0, 7);
         together(g, p, N, want, cancel, r);
         if (!cancel)
             assert_int_equal(r[0].n_cached, 0);
@@ -423,6 +431,53 @@ static void following_a_follower(void **state)
     }
 }
 
+/* Too few engine sequences for every request: a follower let go by its
+ * cancelled leader finds none free and goes back to the queue, and its
+ * own follower must not keep waiting for it there (holding the room it
+ * needs); one whose fork fails queues too.  Every request still ends with
+ * the answer it has alone. */
+static void followers_out_of_sequences(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    const char *other = "Meeting notes, 3 March: the board approved the budget for the new "
+                        "workshop in Uppsala; Lindqvist to order two lathes before April.";
+    sx_ids p[N] = {{0}};
+    res want[N], r[N];
+    char u[2048];
+    snprintf(u, sizeof u, "%s\n\nGive the customer's name.", DOC);
+    prompt(u, NULL, NULL, &p[0]);
+    prompt("Something else entirely: what is the capital of Sweden?", NULL, NULL, &p[1]);
+    snprintf(u, sizeof u, "%s\n\nAlso: %s\n\nGive the total.", DOC, other);
+    prompt(u, NULL, NULL, &p[2]);
+    snprintf(u, sizeof u, "%s\n\nAlso: %s\n\nGive the date.", DOC, other);
+    prompt(u, NULL, NULL, &p[3]);
+    sx_gen *cold = gen(-1);
+    for (int i = 0; i < N; i++)
+        run(cold, &p[i], 0, &want[i]);
+    sx_gen_free(cold);
+    sx_engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.n_threads = 2;
+    eo.max_seqs = 2;
+    eo.kv_tokens = 4096;
+    sx_backend *e;
+    sx_error err;
+    assert_int_equal(sx_backend_open("cpu", MODEL, &eo, &e, &err), 0);
+    sx_gen *g;
+    sx_gen_opts o = {.prefill_chunk = 7};
+    assert_int_equal(sx_gen_new(e, TOK, &o, on_event, NULL, &g, &err), 0);
+    together(g, p, N, want, 1, r);
+    assert_int_equal(r[0].finish, SX_FINISH_CANCELLED);
+    sx_gen_free(g);
+    sx_backend_close(e);
+    for (int i = 0; i < N; i++) {
+        res_free(&r[i]);
+        res_free(&want[i]);
+        sx_ids_free(&p[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +486,7 @@ int main(void)
         cmocka_unit_test(budget_and_eviction),
         cmocka_unit_test(arriving_together),
         cmocka_unit_test(following_a_follower),
+        cmocka_unit_test(followers_out_of_sequences),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
