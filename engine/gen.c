@@ -138,6 +138,7 @@ int sx_gen_add(sx_gen *g, const int32_t *prompt, int n_prompt, const sx_gen_para
     s->kv = -1;
     /* a one-token prompt has nothing to share */
     s->leader = n_prompt > 1 ? leader : NULL;
+    s->fork_at = n_prompt - 1;
     s->p = *p;
     s->reserve = reserve;
     s->prompt = malloc((size_t)n_prompt * sizeof *s->prompt);

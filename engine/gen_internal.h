@@ -6,7 +6,8 @@
 #include "engine/generate.h"
 
 /* GS_FORKWAIT: admitted (KV reserved, a batch slot) but waiting for its
- * leader's prefill to reach the fork point; no engine sequence yet. */
+ * leader's prefill to reach the fork point (fork_at); no engine sequence
+ * yet. */
 enum { GS_QUEUED, GS_FORKWAIT, GS_PREFILL, GS_DECODE, GS_DONE };
 
 typedef struct gen_seq {
@@ -24,10 +25,14 @@ typedef struct gen_seq {
     int          cache_at;            /* > 0: store the prefix once prefilled this far */
     int64_t      reserve;             /* KV tokens reserved for this request */
     int64_t      held;                /* ... of which counted in g->kv_reserved now */
-    /* fork_of: the request whose KV this one will fork at n_prompt - 1;
-     * NULL once forked, detached, or without one.  Never dangles: a
-     * leader's gen_finish lets go of its followers. */
+    /* the request whose KV this one will fork at fork_at: its fork_of
+     * (n choices, fork_at = n_prompt - 1) or an in-flight request whose
+     * prompt starts the same way (joined, gen_join); NULL once forked,
+     * detached, or without one.  Never dangles: a leader's gen_finish lets
+     * go of its followers. */
     struct gen_seq *leader;
+    int          fork_at;
+    int          joined;              /* leader came from gen_join */
     /* tokens chosen but not yet run through the model (sampled + forced) */
     int32_t     *feed;
     int          n_feed, cap_feed;
@@ -57,7 +62,10 @@ typedef struct gen_prefix {
     uint64_t  used;
 } gen_prefix;
 
-#define GEN_PREFIXES 16
+#define GEN_PREFIXES SX_GEN_PREFIX_ENTRIES
+/* a shorter shared prefix is not worth a fork (its prefill is a few
+ * tokens), unless it covers the prefix the request named */
+#define GEN_PREFIX_MIN 16
 
 struct sx_gen {
     sx_backend         *e;
@@ -118,12 +126,23 @@ void   gen_prefix_store(sx_gen *g, gen_seq *s);
 /* keeps s's whole prompt once prefilled (before its first decode) */
 void   gen_prefix_store_prompt(sx_gen *g, gen_seq *s);
 int    gen_prefix_evict(sx_gen *g);
+/* tokens a[0..) and b[0..) share from the start */
+int    gen_common(const int32_t *a, int na, const int32_t *b, int nb);
+/* the longest prefix of t[0..n) that a cached entry holds */
+int    gen_prefix_match(sx_gen *g, const int32_t *t, int n);
 void   gen_prefix_free_all(sx_gen *g);
 /* n choices (gen_fork.c).  forks: every admitted follower whose leader's
  * prefill has reached the fork point gets its engine sequence.  release:
  * the leader is finishing -- its followers fork now if they can, else
  * prefill on their own; called from gen_finish while its KV is still live. */
 void   gen_forks(sx_gen *g);
+/* Prefix sharing in flight: when the prompt of s (queued, about to be
+ * admitted) shares at least GEN_PREFIX_MIN tokens with the prompt of a
+ * request being prefilled or decoded -- more than any cached entry holds
+ * -- s becomes its follower at that length (returns 1): it waits in
+ * GS_FORKWAIT for that prefill to get there, instead of computing the same
+ * KV beside it.  0: s goes on alone (also when the prefix cache is off). */
+int    gen_join(sx_gen *g, gen_seq *s);
 void   gen_fork_release(sx_gen *g, gen_seq *leader);
 
 /* Phases of a free-prefix request (sx_gen_freepre). */

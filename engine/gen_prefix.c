@@ -13,16 +13,14 @@
  * GEN_PREFIXES entries (each holds an engine sequence) and
  * opts.prefix_cache_tokens tokens; least recently used out first; they
  * count against the KV reservation like requests do, and give way to
- * requests when the cache is short. */
+ * requests when the cache is short.  A prefix still being prefilled by a
+ * request in flight is shared too, by waiting for it (gen_join,
+ * gen_fork.c). */
 #include <stdlib.h>
 #include <string.h>
 #include "engine/gen_internal.h"
 
-/* a shorter match is not worth a fork (its prefill is a few tokens),
- * unless it covers the prefix the request named */
-#define GEN_PREFIX_MIN 16
-
-static int common(const int32_t *a, int na, const int32_t *b, int nb)
+int gen_common(const int32_t *a, int na, const int32_t *b, int nb)
 {
     int n = na < nb ? na : nb, i = 0;
     while (i + 16 <= n && !memcmp(a + i, b + i, 16 * sizeof *a))
@@ -38,13 +36,20 @@ static gen_prefix *longest(sx_gen *g, const int32_t *t, int n, int *len)
     gen_prefix *best = NULL;
     *len = 0;
     for (int i = 0; i < g->n_prefixes; i++) {
-        int c = common(g->prefixes[i].tokens, g->prefixes[i].len, t, n);
+        int c = gen_common(g->prefixes[i].tokens, g->prefixes[i].len, t, n);
         if (c > *len) {
             *len = c;
             best = &g->prefixes[i];
         }
     }
     return best;
+}
+
+int gen_prefix_match(sx_gen *g, const int32_t *t, int n)
+{
+    int L;
+    longest(g, t, n, &L);
+    return L;
 }
 
 static void drop(sx_gen *g, int i)
@@ -106,7 +111,7 @@ static gen_prefix *keep(sx_gen *g, const int32_t *t, int P, int kv)
 {
     for (int i = 0; i < g->n_prefixes;)
         if (g->prefixes[i].len <= P &&
-            common(g->prefixes[i].tokens, g->prefixes[i].len, t, P) == g->prefixes[i].len)
+            gen_common(g->prefixes[i].tokens, g->prefixes[i].len, t, P) == g->prefixes[i].len)
             drop(g, i);   /* covered by the new one */
         else
             i++;

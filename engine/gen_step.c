@@ -273,7 +273,7 @@ static void admit(sx_gen *g, int *n_running)
             ;
         if (g->kv_reserved + s->reserve > g->kv_capacity)
             break; /* keep arrival order: wait for room */
-        if (s->leader) {
+        if (s->leader || gen_join(g, s)) {
             /* its engine sequence comes from the leader's (gen_forks) */
             s->held = s->reserve;
             g->kv_reserved += s->held;

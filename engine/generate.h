@@ -49,6 +49,11 @@ typedef struct sx_gen_opts {
     int64_t prefix_cache_tokens;
 } sx_gen_opts;
 
+/* The prefix cache keeps at most this many entries, each an engine
+ * sequence: an engine for sx_gen wants max_batch + SX_GEN_PREFIX_ENTRIES
+ * sequences (fewer only make entries give way to requests sooner). */
+#define SX_GEN_PREFIX_ENTRIES 64
+
 typedef struct sx_gen_params {
     const sx_grammar *grammar;  /* NULL = unconstrained */
     sx_sampling       sampling;
@@ -187,6 +192,9 @@ int  sx_gen_prefix_seq(sx_gen *g, const int32_t *prompt, int n_prompt, int prefi
 typedef struct sx_gen_prefix_stats {
     int64_t hits, misses, evictions, cached_tokens;
     int64_t entries, tokens;
+    /* of the hits, prefixes taken from a request still prefilling them
+     * (requests that arrived together) rather than from an entry */
+    int64_t joins;
 } sx_gen_prefix_stats;
 void sx_gen_prefix_stats_get(const sx_gen *g, sx_gen_prefix_stats *out);
 /* The draft model of SX_SPEC_DRAFT requests: an engine over a smaller

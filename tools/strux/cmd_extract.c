@@ -679,7 +679,7 @@ int cmd_extract(int argc, char **argv)
         goto fail_err;
     sx_engine_opts eo = {.n_threads = (int)threads,
                          /* + the cached system turns of the schemas */
-                         .max_seqs = (int)batch + 17 + 16,
+                         .max_seqs = (int)batch + 17 + SX_GEN_PREFIX_ENTRIES,
                          .kv_tokens = kv_tokens,
                          .block_tokens = 16,
                          .weight_mode = q4 ? SX_W_Q4 : int8 ? SX_W_INT8 : SX_W_BF16,

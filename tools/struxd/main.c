@@ -268,7 +268,7 @@ int main(int argc, char **argv)
     }
     sx_engine_opts eo = {.n_threads = (int)threads,
                          /* + label scoring's forks and the cached prompt prefixes */
-                         .max_seqs = (int)max_batch + 17 + 16,
+                         .max_seqs = (int)max_batch + 17 + SX_GEN_PREFIX_ENTRIES,
                          .kv_tokens = kv_tokens,
                          .block_tokens = 16,
                          .weight_mode = q4 ? SX_W_Q4 : int8 ? SX_W_INT8 : SX_W_BF16,
