@@ -82,6 +82,8 @@ static const gr_hset *add_at(const gr_hset *s, uint64_t h, unsigned shift,
         c = pair(s->e[at].h, h, shift + HS_BITS, alloc, ctx);
     if (!c)
         return NULL;
+    if ((s->sub & bit) && c == s->e[at].c)
+        return s; /* already there, further down */
     gr_hset *n = node_new(s->map, s->sub | bit, alloc, ctx);
     if (!n)
         return NULL;
