@@ -227,6 +227,7 @@ static gr_vseen *text_keys(const uint8_t *t, size_t n, gr_vseen *into, int cap, 
             if (e && *used < cap) {
                 into[*used].next = list;
                 into[*used].h = gr_key_hash((const uint8_t *)e, kl);
+                into[*used].idx = NULL;
                 list = &into[(*used)++];
             }
             free(e);
@@ -403,6 +404,7 @@ void gr_wit_object_members(const sx_grammar *g, const gr_node *n, uint64_t seen,
             /* the key as written, without the closing quote and colon */
             made[i].h = gr_key_hash(w->b + key_at, w->n - key_at - 2);
             made[i].next = keys;
+            made[i].idx = NULL;
             keys = &made[i];
             gr_wit(g->nodes, vn, w);
             count++;
@@ -503,6 +505,7 @@ void gr_wit_extra_members(const sx_grammar *g, const gr_node *n, int64_t k, int 
         gr_wputs(w, "\":");
         local[i].next = keys;
         local[i].h = kh;
+        local[i].idx = NULL;
         keys = &local[i];
         gr_wit(g->nodes, vn, w);
     }
@@ -539,6 +542,7 @@ void gr_wit_new_items(const sx_grammar *g, const gr_node *arr, int64_t at, int64
                 gr_wput(w, t.b, t.n);
                 mine[k].next = seen;
                 mine[k].h = h;
+                mine[k].idx = NULL;
                 seen = &mine[k];
                 done = 1;
             }
@@ -655,6 +659,7 @@ static int nth_value(const sx_grammar *g, int32_t node, int64_t j, gr_wbuf *w,
                 for (size_t i = 0; hs && i < nv; i++) {
                     hs[i].next = list;
                     hs[i].h = gr_json_hash(json_array_get(v, i));
+                    hs[i].idx = NULL;
                     list = &hs[i];
                 }
                 json_decref(v);

@@ -344,17 +344,51 @@ static inline uint64_t gr_fnv_cp(uint64_t h, uint32_t cp)
     return h;
 }
 
-/* The value hashes of finished items (a uniqueItems array's `ext`). */
+/* A persistent set of 64-bit hashes (ir/gr_vseen.c): a hash trie, five
+ * bits of the hash per level (at most 13 levels: two different hashes
+ * differ in some five bits), so a lookup reads at most 13 nodes whatever
+ * the set's size.  A node is never changed once made: adding copies the
+ * nodes on one path (at most 13, each of at most 32 entries) and shares
+ * the rest, so every earlier set stays valid as long as its memory -- an
+ * arena that only grows past it, as the matcher's frames -- does. */
+typedef struct gr_hset {
+    uint32_t map; /* slots in use (bit i = slot i) */
+    uint32_t sub; /* of those, the slots holding a child node; the others
+                     hold one hash */
+    union {
+        uint64_t h;
+        const struct gr_hset *c;
+    } e[];        /* the used slots, in slot order */
+} gr_hset;
+
+/* 1 if h is in the set s (NULL = the empty set). */
+int gr_hset_has(const gr_hset *s, uint64_t h);
+/* The set s plus h (which s must not hold), its new nodes from
+ * alloc(ctx, bytes); NULL when alloc fails (s is unchanged either way). */
+const gr_hset *gr_hset_add(const gr_hset *s, uint64_t h, void *(*alloc)(void *ctx, size_t n),
+                           void *ctx);
+
+/* The value hashes of finished items (a uniqueItems array's `ext`), newest
+ * first.  A node may carry idx, a set holding its own hash and every hash
+ * after it on the list (gr_feed's nodes do, so a membership test costs
+ * O(1) expected, not the list's length); nodes built elsewhere (on a
+ * stack, for a moment) leave it NULL and are tested one by one until the
+ * first node that has one.  Equal hashes mean an equal value: values are
+ * never compared. */
 typedef struct gr_vseen {
     const struct gr_vseen *next;
     uint64_t h;
+    const gr_hset *idx; /* h and all of next's hashes, or NULL */
 } gr_vseen;
 
 static inline int gr_vseen_has(const gr_vseen *s, uint64_t h)
 {
-    for (; s; s = s->next)
+    for (; s; s = s->next) {
+        if (s->idx)
+            return gr_hset_has(s->idx, h);
         if (s->h == h)
             return 1;
+    }
     return 0;
 }
 

@@ -206,7 +206,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
     gr_frame tmp;
     int first = 1;
     uint64_t add_seen = 0; /* value class the finished literal item used */
-    gr_vseen fin;          /* the value of a scalar item just finished */
+    gr_vseen fin = {0};    /* the value of a scalar item just finished */
     int have_fin = 0;
     int last_tag = 0;      /* the contains constraints the finished item counts for */
     while (f && !w.oom) {

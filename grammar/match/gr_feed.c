@@ -28,6 +28,13 @@ static gr_frame *clone(gr_ctx *cx, const gr_frame *f)
 
 static void emit(gr_set *out, const gr_frame *f);
 
+/* gr_hset_add's allocator: the frames' own arena, so a set lives and
+ * goes with the frames that refer to it. */
+static void *arena_alloc(void *arena, size_t n)
+{
+    return gr_arena_alloc(arena, n);
+}
+
 /* Whitespace between tokens of a container, up to the bound (so a model
  * can never loop on it). */
 static void feed_ws(gr_ctx *cx, const gr_frame *f, gr_set *out)
@@ -206,8 +213,14 @@ static void child_done(gr_ctx *cx, const gr_frame *child, int c, int has_c, gr_s
                 gr_vseen *e = gr_arena_alloc(cx->arena, sizeof *e);
                 if (!e)
                     return;
-                e->next = p->ext;
+                const gr_vseen *prev = p->ext;
+                e->next = prev;
                 e->h = h;
+                /* the set grows with the list while every node has one
+                 * (a failed allocation leaves the list, still right) */
+                e->idx = !prev || prev->idx
+                             ? gr_hset_add(prev ? prev->idx : NULL, h, arena_alloc, cx->arena)
+                             : NULL;
                 np->ext = e;
             }
         }
@@ -646,6 +659,7 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
                     return;
                 kh->next = f->ext;
                 kh->h = P[lo].hash;
+                kh->idx = NULL;
                 nf->ext = kh;
             }
             nf->seen |= bit;
@@ -673,6 +687,7 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
             return;
         kh->next = f->ext;
         kh->h = h;
+        kh->idx = NULL;
         nf->ext = kh;
         nf->count++;
         if (n->u.obj.ord_before)

@@ -754,10 +754,10 @@ static void quote_free_blocks(const sx_vocab *v, int64_t room, int keys, uint32_
 
 /* A mask's work: one pass over the vocabulary trie per walk (a few
  * walks), each trie node a feed of one byte to at most GR_MAX_THREADS
- * interpretations.  That byte's cost is not bounded by a small constant:
- * an item of a uniqueItems array checks that some new value is still
- * reachable against every earlier item, so with 8,000 three-letter
- * strings before it one mask took 6 s (x86, 2026-12).  Hence the
+ * interpretations.  That byte's cost is not bounded by a small constant
+ * (a uniqueItems item checked every earlier item for its value until the
+ * hashes went into a set, ir/gr_vseen.c: with 8,000 three-letter strings
+ * before it one mask took 6 s, x86, 2026-12; now milliseconds).  Hence the
  * deadline: the walks poll the matcher's bounds (sx_matcher_set_bounds)
  * at every trie node, reading the clock each 128 of them (a node is 0.1
  * to 150 us: the read costs under 0.2%, the overrun stays below ~20 ms),
