@@ -77,8 +77,8 @@ int gc_unsupported(gc_ctx *c, const char *kw, const char *why);
 int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* gr_schema.c: 1 for keywords that constrain values (not annotations, not
- * unknown keywords, which JSON Schema ignores). */
+/* keywords.c: 1 for keywords that constrain values (not annotations, not
+ * unknown keywords, which JSON Schema ignores); keywords.h has the table. */
 int gc_is_assertion(const char *kw);
 /* gr_schema.c: 1 if s is one of the strings of the NULL-terminated list l. */
 int gc_in_list(const char *const *l, const char *s);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grammar/compile/compile.h"
+#include "grammar/compile/keywords.h"
 #include "grammar/regex/regex.h"
 
 static int merge_local(gc_ctx *c, json_t *dst, const json_t *src);
@@ -327,17 +328,21 @@ static int merge_bound(json_t *dst, const char *k, const json_t *sv, int lower)
  * exact when the member has no applicators of its own. */
 int gc_localise_unevaluated(gc_ctx *c, const json_t *src, json_t **out)
 {
-    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "not",
-                                              "dependentSchemas", "$dynamicRef", NULL};
     const json_t *up = json_object_get(src, "unevaluatedProperties");
     const json_t *ui = json_object_get(src, "unevaluatedItems");
     *out = NULL;
     if ((!up || json_is_true(up)) && (!ui || json_is_true(ui)))
         return SX_OK;
-    for (int i = 0; applicators[i]; i++)
-        if (json_object_get(src, applicators[i]))
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v) {
+        gc_kw id = gc_kw_id(k);
+        /* draft-07's dependencies is let through here: its list form
+         * applies no subschema */
+        if ((gc_kw_flags(id) & GK_APPLICATOR) && id != GK_DEPENDENCIES)
             return gc_unsupported(c, "unevaluatedProperties",
                                   "inside a combined schema that has applicators of its own");
+    }
     json_t *s = gc_copy(src);
     if (!s)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
@@ -388,10 +393,6 @@ static int not_branches(json_t *alts, const json_t *x)
 
 static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
 {
-    static const char *const lower[] = {"minimum", "exclusiveMinimum", "minLength", "minItems",
-                                        "minProperties", NULL};
-    static const char *const upper[] = {"maximum", "exclusiveMaximum", "maxLength", "maxItems",
-                                        "maxProperties", NULL};
     if (!json_is_object(src))
         return gc_invalid(c, NULL, "allOf member must be a schema object");
     const char *k;
@@ -399,21 +400,18 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
     int did_props = 0, did_items = 0;
     json_object_foreach((json_t *)src, k, sv) {
         json_t *dv = json_object_get(dst, k);
-        int is_lower = 0, is_upper = 0;
-        for (int i = 0; lower[i]; i++)
-            is_lower |= !strcmp(k, lower[i]);
-        for (int i = 0; upper[i]; i++)
-            is_upper |= !strcmp(k, upper[i]);
-        if (!gc_is_assertion(k))
+        gc_kw id = gc_kw_id(k);
+        unsigned fl = gc_kw_flags(id);
+        if (!(fl & GK_ASSERTION))
             continue; /* annotations and unknown keywords: nothing to merge */
-        if (!strcmp(k, "contains") || !strcmp(k, "minContains") || !strcmp(k, "maxContains") ||
-            !strcmp(k, GC_MORE_CONTAINS))
+        if (id == GK_CONTAINS || id == GK_MIN_CONTAINS || id == GK_MAX_CONTAINS ||
+            id == GK_MORE_CONTAINS)
             continue; /* kept together, below */
-        if ((is_lower || is_upper) && json_is_number(sv) && (!dv || json_is_number(dv))) {
-            merge_bound(dst, k, sv, is_lower);
+        if ((fl & (GK_LOWER | GK_UPPER)) && json_is_number(sv) && (!dv || json_is_number(dv))) {
+            merge_bound(dst, k, sv, (fl & GK_LOWER) != 0);
             continue;
         }
-        if (!strcmp(k, "items") || !strcmp(k, "prefixItems") || !strcmp(k, "additionalItems")) {
+        if (id == GK_ITEMS || id == GK_PREFIX_ITEMS || id == GK_ADDITIONAL_ITEMS) {
             if (!did_items) {
                 int rc = merge_items(c, dst, src);
                 if (rc)
@@ -422,8 +420,8 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             }
             continue;
         }
-        if (!strcmp(k, "properties") || !strcmp(k, "additionalProperties") ||
-            !strcmp(k, "patternProperties")) {
+        if (id == GK_PROPERTIES || id == GK_ADDITIONAL_PROPERTIES ||
+            id == GK_PATTERN_PROPERTIES) {
             if (!did_props) {
                 int rc = merge_properties(c, dst, src);
                 if (rc)
@@ -432,7 +430,7 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             }
             continue;
         }
-        if (!strcmp(k, "enum") || !strcmp(k, "const"))
+        if (id == GK_ENUM || id == GK_CONST)
             continue; /* intersected below, against what dst had */
         if (!dv) {
             json_object_set(dst, k, sv);
@@ -440,9 +438,9 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
         }
         if (json_equal(dv, sv))
             continue;
-        if (!strcmp(k, "type")) {
+        if (id == GK_TYPE) {
             json_object_set_new(dst, "type", type_json(type_mask(dv) & type_mask(sv)));
-        } else if (!strcmp(k, "required")) {
+        } else if (id == GK_REQUIRED) {
             size_t i;
             json_t *e;
             json_array_foreach(sv, i, e) {
@@ -454,12 +452,9 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
                 if (!have)
                     json_array_append(dv, e);
             }
-        } else if (!strcmp(k, "enum") || !strcmp(k, "const")) {
-            /* handled below together */
-            continue;
-        } else if (!strcmp(k, "uniqueItems")) {
+        } else if (id == GK_UNIQUE_ITEMS) {
             json_object_set(dst, k, json_is_true(dv) ? dv : sv);
-        } else if (!strcmp(k, "anyOf") && json_is_array(dv) && json_is_array(sv) &&
+        } else if (id == GK_ANY_OF && json_is_array(dv) && json_is_array(sv) &&
                    json_array_size(dv) * json_array_size(sv) <= 64) {
             /* (a1 or a2) and (b1 or b2) is the or of every pair */
             json_t *alts = json_array();
@@ -473,7 +468,7 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
                 return sx_err_set(c->err, SX_ENOMEM, "out of memory");
             }
             json_object_set_new(dst, "anyOf", alts);
-        } else if (!strcmp(k, "multipleOf") && json_is_integer(dv) && json_is_integer(sv) &&
+        } else if (id == GK_MULTIPLE_OF && json_is_integer(dv) && json_is_integer(sv) &&
                    json_integer_value(dv) > 0 && json_integer_value(sv) > 0) {
             /* multiples of both integers are the multiples of their lcm */
             json_int_t a = json_integer_value(dv), b = json_integer_value(sv), x = a, y = b;
@@ -485,7 +480,7 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             if (a / x > (json_int_t)1e15 / b)
                 return gc_unsupported(c, k, "two different values inside allOf");
             json_object_set_new(dst, k, json_integer(a / x * b));
-        } else if (!strcmp(k, "multipleOf") && json_is_number(dv) && json_is_number(sv) &&
+        } else if (id == GK_MULTIPLE_OF && json_is_number(dv) && json_is_number(sv) &&
                    json_number_value(dv) > 0 && json_number_value(sv) > 0) {
             /* decimal divisors: the lcm at their common scale */
             int64_t p1, p2;
@@ -515,14 +510,14 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
                 scale *= 10;
             json_object_set_new(dst, k, K ? json_real((double)l / scale)
                                           : json_integer((json_int_t)l));
-        } else if ((!strcmp(k, "pattern") && json_is_string(dv) && json_is_string(sv)) ||
-                   (!strcmp(k, GC_MORE_PATTERNS) && json_is_array(dv) && json_is_array(sv))) {
+        } else if ((id == GK_PATTERN && json_is_string(dv) && json_is_string(sv)) ||
+                   (id == GK_MORE_PATTERNS && json_is_array(dv) && json_is_array(sv))) {
             /* a string matches both patterns: the others wait in a list
              * that string_node intersects */
             int rc = gc_more_patterns(c, dst, sv);
             if (rc)
                 return rc;
-        } else if (!strcmp(k, "propertyNames")) {
+        } else if (id == GK_PROPERTY_NAMES) {
             /* every name passes both (names_automaton intersects them);
              * one flat allOf however many members bring one, so that the
              * name schema does not nest a level deeper with each */
@@ -535,9 +530,9 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
                 json_decref(list);
             if (!both || json_object_set_new(dst, k, both))
                 return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
+        } else if (id == GK_ALL_OF && json_is_array(dv) && json_is_array(sv)) {
             json_array_extend(dv, sv); /* all of both lists */
-        } else if (!strcmp(k, "not")) {
+        } else if (id == GK_NOT) {
             /* not A and not B is not (A or B) */
             json_t *alts = json_array();
             if (!alts || not_branches(alts, dv) || not_branches(alts, sv)) {

@@ -8,6 +8,7 @@
 
 #include "grammar/formats/formats.h"
 #include "grammar/compile/compile.h"
+#include "grammar/compile/keywords.h"
 #include "grammar/regex/regex.h"
 #include "grammar/validator/validator.h"
 
@@ -15,24 +16,6 @@ enum {
     T_NULL = 1, T_BOOL = 2, T_INT = 4, T_NUM = 8, T_STR = 16, T_OBJ = 32, T_ARR = 64,
     T_ALL = 127
 };
-
-/* Keywords that never constrain a value. */
-static const char *const annotations[] = {
-    "title", "description", "default", "examples", "$comment", "$schema", "$id", "id",
-    "$anchor", "$dynamicAnchor", "$defs", "definitions", "deprecated", "readOnly",
-    "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary", NULL};
-
-/* Assertion keywords of the drafts strux reads; anything not here and not
- * an annotation is an unknown keyword, which JSON Schema ignores. */
-static const char *const known[] = {
-    "type", "enum", "const", "minLength", "maxLength", "pattern", "format", "minimum",
-    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "properties", "required",
-    "additionalProperties", "patternProperties", "propertyNames", "minProperties",
-    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
-    "unevaluatedProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
-    "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems", "allOf",
-    "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
-    "$recursiveAnchor", GC_MORE_CONTAINS, GC_MORE_PATTERNS, NULL};
 
 /* Formats with a defined meaning; others are annotations. */
 static const char *const formats[] = {
@@ -46,11 +29,6 @@ int gc_in_list(const char *const *l, const char *s)
         if (!strcmp(*l, s))
             return 1;
     return 0;
-}
-
-int gc_is_assertion(const char *kw)
-{
-    return gc_in_list(known, kw) && !gc_in_list(annotations, kw);
 }
 
 static int type_bit(const char *t)
@@ -651,16 +629,16 @@ static int not_values(gc_ctx *c, const json_t *nt, int types, json_t **out);
  * string (no listed values, which listed_not takes). */
 static int string_not(const json_t *nt)
 {
-    static const char *const str_kw[] = {"pattern", "minLength", "maxLength", "format", NULL};
     const char *k;
     json_t *v;
     int any = 0;
     if (!json_is_object(nt))
         return 0;
     json_object_foreach((json_t *)nt, k, v) {
-        if (!gc_is_assertion(k))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION))
             continue;
-        if (gc_in_list(str_kw, k))
+        if (gc_kw_types(id) == GK_T_STR)
             any = 1;
         else if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return 0;
@@ -703,8 +681,6 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
 static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int push,
                               sx_re **out)
 {
-    static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength",
-                                          "enum", "const", "not", "allOf", NULL};
     size_t old = push ? gc_ptr_push(c, kw) : strlen(c->ptr);
     int rc = SX_OK;
     sx_re *acc = NULL, *part = NULL;
@@ -755,7 +731,10 @@ static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int p
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)pn, k, v) {
-        if (gc_in_list(allowed, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
+        gc_kw id = gc_kw_id(k);
+        /* the string keywords, and what combines them */
+        if (gc_kw_types(id) == GK_T_STR || id == GK_TYPE || id == GK_ENUM || id == GK_CONST ||
+            id == GK_NOT || id == GK_ALL_OF || !(gc_kw_flags(id) & GK_ASSERTION))
             continue;
         rc = gc_unsupported(c, k, !strcmp(kw, "not") ? "inside not of a string schema"
                                                       : "inside propertyNames");
@@ -1550,9 +1529,10 @@ static const char *enum_sibling(const json_t *s)
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
-        if (!strcmp(k, "type") || !strcmp(k, "enum") || !strcmp(k, "const"))
+        gc_kw id = gc_kw_id(k);
+        if (id == GK_TYPE || id == GK_ENUM || id == GK_CONST)
             continue;
-        if (gc_in_list(known, k))
+        if (gc_kw_flags(id) & GK_ASSERTION)
             return k;
     }
     return NULL;
@@ -1982,13 +1962,12 @@ static int types_overlap(int a, int b)
  * evaluated are exactly m's additional ones. */
 static int unevaluated_after_ref(gc_ctx *c, json_t *m, json_t *up)
 {
-    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "not",
-                                              "dependentSchemas", "dependencies",
-                                              "$dynamicRef", NULL};
     if (json_object_get(m, "additionalProperties"))
         return SX_OK;
-    for (int i = 0; applicators[i]; i++)
-        if (json_object_get(m, applicators[i]))
+    const char *k;
+    json_t *v;
+    json_object_foreach(m, k, v)
+        if (gc_kw_flags(gc_kw_id(k)) & GK_APPLICATOR)
             return gc_unsupported(c, "unevaluatedProperties",
                                   "beside a $ref whose target has applicators");
     if (json_object_set(m, "additionalProperties", up))
@@ -2535,14 +2514,11 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     int pres_one = c->pres_one;
     c->pres = NULL;
     json_object_foreach((json_t *)s, k, v) {
-        if (c->no_if && (!strcmp(k, "if") || !strcmp(k, "then") || !strcmp(k, "else")))
+        gc_kw id = gc_kw_id(k);
+        if (c->no_if && (gc_kw_flags(id) & GK_SINCE7))
             continue; /* unknown keywords before draft-07 */
-        if (!strcmp(k, "if") || !strcmp(k, "$dynamicRef") || !strcmp(k, "$recursiveRef"))
+        if (id == GK_IF || id == GK_DYNAMIC_REF || id == GK_RECURSIVE_REF)
             return gc_unsupported(c, k, NULL);
-        if ((!strcmp(k, "then") || !strcmp(k, "else")) && !json_object_get(s, "if"))
-            continue; /* then/else without if have no effect */
-        if (!strcmp(k, "minContains") || !strcmp(k, "maxContains"))
-            continue; /* read by array_node together with contains */
     }
     int types = T_ALL;
     const json_t *ty = json_object_get(s, "type");
@@ -2588,7 +2564,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
             return gc_invalid(c, "not", "must be a schema");
         if (json_is_object(nt))
             json_object_foreach((json_t *)nt, nk, nv)
-                if (!gc_in_list(annotations, nk) && gc_in_list(known, nk)) {
+                if (gc_kw_flags(gc_kw_id(nk)) & GK_ASSERTION) {
                     n_assert++;
                     only = nk;
                 }
@@ -2627,20 +2603,21 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         } else if (n_assert > 1) {
             return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
         }
+        gc_kw oid = only ? gc_kw_id(only) : GK_UNKNOWN;
         if (!only) {
             /* done above */
-        } else if (!strcmp(only, "type")) {
+        } else if (oid == GK_TYPE) {
             int ex = schema_types(c, nt, 0);
             if ((ex & T_INT) && !(ex & T_NUM) && (types & T_NUM))
                 return gc_unsupported(c, "not", "a number that is not an integer");
             types &= ~ex;
-        } else if (!strcmp(only, "required") && json_is_array(json_object_get(nt, "required"))) {
+        } else if (oid == GK_REQUIRED && json_is_array(json_object_get(nt, "required"))) {
             forbid = json_object_get(nt, "required");
             if (json_array_size(forbid) == 0)
                 return empty_node(c, node); /* everything satisfies required: [] */
             types &= T_OBJ; /* non-objects satisfy any required */
-        } else if ((!strcmp(only, "anyOf") || !strcmp(only, "allOf")) &&
-                   required_lists(json_object_get(nt, only), !strcmp(only, "allOf"), &owned)) {
+        } else if ((oid == GK_ANY_OF || oid == GK_ALL_OF) &&
+                   required_lists(json_object_get(nt, only), oid == GK_ALL_OF, &owned)) {
             /* not anyOf[required...]: no list complete; not allOf: not all
              * of their union; non-objects satisfy every branch */
             for (size_t li = 0; li < json_array_size(owned); li++)
@@ -2717,13 +2694,14 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     return alt_node(c, alts, na, node);
 }
 
-/* Keywords other than the listed ones that assert something. */
-static int has_assertions_besides(const json_t *s, const char *const *except)
+/* Keywords other than except that assert something. */
+static int has_assertions_besides(const json_t *s, gc_kw except)
 {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
-        if (gc_in_list(except, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
+        gc_kw id = gc_kw_id(k);
+        if (id == except || !(gc_kw_flags(id) & GK_ASSERTION))
             continue;
         return 1;
     }
@@ -2791,8 +2769,7 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
     if (!json_is_object(s))
         return gc_invalid(c, NULL, "a schema must be an object or a boolean");
     const json_t *ref = json_object_get(s, "$ref");
-    static const char *const only_ref[] = {"$ref", NULL};
-    int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, only_ref));
+    int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, GK_REF));
     gc_mark mark;
     mark_save(c, &mark);
     int rc = schema_object(c, s, plain_ref, node);
