@@ -41,6 +41,19 @@ static int type_bit(const char *t)
     return 0;
 }
 
+/* A condition on which keys an object has, from an enclosing anyOf/oneOf
+ * whose branches only list required keys: lists is the array of those
+ * `required` arrays, one is 1 for oneOf (exactly one list complete), 0 for
+ * anyOf.  It belongs to the object node of the schema being compiled, not
+ * to objects nested in it, so it travels as an argument down to that
+ * node: NULL where there is none. */
+typedef struct gc_pres {
+    const json_t *lists;
+    int one;
+} gc_pres;
+
+static int schema_at(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node);
+
 /* ---- references --------------------------------------------------------- */
 
 static const json_t *find_anchor(const json_t *s, const char *name, int depth)
@@ -157,7 +170,7 @@ const json_t *gc_resolve_ref(gc_ctx *c, const char *ref)
     return cur;
 }
 
-static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
+static int compile_ref(gc_ctx *c, const json_t *target, const gc_pres *pres, int32_t *node)
 {
     const gc_ref *found = gc_refs_find_target(c, target);
     if (found) {
@@ -177,7 +190,7 @@ static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
     r->node = id;
     if ((rc = gc_refs_push(c, r)))
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    if ((rc = gc_schema(c, target, &inner)))
+    if ((rc = schema_at(c, target, pres, &inner)))
         return rc;
     alts[0] = inner;
     c->g->nodes[id].u.alt.alts = alts;
@@ -188,7 +201,7 @@ static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
 
 /* ---- small node builders -------------------------------------------------- */
 
-static int any_node(gc_ctx *c, int32_t *node);
+static int any_node(gc_ctx *c, const gc_pres *pres, int32_t *node);
 
 static int cmp_lit(const void *a, const void *b)
 {
@@ -874,7 +887,10 @@ done:
     return rc;
 }
 
-static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
+/* pres: the presence condition for this object (NULL: none); forbid_lists:
+ * n_forbid `required` lists of a `not` (none of them all present). */
+static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
+                       const json_t *const *forbid_lists, int n_forbid, int32_t *node)
 {
     enum { MAXP = 4096 };
     prop_tmp *tmp = NULL;
@@ -887,14 +903,8 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     const json_t *dr = json_object_get(s, "dependentRequired");
     const json_t *deps = json_object_get(s, "dependencies");
     const json_t *uneval = json_object_get(s, "unevaluatedProperties");
-    const json_t *forbid_lists[4];
-    int n_forbid = c->n_forbid;
-    for (int fi = 0; fi < n_forbid; fi++)
-        forbid_lists[fi] = c->forbid[fi];
-    c->n_forbid = 0; /* not for nested objects */
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    c->pres = NULL;
+    const json_t *pres = pr ? pr->lists : NULL;
+    int pres_one = pr ? pr->one : 0;
     if (pres && pres_one && json_object_get(s, "minProperties"))
         return gc_unsupported(c, "oneOf", "required-only branches together with minProperties");
     if (pp && !json_is_object(pp))
@@ -976,7 +986,7 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
 
     int32_t id, addl_node = -1;
     if (!addl || json_is_true(addl)) {
-        if ((rc = any_node(c, &addl_node)))
+        if ((rc = any_node(c, NULL, &addl_node)))
             return rc;
     } else if (!json_is_false(addl)) {
         size_t old = gc_ptr_push(c, json_object_get(s, "additionalProperties")
@@ -1377,7 +1387,7 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
     }
     gc_ptr_pop(c, old);
     if (!more || json_is_true(more)) {
-        if ((rc = any_node(c, &items_node)))
+        if ((rc = any_node(c, NULL, &items_node)))
             return rc;
     } else if (!json_is_false(more)) {
         old = gc_ptr_push(c, more_kw);
@@ -1406,7 +1416,7 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
     return SX_OK;
 }
 
-static int any_node(gc_ctx *c, int32_t *node)
+static int any_node(gc_ctx *c, const gc_pres *pres, int32_t *node)
 {
     if (c->any_built) {
         *node = c->any_node;
@@ -1438,7 +1448,7 @@ static int any_node(gc_ctx *c, int32_t *node)
     if (!rc)
         rc = string_node(c, t, NULL, NULL, &alts[2]);
     if (!rc)
-        rc = object_node(c, t, &alts[3]);
+        rc = object_node(c, t, pres, NULL, 0, &alts[3]);
     if (!rc)
         rc = array_node(c, t, &alts[4]);
     json_decref(t);
@@ -2036,9 +2046,8 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
  * state goes back to where the attempt began. */
 typedef struct gc_mark {
     int32_t n_nodes, any_node;
-    int any_built, depth, n_forbid, pres_one;
+    int any_built, depth;
     gc_ref *refs;
-    const json_t *pres;
     size_t plen;
 } gc_mark;
 
@@ -2048,10 +2057,7 @@ static void mark_save(const gc_ctx *c, gc_mark *m)
     m->any_node = c->any_node;
     m->any_built = c->any_built;
     m->depth = c->depth;
-    m->n_forbid = c->n_forbid;
-    m->pres_one = c->pres_one;
     m->refs = c->refs;
-    m->pres = c->pres;
     m->plen = strlen(c->ptr);
 }
 
@@ -2061,10 +2067,7 @@ static void mark_restore(gc_ctx *c, const gc_mark *m)
     c->any_node = m->any_node;
     c->any_built = m->any_built;
     c->depth = m->depth;
-    c->n_forbid = m->n_forbid;
-    c->pres_one = m->pres_one;
     gc_refs_cut(c, m->refs);
-    c->pres = m->pres;
     c->ptr[m->plen] = '\0';
 }
 
@@ -2074,7 +2077,7 @@ static void mark_restore(gc_ctx *c, const gc_mark *m)
  * some part cannot be compiled exactly, the attempt is undone and the
  * original refusal stands -- never a looser grammar. */
 static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const char *why,
-                       int32_t *node)
+                       const gc_pres *pres, int32_t *node)
 {
     enum { MAX_BRANCHES = 6 };
     size_t n = json_array_size(alts);
@@ -2105,7 +2108,7 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
     json_object_set_new(base, "anyOf", any);
     gc_mark mark;
     mark_save(c, &mark);
-    rc = gc_schema(c, base, node);
+    rc = schema_at(c, base, pres, node);
     json_decref(base);
     if (rc == SX_EUNSUPPORTED || rc == SX_ELIMIT) {
         mark_restore(c, &mark);
@@ -2166,7 +2169,7 @@ plain:
 /* Overlapping oneOf: first split by type (gr_oneof.c), exact where it
  * decides every type; else the negations of exactly_one. */
 static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const char *why,
-                           int32_t *node)
+                           const gc_pres *pres, int32_t *node)
 {
     size_t n = json_array_size(alts);
     json_t **br = calloc(n, sizeof *br), *split = NULL;
@@ -2197,31 +2200,29 @@ static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const
     if (rc || !split) {
         json_decref(split);
         sx_err_clear(c->err);
-        return exactly_one(c, s, alts, why, node);
+        return exactly_one(c, s, alts, why, pres, node);
     }
     gc_mark mark;
     mark_save(c, &mark);
-    rc = gc_schema(c, split, node);
+    rc = schema_at(c, split, pres, node);
     json_decref(split);
     if (rc && rc != SX_ENOMEM) { /* the negations may still do it */
         mark_restore(c, &mark);
         sx_err_clear(c->err);
-        return exactly_one(c, s, alts, why, node);
+        return exactly_one(c, s, alts, why, pres, node);
     }
     return rc;
 }
 
-static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int32_t *node)
+static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw,
+                                const gc_pres *outer_pres, int32_t *node)
 {
     const json_t *alts = json_object_get(s, kw);
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return gc_invalid(c, kw, "must be a non-empty array");
     size_t n = json_array_size(alts);
-    /* a presence condition of an enclosing oneOf/anyOf (c->pres) is still
-     * waiting for this schema's object: every branch must carry it, not
-     * only the first one compiled */
-    const json_t *outer_pres = c->pres;
-    int outer_one = c->pres_one;
+    /* a presence condition of an enclosing oneOf/anyOf (outer_pres) is
+     * still waiting for this schema's object: every branch carries it */
     /* branches that only list required keys: a condition on which keys
      * the object has, tracked exactly by the object itself */
     int presence = n <= 16, typed = 0, untyped = 0;
@@ -2267,10 +2268,8 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
             json_decref(obj);
         }
         if (!rc) {
-            c->pres = lists;
-            c->pres_one = one;
-            rc = gc_schema(c, base, node);
-            c->pres = NULL;
+            gc_pres p = {lists, one};
+            rc = schema_at(c, base, lists ? &p : NULL, node);
         }
         json_decref(lists);
         json_decref(base);
@@ -2333,7 +2332,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         if (!apart) {
             char why[96];
             snprintf(why, sizeof why, "branches %zu and %zu may both match", bi, bj);
-            return split_or_negate(c, s, alts, why, node);
+            return split_or_negate(c, s, alts, why, outer_pres, node);
         }
     }
     json_t *base = gc_copy(s);
@@ -2350,16 +2349,13 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
                     : sx_err_set(c->err, SX_ENOMEM, "out of memory");
         if (!rc)
             rc = gc_merge(c, merged, m);
-        c->pres = outer_pres;
-        c->pres_one = outer_one;
         if (!rc)
-            rc = gc_schema(c, merged, &ids[i]);
+            rc = schema_at(c, merged, outer_pres, &ids[i]);
         json_decref(m);
         json_decref(merged);
         gc_ptr_pop(c, o2);
     }
     gc_ptr_pop(c, old);
-    c->pres = NULL;
     if (!rc)
         rc = alt_node(c, ids, (int)n, node);
     free(ids);
@@ -2503,16 +2499,13 @@ static int any_values(gc_ctx *c, const json_t *nt, json_t **out)
     return rc;
 }
 
-static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
+/* pres: a presence condition from anyOf/oneOf, for this schema's own
+ * object node only (NULL: none) */
+static int plain_schema(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node)
 {
     const char *k;
     json_t *v;
     int rc;
-    /* a presence condition from anyOf/oneOf belongs to this schema's own
-     * object node only */
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    c->pres = NULL;
     json_object_foreach((json_t *)s, k, v) {
         gc_kw id = gc_kw_id(k);
         if (c->no_if && (gc_kw_flags(id) & GK_SINCE7))
@@ -2642,7 +2635,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         }
         if (pres || forbid || owned) {
             json_decref(owned);
-            return gc_unsupported(c, pres ? (pres_one ? "oneOf" : "anyOf") : "not",
+            return gc_unsupported(c, pres ? (pres->one ? "oneOf" : "anyOf") : "not",
                                   "key conditions together with enum/const");
         }
         return enum_node(c, s, (types & T_NUM) ? types | T_INT : types, node);
@@ -2674,16 +2667,13 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     if (!rc && (types & T_STR))
         rc = string_node(c, s, excl, not_str, &alts[na++]);
     if (!rc && (types & T_OBJ)) {
-        c->n_forbid = 0;
+        const json_t *fl[4];
+        int nf = 0;
         if (forbid)
-            c->forbid[c->n_forbid++] = forbid;
-        for (size_t li = 0; owned && li < json_array_size(owned) && c->n_forbid < 4; li++)
-            c->forbid[c->n_forbid++] = json_array_get(owned, li);
-        c->pres = pres;
-        c->pres_one = pres_one;
-        rc = object_node(c, s, &alts[na++]);
-        c->pres = NULL;
-        c->n_forbid = 0;
+            fl[nf++] = forbid;
+        for (size_t li = 0; owned && li < json_array_size(owned) && nf < 4; li++)
+            fl[nf++] = json_array_get(owned, li);
+        rc = object_node(c, s, pres, fl, nf, &alts[na++]);
     }
     if (!rc && (types & T_ARR))
         rc = array_node(c, s, &alts[na++]);
@@ -2733,10 +2723,19 @@ static int finite_node(gc_ctx *c, const json_t *texts, const json_t *vals, int32
     return rc;
 }
 
-static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node);
-static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node);
+static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, const gc_pres *pres,
+                         int32_t *node);
+static int schema_fresh(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node);
 
 int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    return schema_at(c, s, NULL, node);
+}
+
+/* gc_schema with the presence condition pres for s's object node (NULL:
+ * none); a compile under one is not remembered (gr_memo.c), its node is
+ * not s's alone. */
+static int schema_at(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node)
 {
     gc_ref *entry, *refs = c->refs;
     if (++c->n_compiles > GC_MAX_COMPILES)
@@ -2746,13 +2745,18 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
     int rc = gc_check_stop(c); /* the caller's deadline, once per subschema */
     if (rc)
         return rc;
-    rc = gc_memo_enter(c, s, node, &entry);
+    if (pres) {
+        entry = NULL;
+        *node = -1;
+    } else {
+        rc = gc_memo_enter(c, s, node, &entry);
+    }
     if (rc || *node >= 0)
         return rc;
     if (!entry)
-        return schema_fresh(c, s, node);
+        return schema_fresh(c, s, pres, node);
     int32_t inner;
-    if ((rc = schema_fresh(c, s, &inner))) {
+    if ((rc = schema_fresh(c, s, NULL, &inner))) {
         gc_refs_cut(c, refs);
         return rc;
     }
@@ -2760,10 +2764,10 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
     return gc_memo_done(c, entry, inner);
 }
 
-static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
+static int schema_fresh(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node)
 {
     if (json_is_true(s))
-        return any_node(c, node);
+        return any_node(c, pres, node);
     if (json_is_false(s))
         return empty_node(c, node);
     if (!json_is_object(s))
@@ -2772,15 +2776,15 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
     int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, GK_REF));
     gc_mark mark;
     mark_save(c, &mark);
-    int rc = schema_object(c, s, plain_ref, node);
+    int rc = schema_object(c, s, plain_ref, pres, node);
     /* what the grammar cannot express may still be a finite list of values
      * (a presence condition from anyOf/oneOf is not part of s, though) */
-    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || mark.pres)
+    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || pres)
         return rc;
     sx_error first;
     if (c->err)
         first = *c->err;
-    mark_restore(c, &mark); /* (no presence condition to restore: mark.pres is NULL) */
+    mark_restore(c, &mark);
     json_t *texts = NULL, *vals = NULL;
     int frc = gc_finite_values(c, s, &texts, &vals);
     if (!frc && texts)
@@ -2792,7 +2796,8 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
     return frc ? frc : texts ? SX_OK : rc;
 }
 
-static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node)
+static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, const gc_pres *pres,
+                         int32_t *node)
 {
     int rc;
     if (++c->depth > GC_MEMO_TRIGGER && !c->memo_on && c->opts.max_depth > GC_MEMO_TRIGGER) {
@@ -2825,7 +2830,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
                                  json_string_value(ref), p);
                 goto out;
             }
-            rc = compile_ref(c, t, node);
+            rc = compile_ref(c, t, pres, node);
             goto out;
         }
         /* 2020-12: $ref applies together with its siblings */
@@ -2904,7 +2909,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
             goto out;
         /* members may have brought their own allOf/$ref/combinators */
         if (json_object_get(s, "allOf") || json_object_get(s, "$ref")) {
-            rc = gc_schema(c, s, node);
+            rc = schema_at(c, s, pres, node);
             goto out;
         }
     }
@@ -2912,7 +2917,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
     if ((rc = gc_rewrite_dependencies(c, s, &dw)))
         goto out;
     if (dw) {
-        rc = gc_schema(c, dw, node);
+        rc = schema_at(c, dw, pres, node);
         json_decref(dw);
         goto out;
     }
@@ -2920,14 +2925,14 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
     if (has_any && has_one) {
         /* (a1 or a2) and oneOf(O) is (a1 and oneOf(O)) or (a2 and oneOf(O)):
          * every anyOf branch keeps the oneOf of the base */
-        rc = compile_alternatives(c, s, "anyOf", node);
+        rc = compile_alternatives(c, s, "anyOf", pres, node);
         goto out;
     }
     if (has_any || has_one) {
-        rc = compile_alternatives(c, s, has_any ? "anyOf" : "oneOf", node);
+        rc = compile_alternatives(c, s, has_any ? "anyOf" : "oneOf", pres, node);
         goto out;
     }
-    rc = plain_schema(c, s, node);
+    rc = plain_schema(c, s, pres, node);
 out:
     json_decref(work);
     c->depth--;
