@@ -391,6 +391,120 @@ static int not_branches(json_t *alts, const json_t *x)
     return json_array_append(alts, (json_t *)x);
 }
 
+/* contains of an allOf member: each constraint holds on its own, so dst
+ * keeps a list of them; minContains/maxContains stay with their contains. */
+static int merge_contains(gc_ctx *c, json_t *dst, const json_t *src)
+{
+    const json_t *sc_c = json_object_get(src, "contains");
+    const json_t *more = json_object_get(src, GC_MORE_CONTAINS);
+    if (sc_c || more) {
+        json_t *list = json_object_get(dst, GC_MORE_CONTAINS);
+        if (!list) {
+            list = json_array();
+            json_object_set_new(dst, GC_MORE_CONTAINS, list);
+        }
+        if (!list)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        if (sc_c) {
+            json_t *e = json_pack("{s:O}", "contains", sc_c);
+            const json_t *mn = json_object_get(src, "minContains");
+            const json_t *mx = json_object_get(src, "maxContains");
+            if (e && mn)
+                json_object_set(e, "minContains", (json_t *)mn);
+            if (e && mx)
+                json_object_set(e, "maxContains", (json_t *)mx);
+            if (!e || json_array_append_new(list, e))
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        }
+        if (json_is_array(more))
+            json_array_extend(list, (json_t *)more);
+    }
+    return SX_OK;
+}
+
+/* enum/const of an allOf member: dst keeps the intersection of the
+ * admitted values (as an enum). */
+static void merge_values(json_t *dst, const json_t *src)
+{
+    const json_t *se = json_object_get(src, "enum"), *sc = json_object_get(src, "const");
+    if (se || sc) {
+        json_t *mine = json_array(), *theirs = json_array();
+        const json_t *de = json_object_get(dst, "enum"), *dc = json_object_get(dst, "const");
+        int dst_has = de || dc;
+        if (dc)
+            json_array_append(mine, (json_t *)dc);
+        else if (json_is_array(de))
+            json_array_extend(mine, (json_t *)de);
+        if (sc)
+            json_array_append(theirs, (json_t *)sc);
+        else if (json_is_array(se))
+            json_array_extend(theirs, (json_t *)se);
+        json_t *res = json_array();
+        size_t i, j;
+        json_t *a, *b;
+        json_array_foreach(dst_has ? mine : theirs, i, a) {
+            int keep = !dst_has;
+            json_array_foreach(theirs, j, b)
+                keep |= gc_value_equal(a, b);
+            if (keep)
+                json_array_append(res, a);
+        }
+        json_object_del(dst, "const");
+        json_object_set_new(dst, "enum", res);
+        json_decref(mine);
+        json_decref(theirs);
+    }
+}
+
+/* Two positive multipleOf values dv and sv of one allOf: the multiples of
+ * both are the multiples of their least common multiple, written to dst. */
+static int merge_multiple_of(gc_ctx *c, json_t *dst, const char *k, const json_t *dv,
+                             const json_t *sv)
+{
+    if (json_is_integer(dv) && json_is_integer(sv)) {
+        /* multiples of both integers are the multiples of their lcm */
+        json_int_t a = json_integer_value(dv), b = json_integer_value(sv), x = a, y = b;
+        while (y) {
+            json_int_t t = x % y;
+            x = y;
+            y = t;
+        }
+        if (a / x > (json_int_t)1e15 / b)
+            return gc_unsupported(c, k, "two different values inside allOf");
+        json_object_set_new(dst, k, json_integer(a / x * b));
+        return SX_OK;
+    }
+    /* decimal divisors: the lcm at their common scale */
+    int64_t p1, p2;
+    int e1, e2;
+    if (gr_decimal(json_number_value(dv), &p1, &e1) ||
+        gr_decimal(json_number_value(sv), &p2, &e2))
+        return gc_unsupported(c, k, "two different values inside allOf");
+    int K = -(e1 < e2 ? e1 : e2);
+    if (K < 0)
+        K = 0;
+    __int128 a = p1, b = p2;
+    for (int i = 0; i < K + e1; i++)
+        a *= 10;
+    for (int i = 0; i < K + e2; i++)
+        b *= 10;
+    __int128 x = a, y = b;
+    while (y) {
+        __int128 t = x % y;
+        x = y;
+        y = t;
+    }
+    __int128 l = a / x * b;
+    if (K > 15 || l > (__int128)100000000000000LL)
+        return gc_unsupported(c, k, "two different values inside allOf");
+    double scale = 1;
+    for (int i = 0; i < K; i++)
+        scale *= 10;
+    json_object_set_new(dst, k, K ? json_real((double)l / scale)
+                                  : json_integer((json_int_t)l));
+    return SX_OK;
+}
+
 static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
 {
     if (!json_is_object(src))
@@ -468,48 +582,11 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
                 return sx_err_set(c->err, SX_ENOMEM, "out of memory");
             }
             json_object_set_new(dst, "anyOf", alts);
-        } else if (id == GK_MULTIPLE_OF && json_is_integer(dv) && json_is_integer(sv) &&
-                   json_integer_value(dv) > 0 && json_integer_value(sv) > 0) {
-            /* multiples of both integers are the multiples of their lcm */
-            json_int_t a = json_integer_value(dv), b = json_integer_value(sv), x = a, y = b;
-            while (y) {
-                json_int_t t = x % y;
-                x = y;
-                y = t;
-            }
-            if (a / x > (json_int_t)1e15 / b)
-                return gc_unsupported(c, k, "two different values inside allOf");
-            json_object_set_new(dst, k, json_integer(a / x * b));
         } else if (id == GK_MULTIPLE_OF && json_is_number(dv) && json_is_number(sv) &&
                    json_number_value(dv) > 0 && json_number_value(sv) > 0) {
-            /* decimal divisors: the lcm at their common scale */
-            int64_t p1, p2;
-            int e1, e2;
-            if (gr_decimal(json_number_value(dv), &p1, &e1) ||
-                gr_decimal(json_number_value(sv), &p2, &e2))
-                return gc_unsupported(c, k, "two different values inside allOf");
-            int K = -(e1 < e2 ? e1 : e2);
-            if (K < 0)
-                K = 0;
-            __int128 a = p1, b = p2;
-            for (int i = 0; i < K + e1; i++)
-                a *= 10;
-            for (int i = 0; i < K + e2; i++)
-                b *= 10;
-            __int128 x = a, y = b;
-            while (y) {
-                __int128 t = x % y;
-                x = y;
-                y = t;
-            }
-            __int128 l = a / x * b;
-            if (K > 15 || l > (__int128)100000000000000LL)
-                return gc_unsupported(c, k, "two different values inside allOf");
-            double scale = 1;
-            for (int i = 0; i < K; i++)
-                scale *= 10;
-            json_object_set_new(dst, k, K ? json_real((double)l / scale)
-                                          : json_integer((json_int_t)l));
+            int rc = merge_multiple_of(c, dst, k, dv, sv);
+            if (rc)
+                return rc;
         } else if ((id == GK_PATTERN && json_is_string(dv) && json_is_string(sv)) ||
                    (id == GK_MORE_PATTERNS && json_is_array(dv) && json_is_array(sv))) {
             /* a string matches both patterns: the others wait in a list
@@ -544,60 +621,8 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
             return gc_unsupported(c, k, "two different values inside allOf");
         }
     }
-    /* contains: each constraint holds on its own, so one array keeps a
-     * list of them; minContains/maxContains stay with their contains */
-    const json_t *sc_c = json_object_get(src, "contains");
-    const json_t *more = json_object_get(src, GC_MORE_CONTAINS);
-    if (sc_c || more) {
-        json_t *list = json_object_get(dst, GC_MORE_CONTAINS);
-        if (!list) {
-            list = json_array();
-            json_object_set_new(dst, GC_MORE_CONTAINS, list);
-        }
-        if (!list)
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        if (sc_c) {
-            json_t *e = json_pack("{s:O}", "contains", sc_c);
-            const json_t *mn = json_object_get(src, "minContains");
-            const json_t *mx = json_object_get(src, "maxContains");
-            if (e && mn)
-                json_object_set(e, "minContains", (json_t *)mn);
-            if (e && mx)
-                json_object_set(e, "maxContains", (json_t *)mx);
-            if (!e || json_array_append_new(list, e))
-                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        }
-        if (json_is_array(more))
-            json_array_extend(list, (json_t *)more);
-    }
-    /* enum/const: the intersection of the admitted values */
-    const json_t *se = json_object_get(src, "enum"), *sc = json_object_get(src, "const");
-    if (se || sc) {
-        json_t *mine = json_array(), *theirs = json_array();
-        const json_t *de = json_object_get(dst, "enum"), *dc = json_object_get(dst, "const");
-        int dst_has = de || dc;
-        if (dc)
-            json_array_append(mine, (json_t *)dc);
-        else if (json_is_array(de))
-            json_array_extend(mine, (json_t *)de);
-        if (sc)
-            json_array_append(theirs, (json_t *)sc);
-        else if (json_is_array(se))
-            json_array_extend(theirs, (json_t *)se);
-        json_t *res = json_array();
-        size_t i, j;
-        json_t *a, *b;
-        json_array_foreach(dst_has ? mine : theirs, i, a) {
-            int keep = !dst_has;
-            json_array_foreach(theirs, j, b)
-                keep |= gc_value_equal(a, b);
-            if (keep)
-                json_array_append(res, a);
-        }
-        json_object_del(dst, "const");
-        json_object_set_new(dst, "enum", res);
-        json_decref(mine);
-        json_decref(theirs);
-    }
-    return SX_OK;
+    int rc = merge_contains(c, dst, src);
+    if (!rc)
+        merge_values(dst, src);
+    return rc;
 }

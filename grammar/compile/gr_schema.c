@@ -887,6 +887,204 @@ done:
     return rc;
 }
 
+/* The object's property names into tmp (*np of them): the listed
+ * properties first, in their written order, then the names under key
+ * conditions (required, presence lists, forbidden lists, dependencies),
+ * which get the additionalProperties schema; each gets its index (the
+ * conditioned ones the 64 bits of the seen set). */
+static int object_names(gc_ctx *c, const json_t *props, const json_t *req, const json_t *pres,
+                        const json_t *const *forbid_lists, int n_forbid, json_t *dep_src,
+                        const json_t *dr, prop_tmp *tmp, int *np)
+{
+    if (props) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)props, k, v)
+            prop_add(tmp, np, k, v, 0);
+    }
+    /* names that must or may appear without their own schema get the
+     * additionalProperties schema, tracked like the others */
+    if (dep_src && !json_is_object(dep_src))
+        return gc_invalid(c, dr ? "dependentRequired" : "dependencies", "must be an object");
+    size_t i;
+    json_t *e;
+    json_array_foreach((json_t *)req, i, e) {
+        if (!json_is_string(e))
+            return gc_invalid(c, "required", "must hold strings");
+        prop_add(tmp, np, json_string_value(e), NULL, 1);
+    }
+    size_t pi2;
+    json_t *pl;
+    json_array_foreach((json_t *)pres, pi2, pl)
+        json_array_foreach(pl, i, e)
+            prop_add(tmp, np, json_string_value(e), NULL, 1);
+    for (int fi = 0; fi < n_forbid; fi++)
+        json_array_foreach((json_t *)forbid_lists[fi], i, e) {
+            if (!json_is_string(e))
+                return gc_invalid(c, "not", "required must hold strings");
+            prop_add(tmp, np, json_string_value(e), NULL, 1);
+        }
+    if (dep_src) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(dep_src, k, v) {
+            if (!json_is_array(v))
+                return gc_unsupported(c, dr ? "dependentRequired" : "dependencies",
+                                      "schema dependencies are not enforced yet");
+            prop_add(tmp, np, k, NULL, 1);
+            json_array_foreach(v, i, e) {
+                if (!json_is_string(e))
+                    return gc_invalid(c, dr ? "dependentRequired" : "dependencies",
+                                      "must hold strings");
+                prop_add(tmp, np, json_string_value(e), NULL, 1);
+            }
+        }
+    }
+    /* names under key conditions take the 64 bits of the seen set; the
+     * rest are optional and tracked by key hash at run time */
+    int n_cond = 0, n_idx = 0;
+    for (int k = 0; k < *np; k++)
+        if (tmp[k].cond)
+            tmp[k].index = n_cond++;
+    if (n_cond > 64)
+        return gc_unsupported(c, "required", "more than 64 properties under key conditions");
+    for (int k = 0; k < *np; k++)
+        if (!tmp[k].cond)
+            tmp[k].index = n_cond + n_idx++;
+    return SX_OK;
+}
+
+/* patternProperties pp (an object): each pattern's automaton over key
+ * contents and its value schema's node, at most 16 (*npat of them). */
+static int pattern_properties(gc_ctx *c, const json_t *pp, sx_re **pats, int32_t *pat_nodes,
+                              const json_t **pat_schemas, int *npat)
+{
+    const char *k;
+    json_t *v;
+    int rc;
+    size_t o1 = gc_ptr_push(c, "patternProperties");
+    json_object_foreach((json_t *)pp, k, v) {
+        if (*npat == 16) {
+            gc_ptr_pop(c, o1);
+            return gc_unsupported(c, "patternProperties", "more than 16 patterns");
+        }
+        size_t o2 = gc_ptr_push(c, k);
+        rc = compile_key_regex(c, k, strlen(k), SX_RE_SEARCH, "patternProperties", &pats[*npat]);
+        if (!rc)
+            rc = gc_schema(c, v, &pat_nodes[*npat]);
+        gc_ptr_pop(c, o2);
+        if (rc) {
+            gc_ptr_pop(c, o1);
+            return rc;
+        }
+        pat_schemas[(*npat)++] = v;
+    }
+    gc_ptr_pop(c, o1);
+    return SX_OK;
+}
+
+/* The value node of property t: its own schema and those of the patterns
+ * its name matches, together; addl_node where none applies (-1: refused);
+ * refused where propertyNames refuses the name. */
+static int property_value(gc_ctx *c, const prop_tmp *t, const sx_re *names,
+                          sx_re *const *pats, const json_t *const *pat_schemas, int npat,
+                          int32_t addl_node, int32_t *node)
+{
+    int rc;
+    /* a listed name still has to satisfy propertyNames, and the
+     * patterns it matches apply to its value too */
+    const char *nm = t->name;
+    json_t *all = json_array();
+    if (!all)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (t->schema)
+        json_array_append(all, (json_t *)t->schema);
+    for (int pi = 0; pi < npat; pi++)
+        if (sx_re_matches(pats[pi], nm, strlen(nm)))
+            json_array_append(all, (json_t *)pat_schemas[pi]);
+    if (names && !sx_re_matches(names, nm, strlen(nm))) {
+        rc = empty_node(c, node);
+    } else if (json_array_size(all) == 0) {
+        rc = addl_node >= 0 ? (*node = addl_node, SX_OK) : empty_node(c, node);
+    } else {
+        size_t o1 = gc_ptr_push(c, t->schema ? "properties" : "patternProperties");
+        size_t o2 = gc_ptr_push(c, nm);
+        if (json_array_size(all) == 1) {
+            rc = gc_schema(c, json_array_get(all, 0), node);
+        } else {
+            json_t *sch = json_pack("{s:O}", "allOf", all);
+            rc = sch ? gc_schema(c, sch, node)
+                     : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            json_decref(sch);
+        }
+        gc_ptr_pop(c, o2);
+        gc_ptr_pop(c, o1);
+    }
+    json_decref(all);
+    return rc;
+}
+
+/* Object node id's key automaton, where propertyNames (names) or
+ * patterns constrain the keys: over key contents, the np listed names of
+ * tmp excluded from the additional keys. */
+static int object_key_automaton(gc_ctx *c, int32_t id, const prop_tmp *tmp, int np,
+                                const sx_re *names, sx_re *const *pats,
+                                const int32_t *pat_nodes, const json_t *const *pat_schemas,
+                                int npat, int32_t addl_node)
+{
+    int rc;
+    /* the listed names, excluded from the additional keys */
+    const char **lit = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *lit);
+    if (!lit)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int k = 0; k < np; k++)
+        lit[k] = tmp[k].name;
+    sx_re *listed = NULL;
+    sx_error le;
+    if (np && sx_re_from_literals(lit, NULL, (size_t)np, NULL, &listed, &le))
+        return sx_err_set(c->err, le.code, "property names: %s", le.msg);
+    if (listed && gc_keep_re(c, listed)) {
+        sx_re_free(listed);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    gr_strx *kx = NULL;
+    int32_t *close = NULL;
+    if ((rc = gc_key_automaton(c, names, listed, (const sx_re *const *)pats, pat_nodes, npat,
+                               addl_node, pat_schemas, &kx, &close)))
+        return rc;
+    gr_node *n = &c->g->nodes[id];
+    n->u.obj.keyx = kx;
+    n->u.obj.close_node = close;
+    return SX_OK;
+}
+
+/* Object node n's key conditions as bit sets over the seen set: the
+ * presence lists of pres (NULL: none) and the n_forbid forbidden lists. */
+static int object_key_conditions(gc_ctx *c, gr_node *n, prop_tmp *tmp, int np,
+                                 const gc_pres *pres, const json_t *const *forbid_lists,
+                                 int n_forbid)
+{
+    size_t i, pi2;
+    json_t *e, *pl;
+    if (pres) {
+        n->u.obj.n_pres = (int)json_array_size(pres->lists);
+        n->u.obj.pres_one = pres->one;
+        n->u.obj.pres = gc_alloc(c, (size_t)n->u.obj.n_pres * sizeof *n->u.obj.pres);
+        if (!n->u.obj.pres)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        json_array_foreach((json_t *)pres->lists, pi2, pl)
+            json_array_foreach(pl, i, e)
+                n->u.obj.pres[pi2] |= prop_bit(tmp, np, json_string_value(e));
+    }
+    for (int fi = 0; fi < n_forbid; fi++) {
+        uint64_t bits = 0;
+        json_array_foreach((json_t *)forbid_lists[fi], i, e)
+            bits |= prop_bit(tmp, np, json_string_value(e));
+        n->u.obj.forbid[n->u.obj.n_forbid++] = bits;
+    }
+    return SX_OK;
+}
+
 /* pres: the presence condition for this object (NULL: none); forbid_lists:
  * n_forbid `required` lists of a `not` (none of them all present). */
 static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
@@ -928,61 +1126,8 @@ static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
     tmp = gc_alloc(c, (bound ? bound : 1) * sizeof *tmp);
     if (!tmp)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    if (props) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)props, k, v)
-            prop_add(tmp, &np, k, v, 0);
-    }
-    /* names that must or may appear without their own schema get the
-     * additionalProperties schema, tracked like the others */
-    if (dep_src && !json_is_object(dep_src))
-        return gc_invalid(c, dr ? "dependentRequired" : "dependencies", "must be an object");
-    size_t i;
-    json_t *e;
-    json_array_foreach((json_t *)req, i, e) {
-        if (!json_is_string(e))
-            return gc_invalid(c, "required", "must hold strings");
-        prop_add(tmp, &np, json_string_value(e), NULL, 1);
-    }
-    size_t pi2;
-    json_t *pl;
-    json_array_foreach((json_t *)pres, pi2, pl)
-        json_array_foreach(pl, i, e)
-            prop_add(tmp, &np, json_string_value(e), NULL, 1);
-    for (int fi = 0; fi < n_forbid; fi++)
-        json_array_foreach((json_t *)forbid_lists[fi], i, e) {
-            if (!json_is_string(e))
-                return gc_invalid(c, "not", "required must hold strings");
-            prop_add(tmp, &np, json_string_value(e), NULL, 1);
-        }
-    if (dep_src) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(dep_src, k, v) {
-            if (!json_is_array(v))
-                return gc_unsupported(c, dr ? "dependentRequired" : "dependencies",
-                                      "schema dependencies are not enforced yet");
-            prop_add(tmp, &np, k, NULL, 1);
-            json_array_foreach(v, i, e) {
-                if (!json_is_string(e))
-                    return gc_invalid(c, dr ? "dependentRequired" : "dependencies",
-                                      "must hold strings");
-                prop_add(tmp, &np, json_string_value(e), NULL, 1);
-            }
-        }
-    }
-    /* names under key conditions take the 64 bits of the seen set; the
-     * rest are optional and tracked by key hash at run time */
-    int n_cond = 0, n_idx = 0;
-    for (int k = 0; k < np; k++)
-        if (tmp[k].cond)
-            tmp[k].index = n_cond++;
-    if (n_cond > 64)
-        return gc_unsupported(c, "required", "more than 64 properties under key conditions");
-    for (int k = 0; k < np; k++)
-        if (!tmp[k].cond)
-            tmp[k].index = n_cond + n_idx++;
+    if ((rc = object_names(c, props, req, pres, forbid_lists, n_forbid, dep_src, dr, tmp, &np)))
+        return rc;
 
     int32_t id, addl_node = -1;
     if (!addl || json_is_true(addl)) {
@@ -1004,28 +1149,8 @@ static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
     int npat = 0;
     if (pn && (rc = names_automaton(c, pn, "propertyNames", &names)))
         return rc;
-    if (pp) {
-        const char *k;
-        json_t *v;
-        size_t o1 = gc_ptr_push(c, "patternProperties");
-        json_object_foreach((json_t *)pp, k, v) {
-            if (npat == 16) {
-                gc_ptr_pop(c, o1);
-                return gc_unsupported(c, "patternProperties", "more than 16 patterns");
-            }
-            size_t o2 = gc_ptr_push(c, k);
-            rc = compile_key_regex(c, k, strlen(k), SX_RE_SEARCH, "patternProperties", &pats[npat]);
-            if (!rc)
-                rc = gc_schema(c, v, &pat_nodes[npat]);
-            gc_ptr_pop(c, o2);
-            if (rc) {
-                gc_ptr_pop(c, o1);
-                return rc;
-            }
-            pat_schemas[npat++] = v;
-        }
-        gc_ptr_pop(c, o1);
-    }
+    if (pp && (rc = pattern_properties(c, pp, pats, pat_nodes, pat_schemas, &npat)))
+        return rc;
     if ((rc = gc_new_node(c, GK_OBJECT, &id)))
         return rc;
     gr_prop *P = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *P);
@@ -1048,41 +1173,14 @@ static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
         P[k].hash = gr_key_hash(kb, klen);
         /* `properties` come first in tmp, in their written order */
         P[k].order = tmp[k].schema ? (uint16_t)k : GR_ORD_UNLISTED;
-        /* a listed name still has to satisfy propertyNames, and the
-         * patterns it matches apply to its value too */
-        const char *nm = tmp[k].name;
-        json_t *all = json_array();
-        if (!all)
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        if (tmp[k].schema)
-            json_array_append(all, (json_t *)tmp[k].schema);
-        for (int pi = 0; pi < npat; pi++)
-            if (sx_re_matches(pats[pi], nm, strlen(nm)))
-                json_array_append(all, (json_t *)pat_schemas[pi]);
-        if (names && !sx_re_matches(names, nm, strlen(nm))) {
-            rc = empty_node(c, &P[k].node);
-        } else if (json_array_size(all) == 0) {
-            rc = addl_node >= 0 ? (P[k].node = addl_node, SX_OK) : empty_node(c, &P[k].node);
-        } else {
-            size_t o1 = gc_ptr_push(c, tmp[k].schema ? "properties" : "patternProperties");
-            size_t o2 = gc_ptr_push(c, nm);
-            if (json_array_size(all) == 1) {
-                rc = gc_schema(c, json_array_get(all, 0), &P[k].node);
-            } else {
-                json_t *sch = json_pack("{s:O}", "allOf", all);
-                rc = sch ? gc_schema(c, sch, &P[k].node)
-                         : sx_err_set(c->err, SX_ENOMEM, "out of memory");
-                json_decref(sch);
-            }
-            gc_ptr_pop(c, o2);
-            gc_ptr_pop(c, o1);
-        }
-        json_decref(all);
+        rc = property_value(c, &tmp[k], names, pats, pat_schemas, npat, addl_node, &P[k].node);
         if (rc)
             return rc;
     }
     gr_node *n = &c->g->nodes[id];
     uint64_t required = 0;
+    size_t i;
+    json_t *e;
     json_array_foreach((json_t *)req, i, e)
         required |= prop_bit(tmp, np, json_string_value(e));
     if (dep_src) {
@@ -1094,30 +1192,10 @@ static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
                 dep[at] |= prop_bit(tmp, np, json_string_value(e));
         }
     }
-    if (names || npat) {
-        /* the listed names, excluded from the additional keys */
-        const char **lit = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *lit);
-        if (!lit)
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        for (int k = 0; k < np; k++)
-            lit[k] = tmp[k].name;
-        sx_re *listed = NULL;
-        sx_error le;
-        if (np && sx_re_from_literals(lit, NULL, (size_t)np, NULL, &listed, &le))
-            return sx_err_set(c->err, le.code, "property names: %s", le.msg);
-        if (listed && gc_keep_re(c, listed)) {
-            sx_re_free(listed);
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        }
-        gr_strx *kx = NULL;
-        int32_t *close = NULL;
-        if ((rc = gc_key_automaton(c, names, listed, (const sx_re *const *)pats, pat_nodes, npat,
-                                   addl_node, pat_schemas, &kx, &close)))
-            return rc;
-        n = &c->g->nodes[id];
-        n->u.obj.keyx = kx;
-        n->u.obj.close_node = close;
-    }
+    if ((names || npat) &&
+        (rc = object_key_automaton(c, id, tmp, np, names, pats, pat_nodes, pat_schemas, npat,
+                                   addl_node)))
+        return rc;
     n = &c->g->nodes[id];
     qsort(P, (size_t)np, sizeof *P, cmp_prop);
     if (c->opts.prop_order && (rc = order_tables(c, P, np, id)))
@@ -1130,22 +1208,8 @@ static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
     n->u.obj.additional = addl_node;
     n->u.obj.min_props = 0;
     n->u.obj.max_props = -1;
-    if (pres) {
-        n->u.obj.n_pres = (int)json_array_size(pres);
-        n->u.obj.pres_one = pres_one;
-        n->u.obj.pres = gc_alloc(c, (size_t)n->u.obj.n_pres * sizeof *n->u.obj.pres);
-        if (!n->u.obj.pres)
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        json_array_foreach((json_t *)pres, pi2, pl)
-            json_array_foreach(pl, i, e)
-                n->u.obj.pres[pi2] |= prop_bit(tmp, np, json_string_value(e));
-    }
-    for (int fi = 0; fi < n_forbid; fi++) {
-        uint64_t bits = 0;
-        json_array_foreach((json_t *)forbid_lists[fi], i, e)
-            bits |= prop_bit(tmp, np, json_string_value(e));
-        n->u.obj.forbid[n->u.obj.n_forbid++] = bits;
-    }
+    if ((rc = object_key_conditions(c, n, tmp, np, pr, forbid_lists, n_forbid)))
+        return rc;
     if ((rc = get_count(c, s, "minProperties", &n->u.obj.min_props)) ||
         (rc = get_count(c, s, "maxProperties", &n->u.obj.max_props)))
         return rc;
