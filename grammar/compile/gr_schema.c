@@ -689,6 +689,137 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     return names_automaton_at(c, pn, kw, 1, out);
 }
 
+/* The string keywords of name schema pn (type, lengths, pattern,
+ * format) as automata over key contents, intersected into *acc (NULL:
+ * nothing yet). */
+static int names_pieces(gc_ctx *c, const json_t *pn, const char *kw, sx_re **acc)
+{
+    int rc = SX_OK;
+    sx_re *part = NULL;
+    const json_t *ty = json_object_get(pn, "type");
+    int types = ty ? (json_is_string(ty) ? type_bit(json_string_value(ty)) : 0) : T_STR;
+    if (json_is_array(ty)) {
+        size_t i;
+        json_t *e2;
+        json_array_foreach((json_t *)ty, i, e2)
+            types |= json_is_string(e2) ? type_bit(json_string_value(e2)) : 0;
+    }
+    char src[96];
+    const char *pieces[4] = {NULL, NULL, NULL, NULL}; /* lengths, pattern, format, within */
+    sx_re_mode modes[4] = {SX_RE_FULL, SX_RE_SEARCH, SX_RE_FULL, SX_RE_FULL};
+    if (!(types & T_STR)) {
+        pieces[0] = "[]"; /* keys are strings: nothing passes */
+    } else {
+        int64_t mn = 0, mx = -1;
+        if ((rc = get_count(c, pn, "minLength", &mn)) || (rc = get_count(c, pn, "maxLength", &mx)))
+            return rc;
+        if (mn > 0 || mx >= 0) {
+            if (mx >= 0)
+                snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
+            else
+                snprintf(src, sizeof src, "^[\\s\\S]{%lld,}$", (long long)mn);
+            pieces[0] = src;
+        }
+        pieces[1] = json_string_value(json_object_get(pn, "pattern"));
+        const char *fmt = json_string_value(json_object_get(pn, "format"));
+        const sx_format_info *fi = NULL;
+        if (fmt && gc_in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
+            /* the format's own length bound joins the length piece */
+            if (mx < 0 || mx > fi->max_len)
+                mx = fi->max_len;
+            snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
+            pieces[0] = src;
+        }
+        if (fmt && gc_in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2]))
+            return gc_unsupported(c, "format", "this format is not enforced");
+        if (fi)
+            pieces[3] = fi->within;
+    }
+    for (int i = 0; i < 4 && !rc; i++) {
+        if (!pieces[i])
+            continue;
+        static const char *const piece_kw[4] = {"maxLength", "pattern", "format", "format"};
+        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i],
+                               types & T_STR ? piece_kw[i] : "type", &part);
+        if (rc)
+            break;
+        if (!*acc)
+            *acc = part;
+        else if ((rc = names_and(c, kw, acc, part)))
+            break;
+    }
+    return rc;
+}
+
+/* enum/const of name schema pn: the listed names, intersected into *acc. */
+static int names_listed(gc_ctx *c, const json_t *pn, const char *kw, sx_re **acc)
+{
+    int rc = SX_OK;
+    sx_re *part = NULL;
+    sx_error e;
+    const json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
+    if (en || cn) {
+        const char *lit[256];
+        size_t nl = 0, i;
+        json_t *x;
+        if (cn && json_is_string(cn))
+            lit[nl++] = json_string_value(cn);
+        if (json_is_array(en))
+            json_array_foreach((json_t *)en, i, x)
+                if (json_is_string(x) && nl < 256 && !(cn && !json_equal(x, (json_t *)cn)))
+                    lit[nl++] = json_string_value(x);
+        if (json_is_array(en) && json_array_size(en) > 256) {
+            rc = gc_unsupported(c, "enum", "more than 256 property names");
+        } else if ((rc = sx_re_from_literals(lit, NULL, nl, NULL, &part, &e))) {
+            rc = sx_err_set(c->err, rc, "%s enum: %s", kw, e.msg);
+        } else if ((rc = gc_keep_re(c, part))) {
+            sx_re_free(part);
+        } else if (!*acc) {
+            *acc = part;
+        } else {
+            rc = names_and(c, kw, acc, part);
+        }
+    }
+    return rc;
+}
+
+/* `not` of name schema pn: the names it leaves out (of listed names or
+ * of a string schema), taken out of *acc. */
+static int names_not(gc_ctx *c, const json_t *pn, const char *kw, sx_re **acc)
+{
+    int rc = SX_OK;
+    const json_t *pnot = json_object_get(pn, "not");
+    if (pnot) {
+        json_t *ex = NULL;
+        sx_re *less = NULL;
+        sx_re *sub = NULL;
+        sx_error e2;
+        if (!strcmp(kw, "not")) {
+            rc = gc_unsupported(c, "not", "inside not");
+        } else if (string_not(pnot)) {
+            /* names that do not match a string schema */
+            if (!(rc = names_automaton(c, pnot, "not", &sub)) &&
+                (rc = sx_re_minus(*acc, sub, NULL, &less, &e2)))
+                rc = sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not is too complex: %s",
+                                 c->ptr, e2.msg);
+            if (!rc && (rc = gc_keep_re(c, less)))
+                sx_re_free(less);
+            else if (!rc)
+                *acc = less;
+        } else if (!listed_not(pnot)) {
+            rc = gc_unsupported(c, "not", "inside propertyNames: only not of listed names or of a pattern");
+        } else if (!(rc = not_values(c, pnot, T_STR, &ex)) &&
+                   !(rc = gc_minus_strings(c, *acc, ex, &less))) {
+            if ((rc = gc_keep_re(c, less)))
+                sx_re_free(less);
+            else
+                *acc = less;
+        }
+        json_decref(ex);
+    }
+    return rc;
+}
+
 /* push: the schema's pointer is c->ptr/kw (else c->ptr already, as for a
  * member of an allOf inside one) */
 static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int push,
@@ -696,8 +827,7 @@ static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int p
 {
     size_t old = push ? gc_ptr_push(c, kw) : strlen(c->ptr);
     int rc = SX_OK;
-    sx_re *acc = NULL, *part = NULL;
-    sx_error e;
+    sx_re *acc = NULL;
     *out = NULL;
     /* name schemas nest through allOf, not and $ref (a $ref back to an
      * enclosing one would recurse without end) */
@@ -753,114 +883,13 @@ static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int p
                                                       : "inside propertyNames");
         goto done;
     }
-    const json_t *ty = json_object_get(pn, "type");
-    int types = ty ? (json_is_string(ty) ? type_bit(json_string_value(ty)) : 0) : T_STR;
-    if (json_is_array(ty)) {
-        size_t i;
-        json_t *e2;
-        json_array_foreach((json_t *)ty, i, e2)
-            types |= json_is_string(e2) ? type_bit(json_string_value(e2)) : 0;
-    }
-    char src[96];
-    const char *pieces[4] = {NULL, NULL, NULL, NULL}; /* lengths, pattern, format, within */
-    sx_re_mode modes[4] = {SX_RE_FULL, SX_RE_SEARCH, SX_RE_FULL, SX_RE_FULL};
-    if (!(types & T_STR)) {
-        pieces[0] = "[]"; /* keys are strings: nothing passes */
-    } else {
-        int64_t mn = 0, mx = -1;
-        if ((rc = get_count(c, pn, "minLength", &mn)) || (rc = get_count(c, pn, "maxLength", &mx)))
-            goto done;
-        if (mn > 0 || mx >= 0) {
-            if (mx >= 0)
-                snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
-            else
-                snprintf(src, sizeof src, "^[\\s\\S]{%lld,}$", (long long)mn);
-            pieces[0] = src;
-        }
-        pieces[1] = json_string_value(json_object_get(pn, "pattern"));
-        const char *fmt = json_string_value(json_object_get(pn, "format"));
-        const sx_format_info *fi = NULL;
-        if (fmt && gc_in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
-            /* the format's own length bound joins the length piece */
-            if (mx < 0 || mx > fi->max_len)
-                mx = fi->max_len;
-            snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
-            pieces[0] = src;
-        }
-        if (fmt && gc_in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2])) {
-            rc = gc_unsupported(c, "format", "this format is not enforced");
-            goto done;
-        }
-        if (fi)
-            pieces[3] = fi->within;
-    }
-    for (int i = 0; i < 4 && !rc; i++) {
-        if (!pieces[i])
-            continue;
-        static const char *const piece_kw[4] = {"maxLength", "pattern", "format", "format"};
-        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i],
-                               types & T_STR ? piece_kw[i] : "type", &part);
-        if (rc)
-            break;
-        if (!acc)
-            acc = part;
-        else if ((rc = names_and(c, kw, &acc, part)))
-            break;
-    }
-    const json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
-    if (!rc && (en || cn)) {
-        const char *lit[256];
-        size_t nl = 0, i;
-        json_t *x;
-        if (cn && json_is_string(cn))
-            lit[nl++] = json_string_value(cn);
-        if (json_is_array(en))
-            json_array_foreach((json_t *)en, i, x)
-                if (json_is_string(x) && nl < 256 && !(cn && !json_equal(x, (json_t *)cn)))
-                    lit[nl++] = json_string_value(x);
-        if (json_is_array(en) && json_array_size(en) > 256) {
-            rc = gc_unsupported(c, "enum", "more than 256 property names");
-        } else if ((rc = sx_re_from_literals(lit, NULL, nl, NULL, &part, &e))) {
-            rc = sx_err_set(c->err, rc, "%s enum: %s", kw, e.msg);
-        } else if ((rc = gc_keep_re(c, part))) {
-            sx_re_free(part);
-        } else if (!acc) {
-            acc = part;
-        } else {
-            rc = names_and(c, kw, &acc, part);
-        }
-    }
+    rc = names_pieces(c, pn, kw, &acc);
+    if (!rc)
+        rc = names_listed(c, pn, kw, &acc);
     if (!rc && !acc)
         rc = compile_key_regex(c, "[\\s\\S]*", 7, SX_RE_FULL, kw, &acc);
-    const json_t *pnot = json_object_get(pn, "not");
-    if (!rc && pnot) {
-        json_t *ex = NULL;
-        sx_re *less = NULL;
-        sx_re *sub = NULL;
-        sx_error e2;
-        if (!strcmp(kw, "not")) {
-            rc = gc_unsupported(c, "not", "inside not");
-        } else if (string_not(pnot)) {
-            /* names that do not match a string schema */
-            if (!(rc = names_automaton(c, pnot, "not", &sub)) &&
-                (rc = sx_re_minus(acc, sub, NULL, &less, &e2)))
-                rc = sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not is too complex: %s",
-                                 c->ptr, e2.msg);
-            if (!rc && (rc = gc_keep_re(c, less)))
-                sx_re_free(less);
-            else if (!rc)
-                acc = less;
-        } else if (!listed_not(pnot)) {
-            rc = gc_unsupported(c, "not", "inside propertyNames: only not of listed names or of a pattern");
-        } else if (!(rc = not_values(c, pnot, T_STR, &ex)) &&
-                   !(rc = gc_minus_strings(c, acc, ex, &less))) {
-            if ((rc = gc_keep_re(c, less)))
-                sx_re_free(less);
-            else
-                acc = less;
-        }
-        json_decref(ex);
-    }
+    if (!rc)
+        rc = names_not(c, pn, kw, &acc);
     /* allOf (two propertyNames merged): a name passes every member */
     const json_t *pall = json_object_get(pn, "allOf");
     if (!rc && pall && !json_is_array(pall))
@@ -2563,6 +2592,112 @@ static int any_values(gc_ctx *c, const json_t *nt, json_t **out)
     return rc;
 }
 
+/* A plain schema's `not`, in the forms whose complement is exact here:
+ * what it takes out of *types, and what it leaves for the nodes to
+ * enforce (the caller frees nf's lists, whatever the result). */
+typedef struct not_form {
+    json_t *excl;          /* not of listed values: the values left out */
+    int excl_true, excl_false;
+    const json_t *not_str; /* not of a string schema */
+    const json_t *forbid;  /* not {required}: that list */
+    json_t *owned;         /* forbidden key lists built from not {anyOf|allOf} */
+    int nothing;           /* 1: the schema admits no value */
+} not_form;
+
+static int not_nothing(not_form *nf)
+{
+    json_decref(nf->owned);
+    nf->owned = NULL;
+    nf->nothing = 1;
+    return SX_OK;
+}
+
+static int plain_not(gc_ctx *c, const json_t *s, int *types, not_form *nf)
+{
+    int rc;
+    const json_t *nt = json_object_get(s, "not");
+    for (int hops = 0; hops < 16 && json_is_object(nt) && json_object_size(nt) == 1 &&
+                       json_is_string(json_object_get(nt, "$ref"));
+         hops++) {
+        const json_t *t = gc_resolve_ref(c, json_string_value(json_object_get(nt, "$ref")));
+        if (!t)
+            break;
+        nt = t;
+    }
+    if (nt && !json_is_false(nt)) {
+        const char *nk, *only = NULL;
+        json_t *nv;
+        int n_assert = 0;
+        if (!json_is_object(nt) && !json_is_true(nt))
+            return gc_invalid(c, "not", "must be a schema");
+        if (json_is_object(nt))
+            json_object_foreach((json_t *)nt, nk, nv)
+                if (gc_kw_flags(gc_kw_id(nk)) & GK_ASSERTION) {
+                    n_assert++;
+                    only = nk;
+                }
+        if (n_assert == 0)
+            return not_nothing(nf); /* not {} admits nothing */
+        if (string_not(nt)) {
+            /* strings that fail it; other values fail it only by type */
+            nf->not_str = nt;
+            if (!json_object_get(nt, "type"))
+                *types &= T_STR;
+            n_assert = 0;
+            only = NULL;
+        } else if (listed_not(nt) || listed_any(nt)) {
+            /* not of listed values: each type of value leaves them out */
+            int nty = json_object_get(nt, "type") ? schema_types(c, nt, 0) : T_ALL;
+            if (nty & T_NUM)
+                nty |= T_INT;
+            if ((rc = listed_any(nt) ? any_values(c, nt, &nf->excl)
+                                     : not_values(c, nt, nty, &nf->excl)))
+                return rc;
+            size_t ei;
+            json_t *ev;
+            json_array_foreach(nf->excl, ei, ev) {
+                if (json_is_null(ev))
+                    *types &= ~T_NULL;
+                nf->excl_true |= json_is_true(ev);
+                nf->excl_false |= json_is_false(ev);
+                if ((json_is_object(ev) && (*types & T_OBJ)) || (json_is_array(ev) && (*types & T_ARR)))
+                    return gc_unsupported(c, "not", "listed objects or arrays are not excluded");
+            }
+            if (nf->excl_true && nf->excl_false)
+                *types &= ~T_BOOL;
+            n_assert = 0;
+            only = NULL;
+        } else if (n_assert > 1) {
+            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
+        }
+        gc_kw oid = only ? gc_kw_id(only) : GK_UNKNOWN;
+        if (!only) {
+            /* done above */
+        } else if (oid == GK_TYPE) {
+            int ex = schema_types(c, nt, 0);
+            if ((ex & T_INT) && !(ex & T_NUM) && (*types & T_NUM))
+                return gc_unsupported(c, "not", "a number that is not an integer");
+            *types &= ~ex;
+        } else if (oid == GK_REQUIRED && json_is_array(json_object_get(nt, "required"))) {
+            nf->forbid = json_object_get(nt, "required");
+            if (json_array_size(nf->forbid) == 0)
+                return not_nothing(nf); /* everything satisfies required: [] */
+            *types &= T_OBJ; /* non-objects satisfy any required */
+        } else if ((oid == GK_ANY_OF || oid == GK_ALL_OF) &&
+                   required_lists(json_object_get(nt, only), oid == GK_ALL_OF, &nf->owned)) {
+            /* not anyOf[required...]: no list complete; not allOf: not all
+             * of their union; non-objects satisfy every branch */
+            for (size_t li = 0; li < json_array_size(nf->owned); li++)
+                if (json_array_size(json_array_get(nf->owned, li)) == 0)
+                    return not_nothing(nf);
+            *types &= T_OBJ;
+        } else {
+            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
+        }
+    }
+    return SX_OK;
+}
+
 /* pres: a presence condition from anyOf/oneOf, for this schema's own
  * object node only (NULL: none) */
 static int plain_schema(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node)
@@ -2598,95 +2733,15 @@ static int plain_schema(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t
             return gc_invalid(c, "type", "must be a string or an array");
         }
     }
-    /* not: the forms whose complement is exact here */
-    const json_t *nt = json_object_get(s, "not");
-    json_t *excl = NULL; /* not of listed values: the values left out */
-    int excl_true = 0, excl_false = 0;
-    const json_t *not_str = NULL; /* not of a string schema */
-    for (int hops = 0; hops < 16 && json_is_object(nt) && json_object_size(nt) == 1 &&
-                       json_is_string(json_object_get(nt, "$ref"));
-         hops++) {
-        const json_t *t = gc_resolve_ref(c, json_string_value(json_object_get(nt, "$ref")));
-        if (!t)
-            break;
-        nt = t;
+    not_form no = {0};
+    if ((rc = plain_not(c, s, &types, &no)) || no.nothing) {
+        json_decref(no.excl);
+        json_decref(no.owned);
+        return rc ? rc : empty_node(c, node);
     }
-    const json_t *forbid = NULL;
-    json_t *owned = NULL; /* forbidden key lists built from not {anyOf|allOf} */
-    if (nt && !json_is_false(nt)) {
-        const char *nk, *only = NULL;
-        json_t *nv;
-        int n_assert = 0;
-        if (!json_is_object(nt) && !json_is_true(nt))
-            return gc_invalid(c, "not", "must be a schema");
-        if (json_is_object(nt))
-            json_object_foreach((json_t *)nt, nk, nv)
-                if (gc_kw_flags(gc_kw_id(nk)) & GK_ASSERTION) {
-                    n_assert++;
-                    only = nk;
-                }
-        if (n_assert == 0)
-            return empty_node(c, node); /* not {} admits nothing */
-        if (string_not(nt)) {
-            /* strings that fail it; other values fail it only by type */
-            not_str = nt;
-            if (!json_object_get(nt, "type"))
-                types &= T_STR;
-            n_assert = 0;
-            only = NULL;
-        } else if (listed_not(nt) || listed_any(nt)) {
-            /* not of listed values: each type of value leaves them out */
-            int nty = json_object_get(nt, "type") ? schema_types(c, nt, 0) : T_ALL;
-            if (nty & T_NUM)
-                nty |= T_INT;
-            if ((rc = listed_any(nt) ? any_values(c, nt, &excl) : not_values(c, nt, nty, &excl)))
-                return rc;
-            size_t ei;
-            json_t *ev;
-            json_array_foreach(excl, ei, ev) {
-                if (json_is_null(ev))
-                    types &= ~T_NULL;
-                excl_true |= json_is_true(ev);
-                excl_false |= json_is_false(ev);
-                if ((json_is_object(ev) && (types & T_OBJ)) || (json_is_array(ev) && (types & T_ARR))) {
-                    json_decref(excl);
-                    return gc_unsupported(c, "not", "listed objects or arrays are not excluded");
-                }
-            }
-            if (excl_true && excl_false)
-                types &= ~T_BOOL;
-            n_assert = 0;
-            only = NULL;
-        } else if (n_assert > 1) {
-            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
-        }
-        gc_kw oid = only ? gc_kw_id(only) : GK_UNKNOWN;
-        if (!only) {
-            /* done above */
-        } else if (oid == GK_TYPE) {
-            int ex = schema_types(c, nt, 0);
-            if ((ex & T_INT) && !(ex & T_NUM) && (types & T_NUM))
-                return gc_unsupported(c, "not", "a number that is not an integer");
-            types &= ~ex;
-        } else if (oid == GK_REQUIRED && json_is_array(json_object_get(nt, "required"))) {
-            forbid = json_object_get(nt, "required");
-            if (json_array_size(forbid) == 0)
-                return empty_node(c, node); /* everything satisfies required: [] */
-            types &= T_OBJ; /* non-objects satisfy any required */
-        } else if ((oid == GK_ANY_OF || oid == GK_ALL_OF) &&
-                   required_lists(json_object_get(nt, only), oid == GK_ALL_OF, &owned)) {
-            /* not anyOf[required...]: no list complete; not allOf: not all
-             * of their union; non-objects satisfy every branch */
-            for (size_t li = 0; li < json_array_size(owned); li++)
-                if (json_array_size(json_array_get(owned, li)) == 0) {
-                    json_decref(owned);
-                    return empty_node(c, node);
-                }
-            types &= T_OBJ;
-        } else {
-            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
-        }
-    }
+    json_t *excl = no.excl, *owned = no.owned;
+    int excl_true = no.excl_true, excl_false = no.excl_false;
+    const json_t *not_str = no.not_str, *forbid = no.forbid;
     if (types & T_NUM)
         types &= ~T_INT; /* number covers integer */
     if (json_object_get(s, "enum") || json_object_get(s, "const")) {
