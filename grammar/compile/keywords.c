@@ -82,7 +82,11 @@ gc_kw gc_kw_id(const char *s)
 {
     int lo = 0, hi = GK_COUNT - 1;
     while (lo <= hi) {
-        int mid = (lo + hi) / 2, d = strcmp(s, table[mid].name);
+        int mid = (lo + hi) / 2;
+        /* most probes differ in the first byte: no call for those */
+        int d = (unsigned char)s[0] - (unsigned char)table[mid].name[0];
+        if (!d)
+            d = strcmp(s, table[mid].name);
         if (!d)
             return (gc_kw)mid;
         if (d < 0)
