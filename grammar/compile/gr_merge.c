@@ -383,7 +383,7 @@ static int not_branches(json_t *alts, const json_t *x)
     json_t *v;
     if (json_is_array(any)) {
         json_object_foreach((json_t *)x, k, v)
-            if (strcmp(k, "anyOf") && gc_is_assertion(k))
+            if (gc_kw_id(k) != GK_ANY_OF && gc_is_assertion(k))
                 any = NULL;
     }
     if (json_is_array(any))

@@ -59,18 +59,20 @@ static json_t *excluded_names(gc_ctx *c, const json_t *pn)
     if (!json_is_object(pn) || !json_object_get(pn, "not"))
         return NULL;
     json_object_foreach((json_t *)pn, k, v) {
-        if (!gc_is_assertion(k) || !strcmp(k, "not"))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION) || id == GK_NOT)
             continue;
-        if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
+        if (id != GK_TYPE || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return NULL;
     }
     const json_t *nt = follow(c, json_object_get(pn, "not"));
     const json_t *cn = json_is_object(nt) ? json_object_get(nt, "const") : NULL;
     const json_t *en = json_is_object(nt) ? json_object_get(nt, "enum") : NULL;
     json_object_foreach((json_t *)nt, k, v) {
-        if (!gc_is_assertion(k) || !strcmp(k, "const") || !strcmp(k, "enum"))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION) || id == GK_CONST || id == GK_ENUM)
             continue;
-        if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
+        if (id != GK_TYPE || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return NULL;
     }
     if ((cn && en) || (!cn && !en) || (en && !json_is_array(en)))

@@ -653,7 +653,7 @@ static int string_not(const json_t *nt)
             continue;
         if (gc_kw_types(id) == GK_T_STR)
             any = 1;
-        else if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
+        else if (id != GK_TYPE || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return 0;
     }
     return any;
@@ -2475,7 +2475,7 @@ static int required_lists(const json_t *branches, int union_all, json_t **out)
         if (!json_is_object(b) || !json_is_array(json_object_get(b, "required")))
             return 0;
         json_object_foreach(b, k, v)
-            if (strcmp(k, "required") && gc_is_assertion(k))
+            if (gc_kw_id(k) != GK_REQUIRED && gc_is_assertion(k))
                 return 0;
         json_array_foreach(json_object_get(b, "required"), j, e)
             if (!json_is_string(e))
@@ -2505,11 +2505,12 @@ static int listed_not(const json_t *nt)
     if (!json_is_object(nt))
         return 0;
     json_object_foreach((json_t *)nt, k, v) {
-        if (!gc_is_assertion(k))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION))
             continue;
-        if (!strcmp(k, "enum") || !strcmp(k, "const"))
+        if (id == GK_ENUM || id == GK_CONST)
             listed = 1;
-        else if (strcmp(k, "type"))
+        else if (id != GK_TYPE)
             return 0;
     }
     return listed;
@@ -2562,7 +2563,7 @@ static int listed_any(const json_t *nt)
     if (!json_is_array(any) || json_array_size(any) == 0)
         return 0;
     json_object_foreach((json_t *)nt, k, v)
-        if (gc_is_assertion(k) && strcmp(k, "anyOf"))
+        if (gc_kw_id(k) != GK_ANY_OF && gc_is_assertion(k))
             return 0;
     json_array_foreach(any, i, v)
         if (!listed_not(v))
