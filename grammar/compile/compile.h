@@ -36,13 +36,9 @@ typedef struct gc_ctx {
     int depth;
     gc_ref *refs;    /* compiled $ref targets (allows recursion) */
     int32_t any_node;/* node for `true`, built on first use (0 = not yet) */
-    const json_t *forbid[4]; /* `not: {required: [...]}` lists for the next object node */
-    int n_forbid;
     int any_built;
     int draft4;      /* draft-04 or older: integers have no fraction part */
     int no_if;       /* before draft-07: if/then/else are unknown keywords */
-    const json_t *pres; /* anyOf/oneOf of `required` lists for the next object node */
-    int pres_one;       /* 1: oneOf (exactly one list complete), 0: anyOf */
     struct gc_addrs *addrs; /* gr_memo.c: the document's object addresses, or NULL */
     struct gc_ref_index *ref_index; /* gr_memo.c: c->refs by target and by text, or NULL */
     int memo_on;        /* copies are remembered (the second attempt) */
@@ -77,8 +73,8 @@ int gc_unsupported(gc_ctx *c, const char *kw, const char *why);
 int gc_invalid(gc_ctx *c, const char *kw, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* gr_schema.c: 1 for keywords that constrain values (not annotations, not
- * unknown keywords, which JSON Schema ignores). */
+/* keywords.c: 1 for keywords that constrain values (not annotations, not
+ * unknown keywords, which JSON Schema ignores); keywords.h has the table. */
 int gc_is_assertion(const char *kw);
 /* gr_schema.c: 1 if s is one of the strings of the NULL-terminated list l. */
 int gc_in_list(const char *const *l, const char *s);
@@ -136,7 +132,9 @@ int gc_has_key_prefix(const json_t *v, const char *prefix);
 /* If s is a copy already compiled (or being compiled), *node gets its node;
  * else, when s is to be remembered, *entry gets a reserved entry whose node
  * gc_memo_done fills with the compiled one (the caller cuts c->refs back,
- * gc_refs_cut, if the compile fails).  *node -1 and *entry NULL: compile s as usual. */
+ * gc_refs_cut, if the compile fails).  *node -1 and *entry NULL: compile s as usual.
+ * Not called for a schema compiled under a presence condition (its node is
+ * not the schema's alone). */
 int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry);
 /* gr_memo.c: c->refs, the compiled $ref targets and remembered copies, is a
  * stack that failed attempts cut back; these keep a hash index beside it so

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "grammar/compile/compile.h"
+#include "grammar/compile/keywords.h"
 #include "grammar/validator/validator.h"
 
 /* The retrieval URI the root document is served under when the schema
@@ -359,9 +360,11 @@ static int only_plain_enum(const json_t *s)
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)s, k, v)
-        if (strcmp(k, "type") && strcmp(k, "enum") && strcmp(k, "const") && gc_is_assertion(k))
+    json_object_foreach((json_t *)s, k, v) {
+        gc_kw id = gc_kw_id(k);
+        if (id != GK_TYPE && id != GK_ENUM && id != GK_CONST && (gc_kw_flags(id) & GK_ASSERTION))
             return 0;
+    }
     return 1;
 }
 

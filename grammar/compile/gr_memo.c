@@ -242,7 +242,7 @@ int gc_memo_enter(gc_ctx *c, const json_t *s, int32_t *node, gc_ref **entry)
 {
     *entry = NULL;
     *node = -1;
-    if (!c->memo_on || c->depth < GC_MEMO_DEPTH || c->pres || c->n_forbid || !json_is_object(s))
+    if (!c->memo_on || c->depth < GC_MEMO_DEPTH || !json_is_object(s))
         return SX_OK;
     if (!c->addrs) {
         c->addrs = calloc(1, sizeof *c->addrs);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grammar/compile/compile.h"
+#include "grammar/compile/keywords.h"
 #include "grammar/regex/regex.h"
 
 static int merge_local(gc_ctx *c, json_t *dst, const json_t *src);
@@ -327,17 +328,21 @@ static int merge_bound(json_t *dst, const char *k, const json_t *sv, int lower)
  * exact when the member has no applicators of its own. */
 int gc_localise_unevaluated(gc_ctx *c, const json_t *src, json_t **out)
 {
-    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "not",
-                                              "dependentSchemas", "$dynamicRef", NULL};
     const json_t *up = json_object_get(src, "unevaluatedProperties");
     const json_t *ui = json_object_get(src, "unevaluatedItems");
     *out = NULL;
     if ((!up || json_is_true(up)) && (!ui || json_is_true(ui)))
         return SX_OK;
-    for (int i = 0; applicators[i]; i++)
-        if (json_object_get(src, applicators[i]))
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v) {
+        gc_kw id = gc_kw_id(k);
+        /* draft-07's dependencies is let through here: its list form
+         * applies no subschema */
+        if ((gc_kw_flags(id) & GK_APPLICATOR) && id != GK_DEPENDENCIES)
             return gc_unsupported(c, "unevaluatedProperties",
                                   "inside a combined schema that has applicators of its own");
+    }
     json_t *s = gc_copy(src);
     if (!s)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
@@ -378,7 +383,7 @@ static int not_branches(json_t *alts, const json_t *x)
     json_t *v;
     if (json_is_array(any)) {
         json_object_foreach((json_t *)x, k, v)
-            if (strcmp(k, "anyOf") && gc_is_assertion(k))
+            if (gc_kw_id(k) != GK_ANY_OF && gc_is_assertion(k))
                 any = NULL;
     }
     if (json_is_array(any))
@@ -386,171 +391,10 @@ static int not_branches(json_t *alts, const json_t *x)
     return json_array_append(alts, (json_t *)x);
 }
 
-static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
+/* contains of an allOf member: each constraint holds on its own, so dst
+ * keeps a list of them; minContains/maxContains stay with their contains. */
+static int merge_contains(gc_ctx *c, json_t *dst, const json_t *src)
 {
-    static const char *const lower[] = {"minimum", "exclusiveMinimum", "minLength", "minItems",
-                                        "minProperties", NULL};
-    static const char *const upper[] = {"maximum", "exclusiveMaximum", "maxLength", "maxItems",
-                                        "maxProperties", NULL};
-    if (!json_is_object(src))
-        return gc_invalid(c, NULL, "allOf member must be a schema object");
-    const char *k;
-    json_t *sv;
-    int did_props = 0, did_items = 0;
-    json_object_foreach((json_t *)src, k, sv) {
-        json_t *dv = json_object_get(dst, k);
-        int is_lower = 0, is_upper = 0;
-        for (int i = 0; lower[i]; i++)
-            is_lower |= !strcmp(k, lower[i]);
-        for (int i = 0; upper[i]; i++)
-            is_upper |= !strcmp(k, upper[i]);
-        if (!gc_is_assertion(k))
-            continue; /* annotations and unknown keywords: nothing to merge */
-        if (!strcmp(k, "contains") || !strcmp(k, "minContains") || !strcmp(k, "maxContains") ||
-            !strcmp(k, GC_MORE_CONTAINS))
-            continue; /* kept together, below */
-        if ((is_lower || is_upper) && json_is_number(sv) && (!dv || json_is_number(dv))) {
-            merge_bound(dst, k, sv, is_lower);
-            continue;
-        }
-        if (!strcmp(k, "items") || !strcmp(k, "prefixItems") || !strcmp(k, "additionalItems")) {
-            if (!did_items) {
-                int rc = merge_items(c, dst, src);
-                if (rc)
-                    return rc;
-                did_items = 1;
-            }
-            continue;
-        }
-        if (!strcmp(k, "properties") || !strcmp(k, "additionalProperties") ||
-            !strcmp(k, "patternProperties")) {
-            if (!did_props) {
-                int rc = merge_properties(c, dst, src);
-                if (rc)
-                    return rc;
-                did_props = 1;
-            }
-            continue;
-        }
-        if (!strcmp(k, "enum") || !strcmp(k, "const"))
-            continue; /* intersected below, against what dst had */
-        if (!dv) {
-            json_object_set(dst, k, sv);
-            continue;
-        }
-        if (json_equal(dv, sv))
-            continue;
-        if (!strcmp(k, "type")) {
-            json_object_set_new(dst, "type", type_json(type_mask(dv) & type_mask(sv)));
-        } else if (!strcmp(k, "required")) {
-            size_t i;
-            json_t *e;
-            json_array_foreach(sv, i, e) {
-                int have = 0;
-                size_t j;
-                json_t *f;
-                json_array_foreach(dv, j, f)
-                    have |= json_equal(e, f);
-                if (!have)
-                    json_array_append(dv, e);
-            }
-        } else if (!strcmp(k, "enum") || !strcmp(k, "const")) {
-            /* handled below together */
-            continue;
-        } else if (!strcmp(k, "uniqueItems")) {
-            json_object_set(dst, k, json_is_true(dv) ? dv : sv);
-        } else if (!strcmp(k, "anyOf") && json_is_array(dv) && json_is_array(sv) &&
-                   json_array_size(dv) * json_array_size(sv) <= 64) {
-            /* (a1 or a2) and (b1 or b2) is the or of every pair */
-            json_t *alts = json_array();
-            size_t i, j;
-            json_t *a, *b;
-            json_array_foreach(dv, i, a)
-                json_array_foreach(sv, j, b)
-                    json_array_append_new(alts, json_pack("{s:[OO]}", "allOf", a, b));
-            if (!alts || json_array_size(alts) != json_array_size(dv) * json_array_size(sv)) {
-                json_decref(alts);
-                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-            }
-            json_object_set_new(dst, "anyOf", alts);
-        } else if (!strcmp(k, "multipleOf") && json_is_integer(dv) && json_is_integer(sv) &&
-                   json_integer_value(dv) > 0 && json_integer_value(sv) > 0) {
-            /* multiples of both integers are the multiples of their lcm */
-            json_int_t a = json_integer_value(dv), b = json_integer_value(sv), x = a, y = b;
-            while (y) {
-                json_int_t t = x % y;
-                x = y;
-                y = t;
-            }
-            if (a / x > (json_int_t)1e15 / b)
-                return gc_unsupported(c, k, "two different values inside allOf");
-            json_object_set_new(dst, k, json_integer(a / x * b));
-        } else if (!strcmp(k, "multipleOf") && json_is_number(dv) && json_is_number(sv) &&
-                   json_number_value(dv) > 0 && json_number_value(sv) > 0) {
-            /* decimal divisors: the lcm at their common scale */
-            int64_t p1, p2;
-            int e1, e2;
-            if (gr_decimal(json_number_value(dv), &p1, &e1) ||
-                gr_decimal(json_number_value(sv), &p2, &e2))
-                return gc_unsupported(c, k, "two different values inside allOf");
-            int K = -(e1 < e2 ? e1 : e2);
-            if (K < 0)
-                K = 0;
-            __int128 a = p1, b = p2;
-            for (int i = 0; i < K + e1; i++)
-                a *= 10;
-            for (int i = 0; i < K + e2; i++)
-                b *= 10;
-            __int128 x = a, y = b;
-            while (y) {
-                __int128 t = x % y;
-                x = y;
-                y = t;
-            }
-            __int128 l = a / x * b;
-            if (K > 15 || l > (__int128)100000000000000LL)
-                return gc_unsupported(c, k, "two different values inside allOf");
-            double scale = 1;
-            for (int i = 0; i < K; i++)
-                scale *= 10;
-            json_object_set_new(dst, k, K ? json_real((double)l / scale)
-                                          : json_integer((json_int_t)l));
-        } else if ((!strcmp(k, "pattern") && json_is_string(dv) && json_is_string(sv)) ||
-                   (!strcmp(k, GC_MORE_PATTERNS) && json_is_array(dv) && json_is_array(sv))) {
-            /* a string matches both patterns: the others wait in a list
-             * that string_node intersects */
-            int rc = gc_more_patterns(c, dst, sv);
-            if (rc)
-                return rc;
-        } else if (!strcmp(k, "propertyNames")) {
-            /* every name passes both (names_automaton intersects them);
-             * one flat allOf however many members bring one, so that the
-             * name schema does not nest a level deeper with each */
-            json_t *dall = json_object_size(dv) == 1 ? json_object_get(dv, "allOf") : NULL;
-            json_t *list = json_is_array(dall) ? json_copy(dall) : json_pack("[O]", dv);
-            json_t *both = NULL;
-            if (list && !json_array_append(list, sv))
-                both = json_pack("{s:o}", "allOf", list);
-            else
-                json_decref(list);
-            if (!both || json_object_set_new(dst, k, both))
-                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        } else if (!strcmp(k, "allOf") && json_is_array(dv) && json_is_array(sv)) {
-            json_array_extend(dv, sv); /* all of both lists */
-        } else if (!strcmp(k, "not")) {
-            /* not A and not B is not (A or B) */
-            json_t *alts = json_array();
-            if (!alts || not_branches(alts, dv) || not_branches(alts, sv)) {
-                json_decref(alts);
-                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-            }
-            json_object_set_new(dst, "not", json_pack("{s:o}", "anyOf", alts));
-        } else {
-            return gc_unsupported(c, k, "two different values inside allOf");
-        }
-    }
-    /* contains: each constraint holds on its own, so one array keeps a
-     * list of them; minContains/maxContains stay with their contains */
     const json_t *sc_c = json_object_get(src, "contains");
     const json_t *more = json_object_get(src, GC_MORE_CONTAINS);
     if (sc_c || more) {
@@ -575,7 +419,13 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
         if (json_is_array(more))
             json_array_extend(list, (json_t *)more);
     }
-    /* enum/const: the intersection of the admitted values */
+    return SX_OK;
+}
+
+/* enum/const of an allOf member: dst keeps the intersection of the
+ * admitted values (as an enum). */
+static void merge_values(json_t *dst, const json_t *src)
+{
     const json_t *se = json_object_get(src, "enum"), *sc = json_object_get(src, "const");
     if (se || sc) {
         json_t *mine = json_array(), *theirs = json_array();
@@ -604,5 +454,175 @@ static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
         json_decref(mine);
         json_decref(theirs);
     }
+}
+
+/* Two positive multipleOf values dv and sv of one allOf: the multiples of
+ * both are the multiples of their least common multiple, written to dst. */
+static int merge_multiple_of(gc_ctx *c, json_t *dst, const char *k, const json_t *dv,
+                             const json_t *sv)
+{
+    if (json_is_integer(dv) && json_is_integer(sv)) {
+        /* multiples of both integers are the multiples of their lcm */
+        json_int_t a = json_integer_value(dv), b = json_integer_value(sv), x = a, y = b;
+        while (y) {
+            json_int_t t = x % y;
+            x = y;
+            y = t;
+        }
+        if (a / x > (json_int_t)1e15 / b)
+            return gc_unsupported(c, k, "two different values inside allOf");
+        json_object_set_new(dst, k, json_integer(a / x * b));
+        return SX_OK;
+    }
+    /* decimal divisors: the lcm at their common scale */
+    int64_t p1, p2;
+    int e1, e2;
+    if (gr_decimal(json_number_value(dv), &p1, &e1) ||
+        gr_decimal(json_number_value(sv), &p2, &e2))
+        return gc_unsupported(c, k, "two different values inside allOf");
+    int K = -(e1 < e2 ? e1 : e2);
+    if (K < 0)
+        K = 0;
+    __int128 a = p1, b = p2;
+    for (int i = 0; i < K + e1; i++)
+        a *= 10;
+    for (int i = 0; i < K + e2; i++)
+        b *= 10;
+    __int128 x = a, y = b;
+    while (y) {
+        __int128 t = x % y;
+        x = y;
+        y = t;
+    }
+    __int128 l = a / x * b;
+    if (K > 15 || l > (__int128)100000000000000LL)
+        return gc_unsupported(c, k, "two different values inside allOf");
+    double scale = 1;
+    for (int i = 0; i < K; i++)
+        scale *= 10;
+    json_object_set_new(dst, k, K ? json_real((double)l / scale)
+                                  : json_integer((json_int_t)l));
     return SX_OK;
+}
+
+static int merge_local(gc_ctx *c, json_t *dst, const json_t *src)
+{
+    if (!json_is_object(src))
+        return gc_invalid(c, NULL, "allOf member must be a schema object");
+    const char *k;
+    json_t *sv;
+    int did_props = 0, did_items = 0;
+    json_object_foreach((json_t *)src, k, sv) {
+        json_t *dv = json_object_get(dst, k);
+        gc_kw id = gc_kw_id(k);
+        unsigned fl = gc_kw_flags(id);
+        if (!(fl & GK_ASSERTION))
+            continue; /* annotations and unknown keywords: nothing to merge */
+        if (id == GK_CONTAINS || id == GK_MIN_CONTAINS || id == GK_MAX_CONTAINS ||
+            id == GK_MORE_CONTAINS)
+            continue; /* kept together, below */
+        if ((fl & (GK_LOWER | GK_UPPER)) && json_is_number(sv) && (!dv || json_is_number(dv))) {
+            merge_bound(dst, k, sv, (fl & GK_LOWER) != 0);
+            continue;
+        }
+        if (id == GK_ITEMS || id == GK_PREFIX_ITEMS || id == GK_ADDITIONAL_ITEMS) {
+            if (!did_items) {
+                int rc = merge_items(c, dst, src);
+                if (rc)
+                    return rc;
+                did_items = 1;
+            }
+            continue;
+        }
+        if (id == GK_PROPERTIES || id == GK_ADDITIONAL_PROPERTIES ||
+            id == GK_PATTERN_PROPERTIES) {
+            if (!did_props) {
+                int rc = merge_properties(c, dst, src);
+                if (rc)
+                    return rc;
+                did_props = 1;
+            }
+            continue;
+        }
+        if (id == GK_ENUM || id == GK_CONST)
+            continue; /* intersected below, against what dst had */
+        if (!dv) {
+            json_object_set(dst, k, sv);
+            continue;
+        }
+        if (json_equal(dv, sv))
+            continue;
+        if (id == GK_TYPE) {
+            json_object_set_new(dst, "type", type_json(type_mask(dv) & type_mask(sv)));
+        } else if (id == GK_REQUIRED) {
+            size_t i;
+            json_t *e;
+            json_array_foreach(sv, i, e) {
+                int have = 0;
+                size_t j;
+                json_t *f;
+                json_array_foreach(dv, j, f)
+                    have |= json_equal(e, f);
+                if (!have)
+                    json_array_append(dv, e);
+            }
+        } else if (id == GK_UNIQUE_ITEMS) {
+            json_object_set(dst, k, json_is_true(dv) ? dv : sv);
+        } else if (id == GK_ANY_OF && json_is_array(dv) && json_is_array(sv) &&
+                   json_array_size(dv) * json_array_size(sv) <= 64) {
+            /* (a1 or a2) and (b1 or b2) is the or of every pair */
+            json_t *alts = json_array();
+            size_t i, j;
+            json_t *a, *b;
+            json_array_foreach(dv, i, a)
+                json_array_foreach(sv, j, b)
+                    json_array_append_new(alts, json_pack("{s:[OO]}", "allOf", a, b));
+            if (!alts || json_array_size(alts) != json_array_size(dv) * json_array_size(sv)) {
+                json_decref(alts);
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            }
+            json_object_set_new(dst, "anyOf", alts);
+        } else if (id == GK_MULTIPLE_OF && json_is_number(dv) && json_is_number(sv) &&
+                   json_number_value(dv) > 0 && json_number_value(sv) > 0) {
+            int rc = merge_multiple_of(c, dst, k, dv, sv);
+            if (rc)
+                return rc;
+        } else if ((id == GK_PATTERN && json_is_string(dv) && json_is_string(sv)) ||
+                   (id == GK_MORE_PATTERNS && json_is_array(dv) && json_is_array(sv))) {
+            /* a string matches both patterns: the others wait in a list
+             * that string_node intersects */
+            int rc = gc_more_patterns(c, dst, sv);
+            if (rc)
+                return rc;
+        } else if (id == GK_PROPERTY_NAMES) {
+            /* every name passes both (names_automaton intersects them);
+             * one flat allOf however many members bring one, so that the
+             * name schema does not nest a level deeper with each */
+            json_t *dall = json_object_size(dv) == 1 ? json_object_get(dv, "allOf") : NULL;
+            json_t *list = json_is_array(dall) ? json_copy(dall) : json_pack("[O]", dv);
+            json_t *both = NULL;
+            if (list && !json_array_append(list, sv))
+                both = json_pack("{s:o}", "allOf", list);
+            else
+                json_decref(list);
+            if (!both || json_object_set_new(dst, k, both))
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        } else if (id == GK_ALL_OF && json_is_array(dv) && json_is_array(sv)) {
+            json_array_extend(dv, sv); /* all of both lists */
+        } else if (id == GK_NOT) {
+            /* not A and not B is not (A or B) */
+            json_t *alts = json_array();
+            if (!alts || not_branches(alts, dv) || not_branches(alts, sv)) {
+                json_decref(alts);
+                return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            }
+            json_object_set_new(dst, "not", json_pack("{s:o}", "anyOf", alts));
+        } else {
+            return gc_unsupported(c, k, "two different values inside allOf");
+        }
+    }
+    int rc = merge_contains(c, dst, src);
+    if (!rc)
+        merge_values(dst, src);
+    return rc;
 }

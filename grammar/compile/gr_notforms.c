@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "grammar/compile/compile.h"
+#include "grammar/compile/keywords.h"
 
 #define MAX_NAMES 16
 
@@ -58,18 +59,20 @@ static json_t *excluded_names(gc_ctx *c, const json_t *pn)
     if (!json_is_object(pn) || !json_object_get(pn, "not"))
         return NULL;
     json_object_foreach((json_t *)pn, k, v) {
-        if (!gc_is_assertion(k) || !strcmp(k, "not"))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION) || id == GK_NOT)
             continue;
-        if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
+        if (id != GK_TYPE || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return NULL;
     }
     const json_t *nt = follow(c, json_object_get(pn, "not"));
     const json_t *cn = json_is_object(nt) ? json_object_get(nt, "const") : NULL;
     const json_t *en = json_is_object(nt) ? json_object_get(nt, "enum") : NULL;
     json_object_foreach((json_t *)nt, k, v) {
-        if (!gc_is_assertion(k) || !strcmp(k, "const") || !strcmp(k, "enum"))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION) || id == GK_CONST || id == GK_ENUM)
             continue;
-        if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
+        if (id != GK_TYPE || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return NULL;
     }
     if ((cn && en) || (!cn && !en) || (en && !json_is_array(en)))
@@ -139,7 +142,8 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
     if (depth > 8 || !only)
         return NULL;
     const json_t *v = json_object_get(nt, only);
-    if (!strcmp(only, "not")) {
+    gc_kw id = gc_kw_id(only);
+    if (id == GK_NOT) {
         /* `not` drops the annotations of what it holds, A does not: the
          * same only where no unevaluated* keyword could see them */
         if (mentions_unevaluated(c))
@@ -147,7 +151,7 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
         const json_t *t = follow(c, v);
         return json_is_object(t) || json_is_boolean(t) ? gc_copy(t) : NULL;
     }
-    if (!strcmp(only, "items") || !strcmp(only, "contains")) {
+    if (id == GK_ITEMS || id == GK_CONTAINS) {
         /* not {items: S}: an array with an item that fails S; not
          * {contains: S}: an array whose items all fail S (non-arrays pass
          * both, so fail their negation); the new keywords evaluate items
@@ -155,14 +159,14 @@ static json_t *negate(gc_ctx *c, const json_t *nt, int depth)
         if ((!json_is_object(v) && !json_is_boolean(v)) ||
             mentions_unevaluated(c))
             return NULL;
-        return json_pack("{s:s,s:{s:O}}", "type", "array", only[0] == 'i' ? "contains" : "items",
-                         "not", v);
+        return json_pack("{s:s,s:{s:O}}", "type", "array",
+                         gc_kw_name(id == GK_ITEMS ? GK_CONTAINS : GK_ITEMS), "not", v);
     }
-    if (!strcmp(only, "anyOf"))
-        return negate_members(c, v, "allOf", depth);
-    if (!strcmp(only, "allOf"))
-        return negate_members(c, v, "anyOf", depth);
-    if (strcmp(only, "propertyNames"))
+    if (id == GK_ANY_OF)
+        return negate_members(c, v, gc_kw_name(GK_ALL_OF), depth);
+    if (id == GK_ALL_OF)
+        return negate_members(c, v, gc_kw_name(GK_ANY_OF), depth);
+    if (id != GK_PROPERTY_NAMES)
         return NULL;
     v = follow(c, v);
     if (json_is_false(v))

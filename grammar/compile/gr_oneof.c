@@ -13,42 +13,17 @@
 #include <string.h>
 
 #include "grammar/compile/compile.h"
+#include "grammar/compile/keywords.h"
 #include "grammar/regex/regex.h"
 
 enum {
-    K_NULL = 1, K_BOOL = 2, K_INT = 4, K_NUM = 8, K_STR = 16, K_OBJ = 32, K_ARR = 64
+    K_NULL = GK_T_NULL, K_BOOL = GK_T_BOOL, K_INT = GK_T_INT, K_NUM = GK_T_NUM, K_STR = GK_T_STR,
+    K_OBJ = GK_T_OBJ, K_ARR = GK_T_ARR /* the keyword table's type bits (gc_kw_types) */
 };
 
 /* The type classes the split decides one by one (integers go with the
  * numbers: an integer branch and a number branch overlap). */
 static const int classes[] = {K_NULL, K_BOOL, K_INT | K_NUM, K_STR, K_OBJ, K_ARR};
-
-/* Keywords that constrain values of one type class only. */
-static const char *const str_kw[] = {"minLength", "maxLength", "pattern", "format", NULL};
-static const char *const num_kw[] = {"minimum", "maximum", "exclusiveMinimum",
-                                     "exclusiveMaximum", "multipleOf", NULL};
-static const char *const obj_kw[] = {"properties", "required", "additionalProperties",
-                                     "patternProperties", "propertyNames", "minProperties",
-                                     "maxProperties", "dependentRequired", "dependentSchemas",
-                                     "dependencies", "unevaluatedProperties", NULL};
-static const char *const arr_kw[] = {"items", "prefixItems", "additionalItems", "minItems",
-                                     "maxItems", "uniqueItems", "contains", "minContains",
-                                     "maxContains", "unevaluatedItems", GC_MORE_CONTAINS, NULL};
-
-/* The class an assertion keyword constrains alone; 0 for keywords that
- * apply to every value (enum, const, applicators). */
-static int keyword_class(const char *k)
-{
-    if (gc_in_list(str_kw, k))
-        return K_STR;
-    if (gc_in_list(num_kw, k))
-        return K_INT | K_NUM;
-    if (gc_in_list(obj_kw, k))
-        return K_OBJ;
-    if (gc_in_list(arr_kw, k))
-        return K_ARR;
-    return 0;
-}
 
 /* 1 when branch b (types bt) admits every value of class k: its type takes
  * the whole class and none of its assertions reach that class. */
@@ -59,9 +34,10 @@ static int admits_all(const json_t *b, int bt, int k)
     if ((bt & k) != k)
         return 0;
     json_object_foreach((json_t *)b, kw, v) {
-        if (!gc_is_assertion(kw) || !strcmp(kw, "type"))
+        gc_kw id = gc_kw_id(kw);
+        if (!(gc_kw_flags(id) & GK_ASSERTION) || id == GK_TYPE)
             continue;
-        int kc = keyword_class(kw);
+        int kc = (int)gc_kw_types(id);
         if (!kc || (kc & k))
             return 0;
     }

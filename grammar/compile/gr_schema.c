@@ -8,6 +8,7 @@
 
 #include "grammar/formats/formats.h"
 #include "grammar/compile/compile.h"
+#include "grammar/compile/keywords.h"
 #include "grammar/regex/regex.h"
 #include "grammar/validator/validator.h"
 
@@ -15,24 +16,6 @@ enum {
     T_NULL = 1, T_BOOL = 2, T_INT = 4, T_NUM = 8, T_STR = 16, T_OBJ = 32, T_ARR = 64,
     T_ALL = 127
 };
-
-/* Keywords that never constrain a value. */
-static const char *const annotations[] = {
-    "title", "description", "default", "examples", "$comment", "$schema", "$id", "id",
-    "$anchor", "$dynamicAnchor", "$defs", "definitions", "deprecated", "readOnly",
-    "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary", NULL};
-
-/* Assertion keywords of the drafts strux reads; anything not here and not
- * an annotation is an unknown keyword, which JSON Schema ignores. */
-static const char *const known[] = {
-    "type", "enum", "const", "minLength", "maxLength", "pattern", "format", "minimum",
-    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "properties", "required",
-    "additionalProperties", "patternProperties", "propertyNames", "minProperties",
-    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
-    "unevaluatedProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
-    "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems", "allOf",
-    "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
-    "$recursiveAnchor", GC_MORE_CONTAINS, GC_MORE_PATTERNS, NULL};
 
 /* Formats with a defined meaning; others are annotations. */
 static const char *const formats[] = {
@@ -48,11 +31,6 @@ int gc_in_list(const char *const *l, const char *s)
     return 0;
 }
 
-int gc_is_assertion(const char *kw)
-{
-    return gc_in_list(known, kw) && !gc_in_list(annotations, kw);
-}
-
 static int type_bit(const char *t)
 {
     static const char *const names[] = {"null", "boolean", "integer", "number",
@@ -62,6 +40,19 @@ static int type_bit(const char *t)
             return 1 << i;
     return 0;
 }
+
+/* A condition on which keys an object has, from an enclosing anyOf/oneOf
+ * whose branches only list required keys: lists is the array of those
+ * `required` arrays, one is 1 for oneOf (exactly one list complete), 0 for
+ * anyOf.  It belongs to the object node of the schema being compiled, not
+ * to objects nested in it, so it travels as an argument down to that
+ * node: NULL where there is none. */
+typedef struct gc_pres {
+    const json_t *lists;
+    int one;
+} gc_pres;
+
+static int schema_at(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node);
 
 /* ---- references --------------------------------------------------------- */
 
@@ -179,7 +170,7 @@ const json_t *gc_resolve_ref(gc_ctx *c, const char *ref)
     return cur;
 }
 
-static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
+static int compile_ref(gc_ctx *c, const json_t *target, const gc_pres *pres, int32_t *node)
 {
     const gc_ref *found = gc_refs_find_target(c, target);
     if (found) {
@@ -199,7 +190,7 @@ static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
     r->node = id;
     if ((rc = gc_refs_push(c, r)))
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    if ((rc = gc_schema(c, target, &inner)))
+    if ((rc = schema_at(c, target, pres, &inner)))
         return rc;
     alts[0] = inner;
     c->g->nodes[id].u.alt.alts = alts;
@@ -210,7 +201,7 @@ static int compile_ref(gc_ctx *c, const json_t *target, int32_t *node)
 
 /* ---- small node builders -------------------------------------------------- */
 
-static int any_node(gc_ctx *c, int32_t *node);
+static int any_node(gc_ctx *c, const gc_pres *pres, int32_t *node);
 
 static int cmp_lit(const void *a, const void *b)
 {
@@ -651,18 +642,18 @@ static int not_values(gc_ctx *c, const json_t *nt, int types, json_t **out);
  * string (no listed values, which listed_not takes). */
 static int string_not(const json_t *nt)
 {
-    static const char *const str_kw[] = {"pattern", "minLength", "maxLength", "format", NULL};
     const char *k;
     json_t *v;
     int any = 0;
     if (!json_is_object(nt))
         return 0;
     json_object_foreach((json_t *)nt, k, v) {
-        if (!gc_is_assertion(k))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION))
             continue;
-        if (gc_in_list(str_kw, k))
+        if (gc_kw_types(id) == GK_T_STR)
             any = 1;
-        else if (strcmp(k, "type") || !json_is_string(v) || strcmp(json_string_value(v), "string"))
+        else if (id != GK_TYPE || !json_is_string(v) || strcmp(json_string_value(v), "string"))
             return 0;
     }
     return any;
@@ -698,17 +689,145 @@ static int names_automaton(gc_ctx *c, const json_t *pn, const char *kw, sx_re **
     return names_automaton_at(c, pn, kw, 1, out);
 }
 
+/* The string keywords of name schema pn (type, lengths, pattern,
+ * format) as automata over key contents, intersected into *acc (NULL:
+ * nothing yet). */
+static int names_pieces(gc_ctx *c, const json_t *pn, const char *kw, sx_re **acc)
+{
+    int rc = SX_OK;
+    sx_re *part = NULL;
+    const json_t *ty = json_object_get(pn, "type");
+    int types = ty ? (json_is_string(ty) ? type_bit(json_string_value(ty)) : 0) : T_STR;
+    if (json_is_array(ty)) {
+        size_t i;
+        json_t *e2;
+        json_array_foreach((json_t *)ty, i, e2)
+            types |= json_is_string(e2) ? type_bit(json_string_value(e2)) : 0;
+    }
+    char src[96];
+    const char *pieces[4] = {NULL, NULL, NULL, NULL}; /* lengths, pattern, format, within */
+    sx_re_mode modes[4] = {SX_RE_FULL, SX_RE_SEARCH, SX_RE_FULL, SX_RE_FULL};
+    if (!(types & T_STR)) {
+        pieces[0] = "[]"; /* keys are strings: nothing passes */
+    } else {
+        int64_t mn = 0, mx = -1;
+        if ((rc = get_count(c, pn, "minLength", &mn)) || (rc = get_count(c, pn, "maxLength", &mx)))
+            return rc;
+        if (mn > 0 || mx >= 0) {
+            if (mx >= 0)
+                snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
+            else
+                snprintf(src, sizeof src, "^[\\s\\S]{%lld,}$", (long long)mn);
+            pieces[0] = src;
+        }
+        pieces[1] = json_string_value(json_object_get(pn, "pattern"));
+        const char *fmt = json_string_value(json_object_get(pn, "format"));
+        const sx_format_info *fi = NULL;
+        if (fmt && gc_in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
+            /* the format's own length bound joins the length piece */
+            if (mx < 0 || mx > fi->max_len)
+                mx = fi->max_len;
+            snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
+            pieces[0] = src;
+        }
+        if (fmt && gc_in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2]))
+            return gc_unsupported(c, "format", "this format is not enforced");
+        if (fi)
+            pieces[3] = fi->within;
+    }
+    for (int i = 0; i < 4 && !rc; i++) {
+        if (!pieces[i])
+            continue;
+        static const char *const piece_kw[4] = {"maxLength", "pattern", "format", "format"};
+        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i],
+                               types & T_STR ? piece_kw[i] : "type", &part);
+        if (rc)
+            break;
+        if (!*acc)
+            *acc = part;
+        else if ((rc = names_and(c, kw, acc, part)))
+            break;
+    }
+    return rc;
+}
+
+/* enum/const of name schema pn: the listed names, intersected into *acc. */
+static int names_listed(gc_ctx *c, const json_t *pn, const char *kw, sx_re **acc)
+{
+    int rc = SX_OK;
+    sx_re *part = NULL;
+    sx_error e;
+    const json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
+    if (en || cn) {
+        const char *lit[256];
+        size_t nl = 0, i;
+        json_t *x;
+        if (cn && json_is_string(cn))
+            lit[nl++] = json_string_value(cn);
+        if (json_is_array(en))
+            json_array_foreach((json_t *)en, i, x)
+                if (json_is_string(x) && nl < 256 && !(cn && !json_equal(x, (json_t *)cn)))
+                    lit[nl++] = json_string_value(x);
+        if (json_is_array(en) && json_array_size(en) > 256) {
+            rc = gc_unsupported(c, "enum", "more than 256 property names");
+        } else if ((rc = sx_re_from_literals(lit, NULL, nl, NULL, &part, &e))) {
+            rc = sx_err_set(c->err, rc, "%s enum: %s", kw, e.msg);
+        } else if ((rc = gc_keep_re(c, part))) {
+            sx_re_free(part);
+        } else if (!*acc) {
+            *acc = part;
+        } else {
+            rc = names_and(c, kw, acc, part);
+        }
+    }
+    return rc;
+}
+
+/* `not` of name schema pn: the names it leaves out (of listed names or
+ * of a string schema), taken out of *acc. */
+static int names_not(gc_ctx *c, const json_t *pn, const char *kw, sx_re **acc)
+{
+    int rc = SX_OK;
+    const json_t *pnot = json_object_get(pn, "not");
+    if (pnot) {
+        json_t *ex = NULL;
+        sx_re *less = NULL;
+        sx_re *sub = NULL;
+        sx_error e2;
+        if (!strcmp(kw, "not")) {
+            rc = gc_unsupported(c, "not", "inside not");
+        } else if (string_not(pnot)) {
+            /* names that do not match a string schema */
+            if (!(rc = names_automaton(c, pnot, "not", &sub)) &&
+                (rc = sx_re_minus(*acc, sub, NULL, &less, &e2)))
+                rc = sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not is too complex: %s",
+                                 c->ptr, e2.msg);
+            if (!rc && (rc = gc_keep_re(c, less)))
+                sx_re_free(less);
+            else if (!rc)
+                *acc = less;
+        } else if (!listed_not(pnot)) {
+            rc = gc_unsupported(c, "not", "inside propertyNames: only not of listed names or of a pattern");
+        } else if (!(rc = not_values(c, pnot, T_STR, &ex)) &&
+                   !(rc = gc_minus_strings(c, *acc, ex, &less))) {
+            if ((rc = gc_keep_re(c, less)))
+                sx_re_free(less);
+            else
+                *acc = less;
+        }
+        json_decref(ex);
+    }
+    return rc;
+}
+
 /* push: the schema's pointer is c->ptr/kw (else c->ptr already, as for a
  * member of an allOf inside one) */
 static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int push,
                               sx_re **out)
 {
-    static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength",
-                                          "enum", "const", "not", "allOf", NULL};
     size_t old = push ? gc_ptr_push(c, kw) : strlen(c->ptr);
     int rc = SX_OK;
-    sx_re *acc = NULL, *part = NULL;
-    sx_error e;
+    sx_re *acc = NULL;
     *out = NULL;
     /* name schemas nest through allOf, not and $ref (a $ref back to an
      * enclosing one would recurse without end) */
@@ -755,120 +874,22 @@ static int names_automaton_at(gc_ctx *c, const json_t *pn, const char *kw, int p
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)pn, k, v) {
-        if (gc_in_list(allowed, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
+        gc_kw id = gc_kw_id(k);
+        /* the string keywords, and what combines them */
+        if (gc_kw_types(id) == GK_T_STR || id == GK_TYPE || id == GK_ENUM || id == GK_CONST ||
+            id == GK_NOT || id == GK_ALL_OF || !(gc_kw_flags(id) & GK_ASSERTION))
             continue;
         rc = gc_unsupported(c, k, !strcmp(kw, "not") ? "inside not of a string schema"
                                                       : "inside propertyNames");
         goto done;
     }
-    const json_t *ty = json_object_get(pn, "type");
-    int types = ty ? (json_is_string(ty) ? type_bit(json_string_value(ty)) : 0) : T_STR;
-    if (json_is_array(ty)) {
-        size_t i;
-        json_t *e2;
-        json_array_foreach((json_t *)ty, i, e2)
-            types |= json_is_string(e2) ? type_bit(json_string_value(e2)) : 0;
-    }
-    char src[96];
-    const char *pieces[4] = {NULL, NULL, NULL, NULL}; /* lengths, pattern, format, within */
-    sx_re_mode modes[4] = {SX_RE_FULL, SX_RE_SEARCH, SX_RE_FULL, SX_RE_FULL};
-    if (!(types & T_STR)) {
-        pieces[0] = "[]"; /* keys are strings: nothing passes */
-    } else {
-        int64_t mn = 0, mx = -1;
-        if ((rc = get_count(c, pn, "minLength", &mn)) || (rc = get_count(c, pn, "maxLength", &mx)))
-            goto done;
-        if (mn > 0 || mx >= 0) {
-            if (mx >= 0)
-                snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
-            else
-                snprintf(src, sizeof src, "^[\\s\\S]{%lld,}$", (long long)mn);
-            pieces[0] = src;
-        }
-        pieces[1] = json_string_value(json_object_get(pn, "pattern"));
-        const char *fmt = json_string_value(json_object_get(pn, "format"));
-        const sx_format_info *fi = NULL;
-        if (fmt && gc_in_list(formats, fmt) && !sx_format_lookup(fmt, &fi) && fi->max_len >= 0) {
-            /* the format's own length bound joins the length piece */
-            if (mx < 0 || mx > fi->max_len)
-                mx = fi->max_len;
-            snprintf(src, sizeof src, "^[\\s\\S]{%lld,%lld}$", (long long)mn, (long long)mx);
-            pieces[0] = src;
-        }
-        if (fmt && gc_in_list(formats, fmt) && sx_format_regex(fmt, &pieces[2])) {
-            rc = gc_unsupported(c, "format", "this format is not enforced");
-            goto done;
-        }
-        if (fi)
-            pieces[3] = fi->within;
-    }
-    for (int i = 0; i < 4 && !rc; i++) {
-        if (!pieces[i])
-            continue;
-        static const char *const piece_kw[4] = {"maxLength", "pattern", "format", "format"};
-        rc = compile_key_regex(c, pieces[i], strlen(pieces[i]), modes[i],
-                               types & T_STR ? piece_kw[i] : "type", &part);
-        if (rc)
-            break;
-        if (!acc)
-            acc = part;
-        else if ((rc = names_and(c, kw, &acc, part)))
-            break;
-    }
-    const json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
-    if (!rc && (en || cn)) {
-        const char *lit[256];
-        size_t nl = 0, i;
-        json_t *x;
-        if (cn && json_is_string(cn))
-            lit[nl++] = json_string_value(cn);
-        if (json_is_array(en))
-            json_array_foreach((json_t *)en, i, x)
-                if (json_is_string(x) && nl < 256 && !(cn && !json_equal(x, (json_t *)cn)))
-                    lit[nl++] = json_string_value(x);
-        if (json_is_array(en) && json_array_size(en) > 256) {
-            rc = gc_unsupported(c, "enum", "more than 256 property names");
-        } else if ((rc = sx_re_from_literals(lit, NULL, nl, NULL, &part, &e))) {
-            rc = sx_err_set(c->err, rc, "%s enum: %s", kw, e.msg);
-        } else if ((rc = gc_keep_re(c, part))) {
-            sx_re_free(part);
-        } else if (!acc) {
-            acc = part;
-        } else {
-            rc = names_and(c, kw, &acc, part);
-        }
-    }
+    rc = names_pieces(c, pn, kw, &acc);
+    if (!rc)
+        rc = names_listed(c, pn, kw, &acc);
     if (!rc && !acc)
         rc = compile_key_regex(c, "[\\s\\S]*", 7, SX_RE_FULL, kw, &acc);
-    const json_t *pnot = json_object_get(pn, "not");
-    if (!rc && pnot) {
-        json_t *ex = NULL;
-        sx_re *less = NULL;
-        sx_re *sub = NULL;
-        sx_error e2;
-        if (!strcmp(kw, "not")) {
-            rc = gc_unsupported(c, "not", "inside not");
-        } else if (string_not(pnot)) {
-            /* names that do not match a string schema */
-            if (!(rc = names_automaton(c, pnot, "not", &sub)) &&
-                (rc = sx_re_minus(acc, sub, NULL, &less, &e2)))
-                rc = sx_err_setp(c->err, rc, c->ptr, -1, "'not' at %s/not is too complex: %s",
-                                 c->ptr, e2.msg);
-            if (!rc && (rc = gc_keep_re(c, less)))
-                sx_re_free(less);
-            else if (!rc)
-                acc = less;
-        } else if (!listed_not(pnot)) {
-            rc = gc_unsupported(c, "not", "inside propertyNames: only not of listed names or of a pattern");
-        } else if (!(rc = not_values(c, pnot, T_STR, &ex)) &&
-                   !(rc = gc_minus_strings(c, acc, ex, &less))) {
-            if ((rc = gc_keep_re(c, less)))
-                sx_re_free(less);
-            else
-                acc = less;
-        }
-        json_decref(ex);
-    }
+    if (!rc)
+        rc = names_not(c, pn, kw, &acc);
     /* allOf (two propertyNames merged): a name passes every member */
     const json_t *pall = json_object_get(pn, "allOf");
     if (!rc && pall && !json_is_array(pall))
@@ -895,7 +916,208 @@ done:
     return rc;
 }
 
-static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
+/* The object's property names into tmp (*np of them): the listed
+ * properties first, in their written order, then the names under key
+ * conditions (required, presence lists, forbidden lists, dependencies),
+ * which get the additionalProperties schema; each gets its index (the
+ * conditioned ones the 64 bits of the seen set). */
+static int object_names(gc_ctx *c, const json_t *props, const json_t *req, const json_t *pres,
+                        const json_t *const *forbid_lists, int n_forbid, json_t *dep_src,
+                        const json_t *dr, prop_tmp *tmp, int *np)
+{
+    if (props) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)props, k, v)
+            prop_add(tmp, np, k, v, 0);
+    }
+    /* names that must or may appear without their own schema get the
+     * additionalProperties schema, tracked like the others */
+    if (dep_src && !json_is_object(dep_src))
+        return gc_invalid(c, dr ? "dependentRequired" : "dependencies", "must be an object");
+    size_t i;
+    json_t *e;
+    json_array_foreach((json_t *)req, i, e) {
+        if (!json_is_string(e))
+            return gc_invalid(c, "required", "must hold strings");
+        prop_add(tmp, np, json_string_value(e), NULL, 1);
+    }
+    size_t pi2;
+    json_t *pl;
+    json_array_foreach((json_t *)pres, pi2, pl)
+        json_array_foreach(pl, i, e)
+            prop_add(tmp, np, json_string_value(e), NULL, 1);
+    for (int fi = 0; fi < n_forbid; fi++)
+        json_array_foreach((json_t *)forbid_lists[fi], i, e) {
+            if (!json_is_string(e))
+                return gc_invalid(c, "not", "required must hold strings");
+            prop_add(tmp, np, json_string_value(e), NULL, 1);
+        }
+    if (dep_src) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(dep_src, k, v) {
+            if (!json_is_array(v))
+                return gc_unsupported(c, dr ? "dependentRequired" : "dependencies",
+                                      "schema dependencies are not enforced yet");
+            prop_add(tmp, np, k, NULL, 1);
+            json_array_foreach(v, i, e) {
+                if (!json_is_string(e))
+                    return gc_invalid(c, dr ? "dependentRequired" : "dependencies",
+                                      "must hold strings");
+                prop_add(tmp, np, json_string_value(e), NULL, 1);
+            }
+        }
+    }
+    /* names under key conditions take the 64 bits of the seen set; the
+     * rest are optional and tracked by key hash at run time */
+    int n_cond = 0, n_idx = 0;
+    for (int k = 0; k < *np; k++)
+        if (tmp[k].cond)
+            tmp[k].index = n_cond++;
+    if (n_cond > 64)
+        return gc_unsupported(c, "required", "more than 64 properties under key conditions");
+    for (int k = 0; k < *np; k++)
+        if (!tmp[k].cond)
+            tmp[k].index = n_cond + n_idx++;
+    return SX_OK;
+}
+
+/* patternProperties pp (an object): each pattern's automaton over key
+ * contents and its value schema's node, at most 16 (*npat of them). */
+static int pattern_properties(gc_ctx *c, const json_t *pp, sx_re **pats, int32_t *pat_nodes,
+                              const json_t **pat_schemas, int *npat)
+{
+    const char *k;
+    json_t *v;
+    int rc;
+    size_t o1 = gc_ptr_push(c, "patternProperties");
+    json_object_foreach((json_t *)pp, k, v) {
+        if (*npat == 16) {
+            gc_ptr_pop(c, o1);
+            return gc_unsupported(c, "patternProperties", "more than 16 patterns");
+        }
+        size_t o2 = gc_ptr_push(c, k);
+        rc = compile_key_regex(c, k, strlen(k), SX_RE_SEARCH, "patternProperties", &pats[*npat]);
+        if (!rc)
+            rc = gc_schema(c, v, &pat_nodes[*npat]);
+        gc_ptr_pop(c, o2);
+        if (rc) {
+            gc_ptr_pop(c, o1);
+            return rc;
+        }
+        pat_schemas[(*npat)++] = v;
+    }
+    gc_ptr_pop(c, o1);
+    return SX_OK;
+}
+
+/* The value node of property t: its own schema and those of the patterns
+ * its name matches, together; addl_node where none applies (-1: refused);
+ * refused where propertyNames refuses the name. */
+static int property_value(gc_ctx *c, const prop_tmp *t, const sx_re *names,
+                          sx_re *const *pats, const json_t *const *pat_schemas, int npat,
+                          int32_t addl_node, int32_t *node)
+{
+    int rc;
+    /* a listed name still has to satisfy propertyNames, and the
+     * patterns it matches apply to its value too */
+    const char *nm = t->name;
+    json_t *all = json_array();
+    if (!all)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    if (t->schema)
+        json_array_append(all, (json_t *)t->schema);
+    for (int pi = 0; pi < npat; pi++)
+        if (sx_re_matches(pats[pi], nm, strlen(nm)))
+            json_array_append(all, (json_t *)pat_schemas[pi]);
+    if (names && !sx_re_matches(names, nm, strlen(nm))) {
+        rc = empty_node(c, node);
+    } else if (json_array_size(all) == 0) {
+        rc = addl_node >= 0 ? (*node = addl_node, SX_OK) : empty_node(c, node);
+    } else {
+        size_t o1 = gc_ptr_push(c, t->schema ? "properties" : "patternProperties");
+        size_t o2 = gc_ptr_push(c, nm);
+        if (json_array_size(all) == 1) {
+            rc = gc_schema(c, json_array_get(all, 0), node);
+        } else {
+            json_t *sch = json_pack("{s:O}", "allOf", all);
+            rc = sch ? gc_schema(c, sch, node)
+                     : sx_err_set(c->err, SX_ENOMEM, "out of memory");
+            json_decref(sch);
+        }
+        gc_ptr_pop(c, o2);
+        gc_ptr_pop(c, o1);
+    }
+    json_decref(all);
+    return rc;
+}
+
+/* Object node id's key automaton, where propertyNames (names) or
+ * patterns constrain the keys: over key contents, the np listed names of
+ * tmp excluded from the additional keys. */
+static int object_key_automaton(gc_ctx *c, int32_t id, const prop_tmp *tmp, int np,
+                                const sx_re *names, sx_re *const *pats,
+                                const int32_t *pat_nodes, const json_t *const *pat_schemas,
+                                int npat, int32_t addl_node)
+{
+    int rc;
+    /* the listed names, excluded from the additional keys */
+    const char **lit = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *lit);
+    if (!lit)
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    for (int k = 0; k < np; k++)
+        lit[k] = tmp[k].name;
+    sx_re *listed = NULL;
+    sx_error le;
+    if (np && sx_re_from_literals(lit, NULL, (size_t)np, NULL, &listed, &le))
+        return sx_err_set(c->err, le.code, "property names: %s", le.msg);
+    if (listed && gc_keep_re(c, listed)) {
+        sx_re_free(listed);
+        return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+    }
+    gr_strx *kx = NULL;
+    int32_t *close = NULL;
+    if ((rc = gc_key_automaton(c, names, listed, (const sx_re *const *)pats, pat_nodes, npat,
+                               addl_node, pat_schemas, &kx, &close)))
+        return rc;
+    gr_node *n = &c->g->nodes[id];
+    n->u.obj.keyx = kx;
+    n->u.obj.close_node = close;
+    return SX_OK;
+}
+
+/* Object node n's key conditions as bit sets over the seen set: the
+ * presence lists of pres (NULL: none) and the n_forbid forbidden lists. */
+static int object_key_conditions(gc_ctx *c, gr_node *n, prop_tmp *tmp, int np,
+                                 const gc_pres *pres, const json_t *const *forbid_lists,
+                                 int n_forbid)
+{
+    size_t i, pi2;
+    json_t *e, *pl;
+    if (pres) {
+        n->u.obj.n_pres = (int)json_array_size(pres->lists);
+        n->u.obj.pres_one = pres->one;
+        n->u.obj.pres = gc_alloc(c, (size_t)n->u.obj.n_pres * sizeof *n->u.obj.pres);
+        if (!n->u.obj.pres)
+            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
+        json_array_foreach((json_t *)pres->lists, pi2, pl)
+            json_array_foreach(pl, i, e)
+                n->u.obj.pres[pi2] |= prop_bit(tmp, np, json_string_value(e));
+    }
+    for (int fi = 0; fi < n_forbid; fi++) {
+        uint64_t bits = 0;
+        json_array_foreach((json_t *)forbid_lists[fi], i, e)
+            bits |= prop_bit(tmp, np, json_string_value(e));
+        n->u.obj.forbid[n->u.obj.n_forbid++] = bits;
+    }
+    return SX_OK;
+}
+
+/* pres: the presence condition for this object (NULL: none); forbid_lists:
+ * n_forbid `required` lists of a `not` (none of them all present). */
+static int object_node(gc_ctx *c, const json_t *s, const gc_pres *pr,
+                       const json_t *const *forbid_lists, int n_forbid, int32_t *node)
 {
     enum { MAXP = 4096 };
     prop_tmp *tmp = NULL;
@@ -908,14 +1130,8 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     const json_t *dr = json_object_get(s, "dependentRequired");
     const json_t *deps = json_object_get(s, "dependencies");
     const json_t *uneval = json_object_get(s, "unevaluatedProperties");
-    const json_t *forbid_lists[4];
-    int n_forbid = c->n_forbid;
-    for (int fi = 0; fi < n_forbid; fi++)
-        forbid_lists[fi] = c->forbid[fi];
-    c->n_forbid = 0; /* not for nested objects */
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    c->pres = NULL;
+    const json_t *pres = pr ? pr->lists : NULL;
+    int pres_one = pr ? pr->one : 0;
     if (pres && pres_one && json_object_get(s, "minProperties"))
         return gc_unsupported(c, "oneOf", "required-only branches together with minProperties");
     if (pp && !json_is_object(pp))
@@ -939,65 +1155,12 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     tmp = gc_alloc(c, (bound ? bound : 1) * sizeof *tmp);
     if (!tmp)
         return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-    if (props) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)props, k, v)
-            prop_add(tmp, &np, k, v, 0);
-    }
-    /* names that must or may appear without their own schema get the
-     * additionalProperties schema, tracked like the others */
-    if (dep_src && !json_is_object(dep_src))
-        return gc_invalid(c, dr ? "dependentRequired" : "dependencies", "must be an object");
-    size_t i;
-    json_t *e;
-    json_array_foreach((json_t *)req, i, e) {
-        if (!json_is_string(e))
-            return gc_invalid(c, "required", "must hold strings");
-        prop_add(tmp, &np, json_string_value(e), NULL, 1);
-    }
-    size_t pi2;
-    json_t *pl;
-    json_array_foreach((json_t *)pres, pi2, pl)
-        json_array_foreach(pl, i, e)
-            prop_add(tmp, &np, json_string_value(e), NULL, 1);
-    for (int fi = 0; fi < n_forbid; fi++)
-        json_array_foreach((json_t *)forbid_lists[fi], i, e) {
-            if (!json_is_string(e))
-                return gc_invalid(c, "not", "required must hold strings");
-            prop_add(tmp, &np, json_string_value(e), NULL, 1);
-        }
-    if (dep_src) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(dep_src, k, v) {
-            if (!json_is_array(v))
-                return gc_unsupported(c, dr ? "dependentRequired" : "dependencies",
-                                      "schema dependencies are not enforced yet");
-            prop_add(tmp, &np, k, NULL, 1);
-            json_array_foreach(v, i, e) {
-                if (!json_is_string(e))
-                    return gc_invalid(c, dr ? "dependentRequired" : "dependencies",
-                                      "must hold strings");
-                prop_add(tmp, &np, json_string_value(e), NULL, 1);
-            }
-        }
-    }
-    /* names under key conditions take the 64 bits of the seen set; the
-     * rest are optional and tracked by key hash at run time */
-    int n_cond = 0, n_idx = 0;
-    for (int k = 0; k < np; k++)
-        if (tmp[k].cond)
-            tmp[k].index = n_cond++;
-    if (n_cond > 64)
-        return gc_unsupported(c, "required", "more than 64 properties under key conditions");
-    for (int k = 0; k < np; k++)
-        if (!tmp[k].cond)
-            tmp[k].index = n_cond + n_idx++;
+    if ((rc = object_names(c, props, req, pres, forbid_lists, n_forbid, dep_src, dr, tmp, &np)))
+        return rc;
 
     int32_t id, addl_node = -1;
     if (!addl || json_is_true(addl)) {
-        if ((rc = any_node(c, &addl_node)))
+        if ((rc = any_node(c, NULL, &addl_node)))
             return rc;
     } else if (!json_is_false(addl)) {
         size_t old = gc_ptr_push(c, json_object_get(s, "additionalProperties")
@@ -1015,28 +1178,8 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     int npat = 0;
     if (pn && (rc = names_automaton(c, pn, "propertyNames", &names)))
         return rc;
-    if (pp) {
-        const char *k;
-        json_t *v;
-        size_t o1 = gc_ptr_push(c, "patternProperties");
-        json_object_foreach((json_t *)pp, k, v) {
-            if (npat == 16) {
-                gc_ptr_pop(c, o1);
-                return gc_unsupported(c, "patternProperties", "more than 16 patterns");
-            }
-            size_t o2 = gc_ptr_push(c, k);
-            rc = compile_key_regex(c, k, strlen(k), SX_RE_SEARCH, "patternProperties", &pats[npat]);
-            if (!rc)
-                rc = gc_schema(c, v, &pat_nodes[npat]);
-            gc_ptr_pop(c, o2);
-            if (rc) {
-                gc_ptr_pop(c, o1);
-                return rc;
-            }
-            pat_schemas[npat++] = v;
-        }
-        gc_ptr_pop(c, o1);
-    }
+    if (pp && (rc = pattern_properties(c, pp, pats, pat_nodes, pat_schemas, &npat)))
+        return rc;
     if ((rc = gc_new_node(c, GK_OBJECT, &id)))
         return rc;
     gr_prop *P = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *P);
@@ -1059,41 +1202,14 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
         P[k].hash = gr_key_hash(kb, klen);
         /* `properties` come first in tmp, in their written order */
         P[k].order = tmp[k].schema ? (uint16_t)k : GR_ORD_UNLISTED;
-        /* a listed name still has to satisfy propertyNames, and the
-         * patterns it matches apply to its value too */
-        const char *nm = tmp[k].name;
-        json_t *all = json_array();
-        if (!all)
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        if (tmp[k].schema)
-            json_array_append(all, (json_t *)tmp[k].schema);
-        for (int pi = 0; pi < npat; pi++)
-            if (sx_re_matches(pats[pi], nm, strlen(nm)))
-                json_array_append(all, (json_t *)pat_schemas[pi]);
-        if (names && !sx_re_matches(names, nm, strlen(nm))) {
-            rc = empty_node(c, &P[k].node);
-        } else if (json_array_size(all) == 0) {
-            rc = addl_node >= 0 ? (P[k].node = addl_node, SX_OK) : empty_node(c, &P[k].node);
-        } else {
-            size_t o1 = gc_ptr_push(c, tmp[k].schema ? "properties" : "patternProperties");
-            size_t o2 = gc_ptr_push(c, nm);
-            if (json_array_size(all) == 1) {
-                rc = gc_schema(c, json_array_get(all, 0), &P[k].node);
-            } else {
-                json_t *sch = json_pack("{s:O}", "allOf", all);
-                rc = sch ? gc_schema(c, sch, &P[k].node)
-                         : sx_err_set(c->err, SX_ENOMEM, "out of memory");
-                json_decref(sch);
-            }
-            gc_ptr_pop(c, o2);
-            gc_ptr_pop(c, o1);
-        }
-        json_decref(all);
+        rc = property_value(c, &tmp[k], names, pats, pat_schemas, npat, addl_node, &P[k].node);
         if (rc)
             return rc;
     }
     gr_node *n = &c->g->nodes[id];
     uint64_t required = 0;
+    size_t i;
+    json_t *e;
     json_array_foreach((json_t *)req, i, e)
         required |= prop_bit(tmp, np, json_string_value(e));
     if (dep_src) {
@@ -1105,30 +1221,10 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
                 dep[at] |= prop_bit(tmp, np, json_string_value(e));
         }
     }
-    if (names || npat) {
-        /* the listed names, excluded from the additional keys */
-        const char **lit = gc_alloc(c, (size_t)(np ? np : 1) * sizeof *lit);
-        if (!lit)
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        for (int k = 0; k < np; k++)
-            lit[k] = tmp[k].name;
-        sx_re *listed = NULL;
-        sx_error le;
-        if (np && sx_re_from_literals(lit, NULL, (size_t)np, NULL, &listed, &le))
-            return sx_err_set(c->err, le.code, "property names: %s", le.msg);
-        if (listed && gc_keep_re(c, listed)) {
-            sx_re_free(listed);
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        }
-        gr_strx *kx = NULL;
-        int32_t *close = NULL;
-        if ((rc = gc_key_automaton(c, names, listed, (const sx_re *const *)pats, pat_nodes, npat,
-                                   addl_node, pat_schemas, &kx, &close)))
-            return rc;
-        n = &c->g->nodes[id];
-        n->u.obj.keyx = kx;
-        n->u.obj.close_node = close;
-    }
+    if ((names || npat) &&
+        (rc = object_key_automaton(c, id, tmp, np, names, pats, pat_nodes, pat_schemas, npat,
+                                   addl_node)))
+        return rc;
     n = &c->g->nodes[id];
     qsort(P, (size_t)np, sizeof *P, cmp_prop);
     if (c->opts.prop_order && (rc = order_tables(c, P, np, id)))
@@ -1141,22 +1237,8 @@ static int object_node(gc_ctx *c, const json_t *s, int32_t *node)
     n->u.obj.additional = addl_node;
     n->u.obj.min_props = 0;
     n->u.obj.max_props = -1;
-    if (pres) {
-        n->u.obj.n_pres = (int)json_array_size(pres);
-        n->u.obj.pres_one = pres_one;
-        n->u.obj.pres = gc_alloc(c, (size_t)n->u.obj.n_pres * sizeof *n->u.obj.pres);
-        if (!n->u.obj.pres)
-            return sx_err_set(c->err, SX_ENOMEM, "out of memory");
-        json_array_foreach((json_t *)pres, pi2, pl)
-            json_array_foreach(pl, i, e)
-                n->u.obj.pres[pi2] |= prop_bit(tmp, np, json_string_value(e));
-    }
-    for (int fi = 0; fi < n_forbid; fi++) {
-        uint64_t bits = 0;
-        json_array_foreach((json_t *)forbid_lists[fi], i, e)
-            bits |= prop_bit(tmp, np, json_string_value(e));
-        n->u.obj.forbid[n->u.obj.n_forbid++] = bits;
-    }
+    if ((rc = object_key_conditions(c, n, tmp, np, pr, forbid_lists, n_forbid)))
+        return rc;
     if ((rc = get_count(c, s, "minProperties", &n->u.obj.min_props)) ||
         (rc = get_count(c, s, "maxProperties", &n->u.obj.max_props)))
         return rc;
@@ -1398,7 +1480,7 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
     }
     gc_ptr_pop(c, old);
     if (!more || json_is_true(more)) {
-        if ((rc = any_node(c, &items_node)))
+        if ((rc = any_node(c, NULL, &items_node)))
             return rc;
     } else if (!json_is_false(more)) {
         old = gc_ptr_push(c, more_kw);
@@ -1427,7 +1509,7 @@ static int array_node(gc_ctx *c, const json_t *s, int32_t *node)
     return SX_OK;
 }
 
-static int any_node(gc_ctx *c, int32_t *node)
+static int any_node(gc_ctx *c, const gc_pres *pres, int32_t *node)
 {
     if (c->any_built) {
         *node = c->any_node;
@@ -1459,7 +1541,7 @@ static int any_node(gc_ctx *c, int32_t *node)
     if (!rc)
         rc = string_node(c, t, NULL, NULL, &alts[2]);
     if (!rc)
-        rc = object_node(c, t, &alts[3]);
+        rc = object_node(c, t, pres, NULL, 0, &alts[3]);
     if (!rc)
         rc = array_node(c, t, &alts[4]);
     json_decref(t);
@@ -1550,9 +1632,10 @@ static const char *enum_sibling(const json_t *s)
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
-        if (!strcmp(k, "type") || !strcmp(k, "enum") || !strcmp(k, "const"))
+        gc_kw id = gc_kw_id(k);
+        if (id == GK_TYPE || id == GK_ENUM || id == GK_CONST)
             continue;
-        if (gc_in_list(known, k))
+        if (gc_kw_flags(id) & GK_ASSERTION)
             return k;
     }
     return NULL;
@@ -1982,13 +2065,12 @@ static int types_overlap(int a, int b)
  * evaluated are exactly m's additional ones. */
 static int unevaluated_after_ref(gc_ctx *c, json_t *m, json_t *up)
 {
-    static const char *const applicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "not",
-                                              "dependentSchemas", "dependencies",
-                                              "$dynamicRef", NULL};
     if (json_object_get(m, "additionalProperties"))
         return SX_OK;
-    for (int i = 0; applicators[i]; i++)
-        if (json_object_get(m, applicators[i]))
+    const char *k;
+    json_t *v;
+    json_object_foreach(m, k, v)
+        if (gc_kw_flags(gc_kw_id(k)) & GK_APPLICATOR)
             return gc_unsupported(c, "unevaluatedProperties",
                                   "beside a $ref whose target has applicators");
     if (json_object_set(m, "additionalProperties", up))
@@ -2057,9 +2139,8 @@ static int inline_member(gc_ctx *c, const json_t *m, json_t **out, int depth)
  * state goes back to where the attempt began. */
 typedef struct gc_mark {
     int32_t n_nodes, any_node;
-    int any_built, depth, n_forbid, pres_one;
+    int any_built, depth;
     gc_ref *refs;
-    const json_t *pres;
     size_t plen;
 } gc_mark;
 
@@ -2069,10 +2150,7 @@ static void mark_save(const gc_ctx *c, gc_mark *m)
     m->any_node = c->any_node;
     m->any_built = c->any_built;
     m->depth = c->depth;
-    m->n_forbid = c->n_forbid;
-    m->pres_one = c->pres_one;
     m->refs = c->refs;
-    m->pres = c->pres;
     m->plen = strlen(c->ptr);
 }
 
@@ -2082,10 +2160,7 @@ static void mark_restore(gc_ctx *c, const gc_mark *m)
     c->any_node = m->any_node;
     c->any_built = m->any_built;
     c->depth = m->depth;
-    c->n_forbid = m->n_forbid;
-    c->pres_one = m->pres_one;
     gc_refs_cut(c, m->refs);
-    c->pres = m->pres;
     c->ptr[m->plen] = '\0';
 }
 
@@ -2095,7 +2170,7 @@ static void mark_restore(gc_ctx *c, const gc_mark *m)
  * some part cannot be compiled exactly, the attempt is undone and the
  * original refusal stands -- never a looser grammar. */
 static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const char *why,
-                       int32_t *node)
+                       const gc_pres *pres, int32_t *node)
 {
     enum { MAX_BRANCHES = 6 };
     size_t n = json_array_size(alts);
@@ -2126,7 +2201,7 @@ static int exactly_one(gc_ctx *c, const json_t *s, const json_t *alts, const cha
     json_object_set_new(base, "anyOf", any);
     gc_mark mark;
     mark_save(c, &mark);
-    rc = gc_schema(c, base, node);
+    rc = schema_at(c, base, pres, node);
     json_decref(base);
     if (rc == SX_EUNSUPPORTED || rc == SX_ELIMIT) {
         mark_restore(c, &mark);
@@ -2187,7 +2262,7 @@ plain:
 /* Overlapping oneOf: first split by type (gr_oneof.c), exact where it
  * decides every type; else the negations of exactly_one. */
 static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const char *why,
-                           int32_t *node)
+                           const gc_pres *pres, int32_t *node)
 {
     size_t n = json_array_size(alts);
     json_t **br = calloc(n, sizeof *br), *split = NULL;
@@ -2218,31 +2293,29 @@ static int split_or_negate(gc_ctx *c, const json_t *s, const json_t *alts, const
     if (rc || !split) {
         json_decref(split);
         sx_err_clear(c->err);
-        return exactly_one(c, s, alts, why, node);
+        return exactly_one(c, s, alts, why, pres, node);
     }
     gc_mark mark;
     mark_save(c, &mark);
-    rc = gc_schema(c, split, node);
+    rc = schema_at(c, split, pres, node);
     json_decref(split);
     if (rc && rc != SX_ENOMEM) { /* the negations may still do it */
         mark_restore(c, &mark);
         sx_err_clear(c->err);
-        return exactly_one(c, s, alts, why, node);
+        return exactly_one(c, s, alts, why, pres, node);
     }
     return rc;
 }
 
-static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int32_t *node)
+static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw,
+                                const gc_pres *outer_pres, int32_t *node)
 {
     const json_t *alts = json_object_get(s, kw);
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return gc_invalid(c, kw, "must be a non-empty array");
     size_t n = json_array_size(alts);
-    /* a presence condition of an enclosing oneOf/anyOf (c->pres) is still
-     * waiting for this schema's object: every branch must carry it, not
-     * only the first one compiled */
-    const json_t *outer_pres = c->pres;
-    int outer_one = c->pres_one;
+    /* a presence condition of an enclosing oneOf/anyOf (outer_pres) is
+     * still waiting for this schema's object: every branch carries it */
     /* branches that only list required keys: a condition on which keys
      * the object has, tracked exactly by the object itself */
     int presence = n <= 16, typed = 0, untyped = 0;
@@ -2288,10 +2361,8 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
             json_decref(obj);
         }
         if (!rc) {
-            c->pres = lists;
-            c->pres_one = one;
-            rc = gc_schema(c, base, node);
-            c->pres = NULL;
+            gc_pres p = {lists, one};
+            rc = schema_at(c, base, lists ? &p : NULL, node);
         }
         json_decref(lists);
         json_decref(base);
@@ -2354,7 +2425,7 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
         if (!apart) {
             char why[96];
             snprintf(why, sizeof why, "branches %zu and %zu may both match", bi, bj);
-            return split_or_negate(c, s, alts, why, node);
+            return split_or_negate(c, s, alts, why, outer_pres, node);
         }
     }
     json_t *base = gc_copy(s);
@@ -2371,16 +2442,13 @@ static int compile_alternatives(gc_ctx *c, const json_t *s, const char *kw, int3
                     : sx_err_set(c->err, SX_ENOMEM, "out of memory");
         if (!rc)
             rc = gc_merge(c, merged, m);
-        c->pres = outer_pres;
-        c->pres_one = outer_one;
         if (!rc)
-            rc = gc_schema(c, merged, &ids[i]);
+            rc = schema_at(c, merged, outer_pres, &ids[i]);
         json_decref(m);
         json_decref(merged);
         gc_ptr_pop(c, o2);
     }
     gc_ptr_pop(c, old);
-    c->pres = NULL;
     if (!rc)
         rc = alt_node(c, ids, (int)n, node);
     free(ids);
@@ -2407,7 +2475,7 @@ static int required_lists(const json_t *branches, int union_all, json_t **out)
         if (!json_is_object(b) || !json_is_array(json_object_get(b, "required")))
             return 0;
         json_object_foreach(b, k, v)
-            if (strcmp(k, "required") && gc_is_assertion(k))
+            if (gc_kw_id(k) != GK_REQUIRED && gc_is_assertion(k))
                 return 0;
         json_array_foreach(json_object_get(b, "required"), j, e)
             if (!json_is_string(e))
@@ -2437,11 +2505,12 @@ static int listed_not(const json_t *nt)
     if (!json_is_object(nt))
         return 0;
     json_object_foreach((json_t *)nt, k, v) {
-        if (!gc_is_assertion(k))
+        gc_kw id = gc_kw_id(k);
+        if (!(gc_kw_flags(id) & GK_ASSERTION))
             continue;
-        if (!strcmp(k, "enum") || !strcmp(k, "const"))
+        if (id == GK_ENUM || id == GK_CONST)
             listed = 1;
-        else if (strcmp(k, "type"))
+        else if (id != GK_TYPE)
             return 0;
     }
     return listed;
@@ -2494,7 +2563,7 @@ static int listed_any(const json_t *nt)
     if (!json_is_array(any) || json_array_size(any) == 0)
         return 0;
     json_object_foreach((json_t *)nt, k, v)
-        if (gc_is_assertion(k) && strcmp(k, "anyOf"))
+        if (gc_kw_id(k) != GK_ANY_OF && gc_is_assertion(k))
             return 0;
     json_array_foreach(any, i, v)
         if (!listed_not(v))
@@ -2524,25 +2593,125 @@ static int any_values(gc_ctx *c, const json_t *nt, json_t **out)
     return rc;
 }
 
-static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
+/* A plain schema's `not`, in the forms whose complement is exact here:
+ * what it takes out of *types, and what it leaves for the nodes to
+ * enforce (the caller frees nf's lists, whatever the result). */
+typedef struct not_form {
+    json_t *excl;          /* not of listed values: the values left out */
+    int excl_true, excl_false;
+    const json_t *not_str; /* not of a string schema */
+    const json_t *forbid;  /* not {required}: that list */
+    json_t *owned;         /* forbidden key lists built from not {anyOf|allOf} */
+    int nothing;           /* 1: the schema admits no value */
+} not_form;
+
+static int not_nothing(not_form *nf)
+{
+    json_decref(nf->owned);
+    nf->owned = NULL;
+    nf->nothing = 1;
+    return SX_OK;
+}
+
+static int plain_not(gc_ctx *c, const json_t *s, int *types, not_form *nf)
+{
+    int rc;
+    const json_t *nt = json_object_get(s, "not");
+    for (int hops = 0; hops < 16 && json_is_object(nt) && json_object_size(nt) == 1 &&
+                       json_is_string(json_object_get(nt, "$ref"));
+         hops++) {
+        const json_t *t = gc_resolve_ref(c, json_string_value(json_object_get(nt, "$ref")));
+        if (!t)
+            break;
+        nt = t;
+    }
+    if (nt && !json_is_false(nt)) {
+        const char *nk, *only = NULL;
+        json_t *nv;
+        int n_assert = 0;
+        if (!json_is_object(nt) && !json_is_true(nt))
+            return gc_invalid(c, "not", "must be a schema");
+        if (json_is_object(nt))
+            json_object_foreach((json_t *)nt, nk, nv)
+                if (gc_kw_flags(gc_kw_id(nk)) & GK_ASSERTION) {
+                    n_assert++;
+                    only = nk;
+                }
+        if (n_assert == 0)
+            return not_nothing(nf); /* not {} admits nothing */
+        if (string_not(nt)) {
+            /* strings that fail it; other values fail it only by type */
+            nf->not_str = nt;
+            if (!json_object_get(nt, "type"))
+                *types &= T_STR;
+            n_assert = 0;
+            only = NULL;
+        } else if (listed_not(nt) || listed_any(nt)) {
+            /* not of listed values: each type of value leaves them out */
+            int nty = json_object_get(nt, "type") ? schema_types(c, nt, 0) : T_ALL;
+            if (nty & T_NUM)
+                nty |= T_INT;
+            if ((rc = listed_any(nt) ? any_values(c, nt, &nf->excl)
+                                     : not_values(c, nt, nty, &nf->excl)))
+                return rc;
+            size_t ei;
+            json_t *ev;
+            json_array_foreach(nf->excl, ei, ev) {
+                if (json_is_null(ev))
+                    *types &= ~T_NULL;
+                nf->excl_true |= json_is_true(ev);
+                nf->excl_false |= json_is_false(ev);
+                if ((json_is_object(ev) && (*types & T_OBJ)) || (json_is_array(ev) && (*types & T_ARR)))
+                    return gc_unsupported(c, "not", "listed objects or arrays are not excluded");
+            }
+            if (nf->excl_true && nf->excl_false)
+                *types &= ~T_BOOL;
+            n_assert = 0;
+            only = NULL;
+        } else if (n_assert > 1) {
+            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
+        }
+        gc_kw oid = only ? gc_kw_id(only) : GK_UNKNOWN;
+        if (!only) {
+            /* done above */
+        } else if (oid == GK_TYPE) {
+            int ex = schema_types(c, nt, 0);
+            if ((ex & T_INT) && !(ex & T_NUM) && (*types & T_NUM))
+                return gc_unsupported(c, "not", "a number that is not an integer");
+            *types &= ~ex;
+        } else if (oid == GK_REQUIRED && json_is_array(json_object_get(nt, "required"))) {
+            nf->forbid = json_object_get(nt, "required");
+            if (json_array_size(nf->forbid) == 0)
+                return not_nothing(nf); /* everything satisfies required: [] */
+            *types &= T_OBJ; /* non-objects satisfy any required */
+        } else if ((oid == GK_ANY_OF || oid == GK_ALL_OF) &&
+                   required_lists(json_object_get(nt, only), oid == GK_ALL_OF, &nf->owned)) {
+            /* not anyOf[required...]: no list complete; not allOf: not all
+             * of their union; non-objects satisfy every branch */
+            for (size_t li = 0; li < json_array_size(nf->owned); li++)
+                if (json_array_size(json_array_get(nf->owned, li)) == 0)
+                    return not_nothing(nf);
+            *types &= T_OBJ;
+        } else {
+            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
+        }
+    }
+    return SX_OK;
+}
+
+/* pres: a presence condition from anyOf/oneOf, for this schema's own
+ * object node only (NULL: none) */
+static int plain_schema(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node)
 {
     const char *k;
     json_t *v;
     int rc;
-    /* a presence condition from anyOf/oneOf belongs to this schema's own
-     * object node only */
-    const json_t *pres = c->pres;
-    int pres_one = c->pres_one;
-    c->pres = NULL;
     json_object_foreach((json_t *)s, k, v) {
-        if (c->no_if && (!strcmp(k, "if") || !strcmp(k, "then") || !strcmp(k, "else")))
+        gc_kw id = gc_kw_id(k);
+        if (c->no_if && (gc_kw_flags(id) & GK_SINCE7))
             continue; /* unknown keywords before draft-07 */
-        if (!strcmp(k, "if") || !strcmp(k, "$dynamicRef") || !strcmp(k, "$recursiveRef"))
+        if (id == GK_IF || id == GK_DYNAMIC_REF || id == GK_RECURSIVE_REF)
             return gc_unsupported(c, k, NULL);
-        if ((!strcmp(k, "then") || !strcmp(k, "else")) && !json_object_get(s, "if"))
-            continue; /* then/else without if have no effect */
-        if (!strcmp(k, "minContains") || !strcmp(k, "maxContains"))
-            continue; /* read by array_node together with contains */
     }
     int types = T_ALL;
     const json_t *ty = json_object_get(s, "type");
@@ -2565,94 +2734,15 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
             return gc_invalid(c, "type", "must be a string or an array");
         }
     }
-    /* not: the forms whose complement is exact here */
-    const json_t *nt = json_object_get(s, "not");
-    json_t *excl = NULL; /* not of listed values: the values left out */
-    int excl_true = 0, excl_false = 0;
-    const json_t *not_str = NULL; /* not of a string schema */
-    for (int hops = 0; hops < 16 && json_is_object(nt) && json_object_size(nt) == 1 &&
-                       json_is_string(json_object_get(nt, "$ref"));
-         hops++) {
-        const json_t *t = gc_resolve_ref(c, json_string_value(json_object_get(nt, "$ref")));
-        if (!t)
-            break;
-        nt = t;
+    not_form no = {0};
+    if ((rc = plain_not(c, s, &types, &no)) || no.nothing) {
+        json_decref(no.excl);
+        json_decref(no.owned);
+        return rc ? rc : empty_node(c, node);
     }
-    const json_t *forbid = NULL;
-    json_t *owned = NULL; /* forbidden key lists built from not {anyOf|allOf} */
-    if (nt && !json_is_false(nt)) {
-        const char *nk, *only = NULL;
-        json_t *nv;
-        int n_assert = 0;
-        if (!json_is_object(nt) && !json_is_true(nt))
-            return gc_invalid(c, "not", "must be a schema");
-        if (json_is_object(nt))
-            json_object_foreach((json_t *)nt, nk, nv)
-                if (!gc_in_list(annotations, nk) && gc_in_list(known, nk)) {
-                    n_assert++;
-                    only = nk;
-                }
-        if (n_assert == 0)
-            return empty_node(c, node); /* not {} admits nothing */
-        if (string_not(nt)) {
-            /* strings that fail it; other values fail it only by type */
-            not_str = nt;
-            if (!json_object_get(nt, "type"))
-                types &= T_STR;
-            n_assert = 0;
-            only = NULL;
-        } else if (listed_not(nt) || listed_any(nt)) {
-            /* not of listed values: each type of value leaves them out */
-            int nty = json_object_get(nt, "type") ? schema_types(c, nt, 0) : T_ALL;
-            if (nty & T_NUM)
-                nty |= T_INT;
-            if ((rc = listed_any(nt) ? any_values(c, nt, &excl) : not_values(c, nt, nty, &excl)))
-                return rc;
-            size_t ei;
-            json_t *ev;
-            json_array_foreach(excl, ei, ev) {
-                if (json_is_null(ev))
-                    types &= ~T_NULL;
-                excl_true |= json_is_true(ev);
-                excl_false |= json_is_false(ev);
-                if ((json_is_object(ev) && (types & T_OBJ)) || (json_is_array(ev) && (types & T_ARR))) {
-                    json_decref(excl);
-                    return gc_unsupported(c, "not", "listed objects or arrays are not excluded");
-                }
-            }
-            if (excl_true && excl_false)
-                types &= ~T_BOOL;
-            n_assert = 0;
-            only = NULL;
-        } else if (n_assert > 1) {
-            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
-        }
-        if (!only) {
-            /* done above */
-        } else if (!strcmp(only, "type")) {
-            int ex = schema_types(c, nt, 0);
-            if ((ex & T_INT) && !(ex & T_NUM) && (types & T_NUM))
-                return gc_unsupported(c, "not", "a number that is not an integer");
-            types &= ~ex;
-        } else if (!strcmp(only, "required") && json_is_array(json_object_get(nt, "required"))) {
-            forbid = json_object_get(nt, "required");
-            if (json_array_size(forbid) == 0)
-                return empty_node(c, node); /* everything satisfies required: [] */
-            types &= T_OBJ; /* non-objects satisfy any required */
-        } else if ((!strcmp(only, "anyOf") || !strcmp(only, "allOf")) &&
-                   required_lists(json_object_get(nt, only), !strcmp(only, "allOf"), &owned)) {
-            /* not anyOf[required...]: no list complete; not allOf: not all
-             * of their union; non-objects satisfy every branch */
-            for (size_t li = 0; li < json_array_size(owned); li++)
-                if (json_array_size(json_array_get(owned, li)) == 0) {
-                    json_decref(owned);
-                    return empty_node(c, node);
-                }
-            types &= T_OBJ;
-        } else {
-            return gc_unsupported(c, "not", "only not {type}, not {required}, not of listed values and not {} are enforced");
-        }
-    }
+    json_t *excl = no.excl, *owned = no.owned;
+    int excl_true = no.excl_true, excl_false = no.excl_false;
+    const json_t *not_str = no.not_str, *forbid = no.forbid;
     if (types & T_NUM)
         types &= ~T_INT; /* number covers integer */
     if (json_object_get(s, "enum") || json_object_get(s, "const")) {
@@ -2665,7 +2755,7 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
         }
         if (pres || forbid || owned) {
             json_decref(owned);
-            return gc_unsupported(c, pres ? (pres_one ? "oneOf" : "anyOf") : "not",
+            return gc_unsupported(c, pres ? (pres->one ? "oneOf" : "anyOf") : "not",
                                   "key conditions together with enum/const");
         }
         return enum_node(c, s, (types & T_NUM) ? types | T_INT : types, node);
@@ -2697,16 +2787,13 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     if (!rc && (types & T_STR))
         rc = string_node(c, s, excl, not_str, &alts[na++]);
     if (!rc && (types & T_OBJ)) {
-        c->n_forbid = 0;
+        const json_t *fl[4];
+        int nf = 0;
         if (forbid)
-            c->forbid[c->n_forbid++] = forbid;
-        for (size_t li = 0; owned && li < json_array_size(owned) && c->n_forbid < 4; li++)
-            c->forbid[c->n_forbid++] = json_array_get(owned, li);
-        c->pres = pres;
-        c->pres_one = pres_one;
-        rc = object_node(c, s, &alts[na++]);
-        c->pres = NULL;
-        c->n_forbid = 0;
+            fl[nf++] = forbid;
+        for (size_t li = 0; owned && li < json_array_size(owned) && nf < 4; li++)
+            fl[nf++] = json_array_get(owned, li);
+        rc = object_node(c, s, pres, fl, nf, &alts[na++]);
     }
     if (!rc && (types & T_ARR))
         rc = array_node(c, s, &alts[na++]);
@@ -2717,13 +2804,14 @@ static int plain_schema(gc_ctx *c, const json_t *s, int32_t *node)
     return alt_node(c, alts, na, node);
 }
 
-/* Keywords other than the listed ones that assert something. */
-static int has_assertions_besides(const json_t *s, const char *const *except)
+/* Keywords other than except that assert something. */
+static int has_assertions_besides(const json_t *s, gc_kw except)
 {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
-        if (gc_in_list(except, k) || gc_in_list(annotations, k) || !gc_in_list(known, k))
+        gc_kw id = gc_kw_id(k);
+        if (id == except || !(gc_kw_flags(id) & GK_ASSERTION))
             continue;
         return 1;
     }
@@ -2755,10 +2843,19 @@ static int finite_node(gc_ctx *c, const json_t *texts, const json_t *vals, int32
     return rc;
 }
 
-static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node);
-static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node);
+static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, const gc_pres *pres,
+                         int32_t *node);
+static int schema_fresh(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node);
 
 int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
+{
+    return schema_at(c, s, NULL, node);
+}
+
+/* gc_schema with the presence condition pres for s's object node (NULL:
+ * none); a compile under one is not remembered (gr_memo.c), its node is
+ * not s's alone. */
+static int schema_at(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node)
 {
     gc_ref *entry, *refs = c->refs;
     if (++c->n_compiles > GC_MAX_COMPILES)
@@ -2768,13 +2865,18 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
     int rc = gc_check_stop(c); /* the caller's deadline, once per subschema */
     if (rc)
         return rc;
-    rc = gc_memo_enter(c, s, node, &entry);
+    if (pres) {
+        entry = NULL;
+        *node = -1;
+    } else {
+        rc = gc_memo_enter(c, s, node, &entry);
+    }
     if (rc || *node >= 0)
         return rc;
     if (!entry)
-        return schema_fresh(c, s, node);
+        return schema_fresh(c, s, pres, node);
     int32_t inner;
-    if ((rc = schema_fresh(c, s, &inner))) {
+    if ((rc = schema_fresh(c, s, NULL, &inner))) {
         gc_refs_cut(c, refs);
         return rc;
     }
@@ -2782,28 +2884,27 @@ int gc_schema(gc_ctx *c, const json_t *s, int32_t *node)
     return gc_memo_done(c, entry, inner);
 }
 
-static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
+static int schema_fresh(gc_ctx *c, const json_t *s, const gc_pres *pres, int32_t *node)
 {
     if (json_is_true(s))
-        return any_node(c, node);
+        return any_node(c, pres, node);
     if (json_is_false(s))
         return empty_node(c, node);
     if (!json_is_object(s))
         return gc_invalid(c, NULL, "a schema must be an object or a boolean");
     const json_t *ref = json_object_get(s, "$ref");
-    static const char *const only_ref[] = {"$ref", NULL};
-    int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, only_ref));
+    int plain_ref = ref && (c->opts.draft7 || !has_assertions_besides(s, GK_REF));
     gc_mark mark;
     mark_save(c, &mark);
-    int rc = schema_object(c, s, plain_ref, node);
+    int rc = schema_object(c, s, plain_ref, pres, node);
     /* what the grammar cannot express may still be a finite list of values
      * (a presence condition from anyOf/oneOf is not part of s, though) */
-    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || mark.pres)
+    if ((rc != SX_EUNSUPPORTED && rc != SX_ELIMIT) || plain_ref || pres)
         return rc;
     sx_error first;
     if (c->err)
         first = *c->err;
-    mark_restore(c, &mark); /* (no presence condition to restore: mark.pres is NULL) */
+    mark_restore(c, &mark);
     json_t *texts = NULL, *vals = NULL;
     int frc = gc_finite_values(c, s, &texts, &vals);
     if (!frc && texts)
@@ -2815,7 +2916,8 @@ static int schema_fresh(gc_ctx *c, const json_t *s, int32_t *node)
     return frc ? frc : texts ? SX_OK : rc;
 }
 
-static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *node)
+static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, const gc_pres *pres,
+                         int32_t *node)
 {
     int rc;
     if (++c->depth > GC_MEMO_TRIGGER && !c->memo_on && c->opts.max_depth > GC_MEMO_TRIGGER) {
@@ -2848,7 +2950,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
                                  json_string_value(ref), p);
                 goto out;
             }
-            rc = compile_ref(c, t, node);
+            rc = compile_ref(c, t, pres, node);
             goto out;
         }
         /* 2020-12: $ref applies together with its siblings */
@@ -2927,7 +3029,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
             goto out;
         /* members may have brought their own allOf/$ref/combinators */
         if (json_object_get(s, "allOf") || json_object_get(s, "$ref")) {
-            rc = gc_schema(c, s, node);
+            rc = schema_at(c, s, pres, node);
             goto out;
         }
     }
@@ -2935,7 +3037,7 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
     if ((rc = gc_rewrite_dependencies(c, s, &dw)))
         goto out;
     if (dw) {
-        rc = gc_schema(c, dw, node);
+        rc = schema_at(c, dw, pres, node);
         json_decref(dw);
         goto out;
     }
@@ -2943,14 +3045,14 @@ static int schema_object(gc_ctx *c, const json_t *s, int plain_ref, int32_t *nod
     if (has_any && has_one) {
         /* (a1 or a2) and oneOf(O) is (a1 and oneOf(O)) or (a2 and oneOf(O)):
          * every anyOf branch keeps the oneOf of the base */
-        rc = compile_alternatives(c, s, "anyOf", node);
+        rc = compile_alternatives(c, s, "anyOf", pres, node);
         goto out;
     }
     if (has_any || has_one) {
-        rc = compile_alternatives(c, s, has_any ? "anyOf" : "oneOf", node);
+        rc = compile_alternatives(c, s, has_any ? "anyOf" : "oneOf", pres, node);
         goto out;
     }
-    rc = plain_schema(c, s, node);
+    rc = plain_schema(c, s, pres, node);
 out:
     json_decref(work);
     c->depth--;
