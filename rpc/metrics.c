@@ -210,6 +210,10 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "# HELP strux_prefix_cache_evictions_total Cached prompts dropped for room.\n"
                  "# TYPE strux_prefix_cache_evictions_total counter\n"
                  "strux_prefix_cache_evictions_total %lld\n"
+                 "# HELP strux_prefix_cache_joins_total Requests that forked the KV of a prompt "
+                 "another request was still prefilling (counted among the hits too).\n"
+                 "# TYPE strux_prefix_cache_joins_total counter\n"
+                 "strux_prefix_cache_joins_total %lld\n"
                  "# HELP strux_prefix_cache_cached_tokens_total Prompt tokens taken from the "
                  "prefix cache instead of prefilled.\n"
                  "# TYPE strux_prefix_cache_cached_tokens_total counter\n"
@@ -219,8 +223,8 @@ int rpc_metrics_render(rpc_metrics *m, const rpc_gauges *g, sx_bytes *out)
                  "# HELP strux_prefix_cache_tokens Tokens the cached prompts hold.\n"
                  "# TYPE strux_prefix_cache_tokens gauge\nstrux_prefix_cache_tokens %lld\n",
                  (long long)m->prefix.hits, (long long)m->prefix.misses,
-                 (long long)m->prefix.evictions, (long long)m->prefix.cached_tokens,
-                 (long long)m->prefix.entries, (long long)m->prefix.tokens);
+                 (long long)m->prefix.evictions, (long long)m->prefix.joins,
+                 (long long)m->prefix.cached_tokens, (long long)m->prefix.entries, (long long)m->prefix.tokens);
     if (!rc)
         rc = hist(out, "strux_ttft_ms", "Time from receipt to the first output token, ms.",
                   &m->ttft);

@@ -424,7 +424,8 @@ check "GET /metrics counts requests, tokens, latency, cache hits" sh -c "
 check "GET /metrics: the prefix cache served prompt tokens (hits and cached tokens)" sh -c "
     grep -q '^strux_prefix_cache_lookups_total{result=\"hit\"} [1-9]' '$T/metrics.txt' &&
     grep -q '^strux_prefix_cache_cached_tokens_total [1-9]' '$T/metrics.txt' &&
-    grep -q '^strux_prefix_cache_entries [0-9]' '$T/metrics.txt'"
+    grep -q '^strux_prefix_cache_entries [0-9]' '$T/metrics.txt' &&
+    grep -q '^strux_prefix_cache_joins_total [0-9]' '$T/metrics.txt'"
 check "GET /metrics: zero re-check failures after the sampled batch" \
     grep -q '^strux_recheck_failures_total 0$' "$T/metrics.txt"
 # schema requests ran masked steps: the sparse LM head read fewer panels than
