@@ -287,11 +287,29 @@ typedef struct {
 
 static int bound_mag(double b, big_mag *out)
 {
+    /* gr_decimal formats and reads back up to 17 times; a node's two
+     * bounds are asked for at every digit, so the last few are kept (per
+     * thread: matchers run on several) */
+    static _Thread_local struct {
+        double b;
+        big_mag m;
+        int ok;
+    } memo[4];
+    static _Thread_local unsigned next;
+    for (int i = 0; i < 4; i++)
+        if (memo[i].ok && memo[i].b == b) {
+            *out = memo[i].m;
+            return 0;
+        }
     int64_t m;
     int e;
     if (gr_decimal(b, &m, &e) || m <= 0)
         return -1;
     *out = mag_of((uint64_t)m, e);
+    unsigned k = next++ % 4;
+    memo[k].b = b;
+    memo[k].m = *out;
+    memo[k].ok = 1;
     return 0;
 }
 
