@@ -406,9 +406,10 @@ static int big_bounded_ok(const gr_node *n, const gr_frame *f, int ending)
     if (ending)
         return mag_ok(&L, &x);
     if (f->phase != N_INT) {
-        /* fraction digits: zeros keep the value, another digit raises it
-         * past these digits (integers take zeros alone) */
-        if (f->phase != N_DOT && mag_ok(&L, &x))
+        /* fraction digits: zeros keep the value ("X.0" after the point),
+         * another digit raises it past these digits (integers take zeros
+         * alone) */
+        if (mag_ok(&L, &x))
             return 1;
         x.st = 1;
         return !n->u.num.integer && mag_ok(&L, &x);
