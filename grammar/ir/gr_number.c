@@ -247,6 +247,8 @@ typedef struct {
 
 static int big_bounds(const gr_node *n)
 {
+    if (!n->u.num.has_min && !n->u.num.has_max)
+        return 0; /* the common case, asked at every digit */
     double t = (double)big_from(n);
     return (n->u.num.has_min && !(fabs(n->u.num.min) < t)) ||
            (n->u.num.has_max && !(fabs(n->u.num.max) < t));
