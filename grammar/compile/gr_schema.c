@@ -441,24 +441,33 @@ static int number_node(gc_ctx *c, const json_t *s, int integer, const json_t *ex
             if (json_is_number(ev))
                 h[n->u.num.n_excl++] = gr_json_hash(ev);
     }
+    /* a bound past int64 leaves no int64 value on its side; integers of
+     * any length beyond it are read digit by digit and compared exactly
+     * (ir/gr_number.c), except under a multipleOf or `not` */
+    int long_ok = n->u.num.multiple <= 0 && !n->u.num.scale && !n->u.num.n_excl;
     if (n->u.num.integer) {
         if (n->u.num.has_min) {
             double lo = n->u.num.excl_min ? floor(n->u.num.min) + 1 : ceil(n->u.num.min);
-            if (lo > 9e18)
+            if (lo > 9e18 && long_ok)
+                n->u.num.imin = INT64_MAX;
+            else if (lo > 9e18)
                 n->kind = GK_EMPTY;
             else if (lo > -9e18)
                 n->u.num.imin = (int64_t)lo;
         }
         if (n->u.num.has_max) {
             double hi = n->u.num.excl_max ? ceil(n->u.num.max) - 1 : floor(n->u.num.max);
-            if (hi < -9e18)
+            if (hi < -9e18 && long_ok)
+                n->u.num.imax = INT64_MIN + 1;
+            else if (hi < -9e18)
                 n->kind = GK_EMPTY;
             else if (hi < 9e18)
                 n->u.num.imax = (int64_t)hi;
         }
         if (n->u.num.imin > n->u.num.imax)
             n->kind = GK_EMPTY;
-    } else if (n->u.num.has_min && n->u.num.has_max &&
+    }
+    if (n->u.num.has_min && n->u.num.has_max &&
                (n->u.num.min > n->u.num.max ||
                 (n->u.num.min == n->u.num.max && (n->u.num.excl_min || n->u.num.excl_max)))) {
         n->kind = GK_EMPTY;

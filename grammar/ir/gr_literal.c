@@ -171,6 +171,28 @@ int gr_spellings(const json_t *v, char **out, int *n, int cap)
             snprintf(buf, sizeof buf, "%lld", (long long)d);
             return add(out, n, cap, buf, strlen(buf));
         }
+        if (d == floor(d)) {
+            /* an integral value past 2^53 (12000000000000000000000, read
+             * as 1.2e22): its integer digits, those of the decimal the
+             * schema wrote (the shortest that reads back as d; the schema
+             * reader admits only numbers a double holds that way) -- the
+             * validator compares the instance's text by value */
+            int64_t m;
+            int e;
+            if (gr_decimal(d, &m, &e) || e < 0 || e > 400)
+                return SX_OK;
+            size_t k = (size_t)snprintf(buf, sizeof buf, "%s%lld", d < 0 ? "-" : "",
+                                        (long long)m);
+            char *t = malloc(k + (size_t)e + 1);
+            if (!t)
+                return SX_ENOMEM;
+            memcpy(t, buf, k);
+            memset(t + k, '0', (size_t)e);
+            t[k + (size_t)e] = '\0';
+            rc = add(out, n, cap, t, k + (size_t)e);
+            free(t);
+            return rc;
+        }
         return SX_OK;
     }
     case JSON_STRING: {

@@ -227,10 +227,216 @@ static int64_t big_from(const gr_node *n)
     return t;
 }
 
+/* ---- bounds past big_from: exact magnitudes -------------------------------
+ *
+ * A bound a double holds is the decimal its shortest round-trip form writes
+ * (the schema reader admits only such bounds: 1.2e22 is 12 * 10^21), so it
+ * has at most 17 significant digits.  A big number compared with such a
+ * bound needs only its first 18 significant digits (val: such a number goes
+ * big at its 19th integer digit, not at big_from), whether any later
+ * digit is non-zero (F_NSTICKY) and its count of integer digits (hi): two
+ * numbers alike in those three compare alike with every such bound.  So a
+ * node whose bounds reach big_from keeps those three on big numbers
+ * (without multipleOf, which keeps the remainder in val instead) and
+ * decides exactly, digit by digit, with the state still of constant size. */
+typedef struct {
+    uint64_t m;    /* 18 significant digits, in [10^17, 10^18) */
+    int st;        /* some later digit is not 0 */
+    long long ord; /* the value lies in [10^(ord-1), 10^ord) */
+} big_mag;
+
+static int big_bounds(const gr_node *n)
+{
+    if (!n->u.num.has_min && !n->u.num.has_max)
+        return 0; /* the common case, asked at every digit */
+    double t = (double)big_from(n);
+    return (n->u.num.has_min && !(fabs(n->u.num.min) < t)) ||
+           (n->u.num.has_max && !(fabs(n->u.num.max) < t));
+}
+
+/* v * 10^k (v > 0, below 10^19) as a magnitude. */
+static big_mag mag_of(uint64_t v, long long k)
+{
+    big_mag r = {v, 0, k};
+    int d = 0;
+    for (uint64_t t = v; t; t /= 10)
+        d++;
+    r.ord = d + k;
+    for (; d < 18; d++)
+        r.m *= 10;
+    if (d > 18) { /* 19 digits: one past the 18 kept */
+        r.st = r.m % 10 != 0;
+        r.m /= 10;
+    }
+    return r;
+}
+
+static int mag_cmp(const big_mag *a, const big_mag *b)
+{
+    if (a->ord != b->ord)
+        return a->ord < b->ord ? -1 : 1;
+    if (a->m != b->m)
+        return a->m < b->m ? -1 : 1;
+    return a->st == b->st ? 0 : a->st ? 1 : -1;
+}
+
+/* The limits the bounds put on |x| for a non-zero x of the given sign: 0
+ * when no such x is in bounds at all. */
+typedef struct {
+    int has_l, exl, has_u, exu;
+    big_mag l, u;
+} mag_lims;
+
+static int bound_mag(double b, big_mag *out)
+{
+    /* gr_decimal formats and reads back up to 17 times; a node's two
+     * bounds are asked for at every digit, so the last few are kept (per
+     * thread: matchers run on several) */
+    static _Thread_local struct {
+        double b;
+        big_mag m;
+        int ok;
+    } memo[4];
+    static _Thread_local unsigned next;
+    for (int i = 0; i < 4; i++)
+        if (memo[i].ok && memo[i].b == b) {
+            *out = memo[i].m;
+            return 0;
+        }
+    int64_t m;
+    int e;
+    if (gr_decimal(b, &m, &e) || m <= 0)
+        return -1;
+    *out = mag_of((uint64_t)m, e);
+    unsigned k = next++ % 4;
+    memo[k].b = b;
+    memo[k].m = *out;
+    memo[k].ok = 1;
+    return 0;
+}
+
+static int mag_limits(const gr_node *n, int neg, mag_lims *L)
+{
+    memset(L, 0, sizeof *L);
+    double mn = n->u.num.min, mx = n->u.num.max;
+    if (!neg) {
+        if (n->u.num.has_max && !(mx > 0))
+            return 0;
+        if (n->u.num.has_max && !bound_mag(mx, &L->u)) {
+            L->has_u = 1;
+            L->exu = n->u.num.excl_max;
+        }
+        if (n->u.num.has_min && mn > 0 && !bound_mag(mn, &L->l)) {
+            L->has_l = 1;
+            L->exl = n->u.num.excl_min;
+        }
+    } else {
+        if (n->u.num.has_min && !(mn < 0))
+            return 0;
+        if (n->u.num.has_min && !bound_mag(mn, &L->u)) {
+            L->has_u = 1;
+            L->exu = n->u.num.excl_min;
+        }
+        if (n->u.num.has_max && mx < 0 && !bound_mag(mx, &L->l)) {
+            L->has_l = 1;
+            L->exl = n->u.num.excl_max;
+        }
+    }
+    return 1;
+}
+
+static int mag_ok(const mag_lims *L, const big_mag *x)
+{
+    int c;
+    if (L->has_l && ((c = mag_cmp(x, &L->l)) < 0 || (c == 0 && L->exl)))
+        return 0;
+    if (L->has_u && ((c = mag_cmp(x, &L->u)) > 0 || (c == 0 && L->exu)))
+        return 0;
+    return 1;
+}
+
+/* Some magnitude in [a, s) is within the limits.  For integers too: a and
+ * s are integers ten or more apart (at least one more digit) and limits
+ * past big_from are integers, so the half-open range of reals and the
+ * integers in it meet the limits alike. */
+static int mag_range_ok(const mag_lims *L, const big_mag *a, const big_mag *s)
+{
+    const big_mag *lo = a, *hi = s;
+    int lo_in = 1, hi_in = 0;
+    if (L->has_l && mag_cmp(&L->l, a) >= 0) {
+        lo_in = !L->exl && (mag_cmp(&L->l, a) > 0 || lo_in);
+        lo = &L->l;
+    }
+    if (L->has_u && mag_cmp(&L->u, s) <= 0) {
+        hi_in = !L->exu && mag_cmp(&L->u, s) < 0;
+        hi = &L->u;
+    }
+    int c = mag_cmp(lo, hi);
+    return c < 0 || (c == 0 && lo_in && hi_in);
+}
+
+/* From the integer digits v (0 < v < 10^18, more to come), some completion
+ * with at least 19 integer digits is in bounds: v followed by k more digits
+ * lies in [v*10^k, (v+1)*10^k). */
+static int big_reach(const gr_node *n, int neg, uint64_t v)
+{
+    mag_lims L;
+    if (!mag_limits(n, neg, &L))
+        return 0;
+    int d = gr_num_digits((int64_t)v);
+    long long k0 = 19 - d, k1 = k0;
+    if (!L.has_u)
+        return 1; /* enough digits pass any lower limit */
+    if (L.u.ord - d + 1 > k1)
+        k1 = L.u.ord - d + 1; /* past that, every completion is above u */
+    for (long long k = k0; k <= k1; k++) {
+        big_mag a = mag_of(v, k), b = mag_of(v + 1, k);
+        if (mag_range_ok(&L, &a, &b))
+            return 1;
+    }
+    return 0;
+}
+
+/* A big number under bounds past big_from (F_NBIG, val its first 18
+ * digits): it may end here (ending), or some completion is in bounds. */
+static int big_bounded_ok(const gr_node *n, const gr_frame *f, int ending)
+{
+    mag_lims L;
+    if (!mag_limits(n, (f->flags & F_NEG) != 0, &L))
+        return 0;
+    big_mag x = {(uint64_t)f->val, (f->flags & F_NSTICKY) != 0, (long long)f->hi};
+    if (ending)
+        return mag_ok(&L, &x);
+    if (f->phase != N_INT) {
+        /* fraction digits: zeros keep the value ("X.0" after the point),
+         * another digit raises it past these digits (integers take zeros
+         * alone) */
+        if (mag_ok(&L, &x))
+            return 1;
+        x.st = 1;
+        return !n->u.num.integer && mag_ok(&L, &x);
+    }
+    /* k more integer digits, then (reals) a fraction */
+    if (!L.has_u)
+        return 1;
+    for (long long k = 0; x.ord + k <= L.u.ord + 1; k++) {
+        big_mag y = x;
+        y.ord += k;
+        if (mag_ok(&L, &y)) /* zeros (none when k = 0) keep the digits' summary */
+            return 1;
+        y.st = 1;
+        if ((k > 0 || !n->u.num.integer) && mag_ok(&L, &y))
+            return 1;
+    }
+    return 0;
+}
+
 static int big_allowed(const gr_node *n, const gr_frame *f)
 {
     if ((f->flags & (F_UH | F_UITEM)) || n->u.num.n_excl)
         return 0;
+    if (big_bounds(n)) /* exact magnitudes instead of a remainder */
+        return n->u.num.multiple <= 0 && !n->u.num.scale;
     /* a big number is closed by digits that bring its remainder to 0: with
      * a multiple below 10^4 four digits always do, which the shortest
      * completion's search (20000 digit strings) finds; larger multiples
@@ -257,6 +463,11 @@ static int64_t mod_mul10(int64_t r, int k, int64_t m)
 static int big_digit(const gr_node *n, gr_frame *nf, int next, int d)
 {
     int64_t m = n->u.num.multiple;
+    if (big_bounds(n)) {
+        if (d)
+            nf->flags |= F_NSTICKY; /* val keeps the first 18 digits */
+        return 1;
+    }
     if (n->u.num.scale && next == N_FRAC && nf->count >= n->u.num.scale)
         return d == 0; /* past the divisor's decimals only zeros keep a multiple */
     if (m > 0)
@@ -268,6 +479,8 @@ static int big_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     if (!big_allowed(n, f))
         return 0;
+    if (big_bounds(n))
+        return big_bounded_ok(n, f, ending);
     int64_t m = n->u.num.multiple;
     if (m <= 0 || f->phase >= N_E)
         return 1; /* no multipleOf, or an unbounded real's exponent */
@@ -330,8 +543,18 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
     }
     if (f->flags & F_NBIG)
         return big_ok(n, f, ending);
-    if (!ending && f->phase == N_INT && big_allowed(n, f))
+    if (!ending && big_bounds(n) && big_allowed(n, f)) {
+        /* more digits make it big: is some big completion in bounds? */
+        if (f->phase == N_INT && big_reach(n, neg, (uint64_t)f->val))
+            return 1;
+        /* before the first digit: either sign at N_START, minus at N_SIGN */
+        for (uint64_t v = 1; f->phase <= N_SIGN && v <= 9; v++)
+            for (int sg = f->phase == N_SIGN; sg <= 1; sg++)
+                if (big_reach(n, sg, v))
+                    return 1;
+    } else if (!ending && f->phase == N_INT && big_allowed(n, f)) {
         return 1; /* more digits make it big, and a big one can end */
+    }
     if (n->u.num.scale)
         return scaled_ok(n, f, ending);
     if (n->u.num.integer) {
@@ -583,10 +806,13 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         if (big) {
             if (!big_digit(n, nf, next, c - '0'))
                 return 0;
-        } else if (next == N_INT && nf->val >= big_from(n) / 10 && big_allowed(n, nf)) {
+        } else if (next == N_INT &&
+                   nf->val >= (big_bounds(n) ? 100000000000000000LL : big_from(n) / 10) &&
+                   big_allowed(n, nf)) {
             /* the integer part reaches big_from: on as a big number */
             nf->flags |= F_NBIG;
-            nf->val = n->u.num.multiple > 0 ? nf->val % n->u.num.multiple : 0;
+            if (!big_bounds(n))
+                nf->val = n->u.num.multiple > 0 ? nf->val % n->u.num.multiple : 0;
             big_digit(n, nf, next, c - '0');
         } else if (nf->val >= top) {
             /* past 18 significant digits: integers leave the int64

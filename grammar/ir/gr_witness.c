@@ -69,6 +69,24 @@ static void number_witness(const gr_node *n, char *out, size_t cap)
             return;
         }
     }
+    if (n->u.num.integer && (n->u.num.imin == INT64_MAX ||
+                             (n->u.num.has_max && n->u.num.max < -9e18))) {
+        /* a bound past int64 (compile's number_node): its own digits, plus
+         * one when exclusive -- an integral decimal of at most 17
+         * significant digits and a positive exponent, so it ends in 0 */
+        int lo = n->u.num.imin == INT64_MAX;
+        double b = lo ? n->u.num.min : n->u.num.max;
+        int64_t m;
+        int e;
+        if (!gr_decimal(b, &m, &e) && e >= 1 && (size_t)e + 24 < cap) {
+            int l = snprintf(out, cap, "%s%lld", lo ? "" : "-", (long long)m);
+            memset(out + l, '0', (size_t)e);
+            out[l + e] = '\0';
+            if (lo ? n->u.num.excl_min : n->u.num.excl_max)
+                out[l + e - 1] = '1';
+            return;
+        }
+    }
     if (n->u.num.integer || n->u.num.scale) {
         __int128 lo = n->u.num.imin, hi = n->u.num.imax, m = n->u.num.multiple, v = 0;
         if (m <= 0)
@@ -730,7 +748,7 @@ void gr_wit_write(const sx_grammar *g, int32_t i, gr_wbuf *w, int depth)
         return;
     }
     case GK_NUMBER: {
-        char buf[64];
+        char buf[400]; /* a bound's digits: up to 309 */
         number_witness(n, buf, sizeof buf);
         gr_wputs(w, buf);
         return;

@@ -464,6 +464,8 @@ enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
                          modulo the node's multiple (0 without one) -- see
                          gr_feed.c, "numbers of any length" */
 #define F_KGEN 8u     /* object key: may still be an additional (unknown) key */
+#define F_NSTICKY 8u  /* number (F_KGEN's bit), big under bounds past big_from:
+                         a digit past the 18 in val is not 0 (gr_number.c) */
 #define F_ENEG 16u    /* number: minus sign after the exponent mark */
 #define F_UH 32u      /* the value's hash is tracked (inside a uniqueItems item) */
 #define F_UITEM 64u   /* an item of a GR_UNIQ_HASH array: it must differ from

@@ -47,7 +47,7 @@ static void finish_number(const sx_grammar *g, const gr_frame *f, gr_wbuf *w)
     cur.n = 1;
     cur.overflow = 0;
     cur.f[0] = &top;
-    char path[24];
+    char path[352]; /* greedy below: the digits up to a bound of 1e308 */
     int found = -1;
     for (int limit = 0; limit <= 20 && found < 0; limit++) {
         /* depth-first, digits in order; stack of (set, next digit) */

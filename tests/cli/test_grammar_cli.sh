@@ -111,4 +111,26 @@ printf '%s' '{"type": "number", "minimum": 1.2e400}' >"$T/big_min.json"
 "$S" compile "${tok[@]}" --schema "$T/big_min.json" >"$T/out" 2>&1
 check "compile: minimum 1.2e400 is refused as beyond a double's range, at /minimum" \
     sh -c "[ $? -eq 1 ] && grep -q 'beyond the range.* at /minimum' '$T/out'"
+# Big numbers in the schema are compared exactly (issue 28): the matcher
+# took only the double's spelling of an enum's 1.2e22, refused integer
+# minimum 1.2e22 as empty, and cut 23-digit numbers under number minimum
+# 1.2e22 at the 18th digit while the validator accepted them.
+printf '%s' '12000000000000000000000' >"$T/b23.json"
+printf '%s' '13000000000000000000000' >"$T/c23.json"
+printf '%s' '11999999999999999999999' >"$T/a23.json"
+"$S" check "${tok[@]}" --schema "$T/big_enum.json" "$T/b23.json" >"$T/out" 2>&1
+check "check: enum 12000000000000000000000 takes the 23 digits (matcher and validator)" \
+    sh -c "[ $? -eq 0 ] && grep -q 'matcher: *accepts' '$T/out'"
+"$S" check "${tok[@]}" --schema "$T/big_enum.json" "$T/c23.json" >/dev/null 2>&1
+check "check: another 23-digit number is refused by that enum" [ $? -eq 1 ]
+printf '%s' '{"type": "integer", "minimum": 1.2e22}' >"$T/big_imin.json"
+printf '%s' '{"type": "number", "minimum": 1.2e22}' >"$T/big_nmin.json"
+for k in imin nmin; do
+    "$S" check "${tok[@]}" --schema "$T/big_$k.json" "$T/c23.json" >"$T/out" 2>&1
+    check "check: 13000000000000000000000 under $k 1.2e22 accepted by both" \
+        sh -c "[ $? -eq 0 ] && grep -q 'matcher: *accepts' '$T/out' && grep -q 'validator: *accepts' '$T/out'"
+    "$S" check "${tok[@]}" --schema "$T/big_$k.json" "$T/a23.json" >"$T/out" 2>&1
+    check "check: 11999999999999999999999 under $k 1.2e22 refused by both" \
+        sh -c "[ $? -eq 1 ] && grep -q 'matcher: *rejects' '$T/out' && grep -q 'validator: *rejects' '$T/out'"
+done
 exit $((failed > 0))
