@@ -2,6 +2,7 @@
  * continuation's length can still fit the bounds, and the shortest
  * completion from a state.  The compiler's analysis and witnesses and the
  * matcher's completion share them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,19 +35,188 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
     return 0;
 }
 
+/* The JSON spelling of one content byte (at most 6 bytes: a control
+ * character without a short escape takes \u00xx). */
 static int escape_byte(uint8_t b, uint8_t *out)
 {
-    static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
-    for (int i = 0; i < 7; i++)
-        if (b == (uint8_t)from[i]) {
-            out[0] = '\\';
-            out[1] = (uint8_t)to[i];
-            return 2;
+    if (b >= 0x80) {
+        out[0] = b;
+        return 1;
+    }
+    return gr_canon_char(b, out);
+}
+
+/* The rest of a code point's UTF-8 after its lead byte, stepped from st:
+ * acc holds its bits so far, rem continuation bytes are left.  The least
+ * code point within [clo, chi] whose bytes x takes into a state where one
+ * more code point keeps the length bounds, or -1.  A state that failed
+ * for a whole block of continuations is not tried again for another, so
+ * the work is at most 64 bytes per state per level. */
+static int64_t cp_tail(const gr_strx *x, int32_t st, uint32_t acc, int rem, uint32_t clo,
+                       uint32_t chi, int64_t count, int64_t mn, int64_t mx)
+{
+    if (rem == 0)
+        return gr_strx_len_ok(x, st, count + 1, mn, mx) ? (int64_t)acc : -1;
+    int32_t failed[64];
+    int n_failed = 0;
+    for (uint32_t b = 0x80; b <= 0xBF; b++) {
+        uint32_t a2 = acc << 6 | (b & 0x3F);
+        uint32_t lo = a2 << (6 * (rem - 1)), hi = lo + ((1u << (6 * (rem - 1))) - 1);
+        if (hi < clo)
+            continue;
+        if (lo > chi)
+            break;
+        int32_t ns = gr_strx_step(x, st, (uint8_t)b);
+        if (ns < 0)
+            continue;
+        int full = lo >= clo && hi <= chi, skip = 0;
+        for (int i = 0; full && i < n_failed && !skip; i++)
+            skip = failed[i] == ns;
+        if (skip)
+            continue;
+        int64_t r = cp_tail(x, ns, a2, rem - 1, clo, chi, count, mn, mx);
+        if (r >= 0)
+            return r;
+        if (full && n_failed < 64)
+            failed[n_failed++] = ns;
+    }
+    return -1;
+}
+
+int64_t gr_strx_cp_find(const gr_strx *x, int32_t st, uint32_t clo, uint32_t chi, int64_t count,
+                        int64_t min_len, int64_t max_len)
+{
+    static const uint32_t seg[5][3] = {{1, 0, 0x7F},          {2, 0x80, 0x7FF},
+                                       {3, 0x800, 0xD7FF},    {3, 0xE000, 0xFFFF},
+                                       {4, 0x10000, 0x10FFFF}};
+    static const uint8_t lead[5] = {0, 0xC0, 0xE0, 0xE0, 0xF0};
+    if (st < 0)
+        return -1;
+    for (int k = 0; k < 5; k++) {
+        uint32_t a = clo > seg[k][1] ? clo : seg[k][1], b = chi < seg[k][2] ? chi : seg[k][2];
+        if (a > b)
+            continue;
+        int L = (int)seg[k][0], shift = 6 * (L - 1);
+        int32_t failed[64];
+        int n_failed = 0;
+        for (uint32_t v = a >> shift; v <= b >> shift; v++) {
+            int32_t ns = gr_strx_step(x, st, (uint8_t)(lead[k] | v));
+            if (ns < 0)
+                continue;
+            uint32_t lo = v << shift, hi = lo + ((1u << shift) - 1);
+            int full = lo >= a && hi <= b, skip = 0;
+            for (int i = 0; full && i < n_failed && !skip; i++)
+                skip = failed[i] == ns;
+            if (skip)
+                continue;
+            int64_t r = cp_tail(x, ns, v, L - 1, a, b, count, min_len, max_len);
+            if (r >= 0)
+                return r;
+            if (full && n_failed < 64)
+                failed[n_failed++] = ns;
         }
-    if (b < 0x20)
-        return 0; /* would need \u, which patterned strings refuse */
-    out[0] = b;
-    return 1;
+    }
+    return -1;
+}
+
+int gr_u_ranges(const gr_frame *f, uint32_t r[3][2])
+{
+    uint64_t ulo = 0, uhi = 0xFFFF;
+    int n = 0;
+    if (f->phase == S_U) {
+        int sh = 4 * (4 - f->aux);
+        ulo = (uint64_t)f->val << sh;
+        uhi = ulo + ((uint64_t)1 << sh) - 1;
+    } else if (f->phase == S_LBS || f->phase == S_LU) {
+        ulo = uhi = (uint64_t)f->val;
+    } else if (f->phase == S_LOW) {
+        uint64_t hs = (uint64_t)f->val >> 16, lp = (uint64_t)f->val & 0xFFFF;
+        int sh = 4 * (4 - f->aux);
+        uint64_t llo = lp << sh, lhi = llo + ((uint64_t)1 << sh) - 1;
+        if (llo < 0xDC00)
+            llo = 0xDC00;
+        if (lhi > 0xDFFF)
+            lhi = 0xDFFF;
+        if (llo > lhi || hs < 0xD800 || hs > 0xDBFF)
+            return 0;
+        uint32_t base = 0x10000 + (uint32_t)((hs - 0xD800) << 10);
+        r[0][0] = base + (uint32_t)(llo - 0xDC00);
+        r[0][1] = base + (uint32_t)(lhi - 0xDC00);
+        return 1;
+    }
+    if (ulo <= 0xD7FF) {
+        r[n][0] = (uint32_t)ulo;
+        r[n++][1] = (uint32_t)(uhi < 0xD7FF ? uhi : 0xD7FF);
+    }
+    if (uhi >= 0xE000) {
+        r[n][0] = (uint32_t)(ulo > 0xE000 ? ulo : 0xE000);
+        r[n++][1] = (uint32_t)uhi;
+    }
+    uint64_t hlo = ulo > 0xD800 ? ulo : 0xD800, hhi = uhi < 0xDBFF ? uhi : 0xDBFF;
+    if (hlo <= hhi) {
+        r[n][0] = 0x10000 + (uint32_t)((hlo - 0xD800) << 10);
+        r[n++][1] = 0x10000 + (uint32_t)((hhi - 0xD800) << 10) + 0x3FF;
+    }
+    return n;
+}
+
+int gr_u_rest(const gr_frame *f, uint32_t cp, char out[16])
+{
+    uint32_t u1 = cp, u2 = 0;
+    char t[16];
+    if (cp >= 0x10000) {
+        u1 = 0xD800 + ((cp - 0x10000) >> 10);
+        u2 = 0xDC00 + ((cp - 0x10000) & 0x3FF);
+    }
+    if (f->phase == S_ESC || f->phase == S_U) {
+        snprintf(t, sizeof t, "u%04x", (unsigned)u1);
+        int n = snprintf(out, 16, "%s", t + (f->phase == S_U ? 1 + f->aux : 0));
+        if (u2)
+            n += snprintf(out + n, (size_t)(16 - n), "\\u%04x", (unsigned)u2);
+        return n;
+    }
+    snprintf(t, sizeof t, "\\u%04x", (unsigned)u2);
+    return snprintf(out, 16, "%s", t + (f->phase == S_LBS ? 0 : f->phase == S_LU ? 1 : 2 + f->aux));
+}
+
+int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int64_t max_len)
+{
+    int32_t st = (int32_t)f->pos;
+    int64_t count = f->count, r = -1;
+    uint64_t ulo = 0, uhi = 0xFFFF;
+    if (f->phase == S_U) {
+        int sh = 4 * (4 - f->aux);
+        ulo = (uint64_t)f->val << sh;
+        uhi = ulo + ((uint64_t)1 << sh) - 1;
+    } else if (f->phase == S_LBS || f->phase == S_LU) {
+        ulo = uhi = (uint64_t)f->val;
+    } else if (f->phase == S_LOW) {
+        uint64_t hs = (uint64_t)f->val >> 16, lp = (uint64_t)f->val & 0xFFFF;
+        int sh = 4 * (4 - f->aux);
+        uint64_t llo = lp << sh, lhi = llo + ((uint64_t)1 << sh) - 1;
+        if (llo < 0xDC00)
+            llo = 0xDC00;
+        if (lhi > 0xDFFF)
+            lhi = 0xDFFF;
+        if (llo > lhi || hs < 0xD800 || hs > 0xDBFF)
+            return -1;
+        uint32_t base = 0x10000 + (uint32_t)((hs - 0xD800) << 10);
+        return gr_strx_cp_find(x, st, base + (uint32_t)(llo - 0xDC00),
+                               base + (uint32_t)(lhi - 0xDC00), count, min_len, max_len);
+    }
+    /* the BMP outside the surrogates, then the pairs whose high half fits */
+    if (ulo <= 0xD7FF)
+        r = gr_strx_cp_find(x, st, (uint32_t)ulo, (uint32_t)(uhi < 0xD7FF ? uhi : 0xD7FF), count,
+                            min_len, max_len);
+    if (r < 0 && uhi >= 0xE000)
+        r = gr_strx_cp_find(x, st, (uint32_t)(ulo > 0xE000 ? ulo : 0xE000), (uint32_t)uhi, count,
+                            min_len, max_len);
+    uint64_t hlo = ulo > 0xD800 ? ulo : 0xD800, hhi = uhi < 0xDBFF ? uhi : 0xDBFF;
+    if (r < 0 && hlo <= hhi)
+        r = gr_strx_cp_find(x, st, 0x10000 + (uint32_t)((hlo - 0xD800) << 10),
+                            0x10000 + (uint32_t)((hhi - 0xD800) << 10) + 0x3FF, count, min_len,
+                            max_len);
+    return r;
 }
 
 static int64_t cps_of_n(const uint8_t *s, size_t n)
@@ -83,7 +253,7 @@ long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_l
         cls_byte[i] = -1;
     for (int b = raw ? 0 : 0x20; b < 0x100 + (raw ? 0 : 0x20); b++) {
         int bb = b & 0xff;
-        uint8_t tmp[2];
+        uint8_t tmp[6];
         if (!raw && !escape_byte((uint8_t)bb, tmp))
             continue;
         int cl = x->byte_class[bb];
@@ -144,7 +314,7 @@ long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_l
         cps_of(x->example) == cps_of_n(bytes, n))
         memcpy(bytes, x->example, n);
     for (i = 0; i < n; i++) {
-        uint8_t e[2];
+        uint8_t e[6];
         int el = raw_text ? (e[0] = bytes[i], 1) : escape_byte(bytes[i], e);
         if (len + (size_t)el > cap) {
             free(bytes);

@@ -72,12 +72,19 @@ static int plain_live(const gr_node *n, const gr_frame *f, const gr_vseen *seen,
             return 1;
         /* the escape is the last character: any BMP code point */
         return cp_new(f->vh, 0, 0xFFFF, seen, n_seen);
-    case S_U: {
+    case S_U:
+    case S_LBS:
+    case S_LU:
+    case S_LOW: {
         if (mx < 0 || f->count + 1 < mx)
             return 1;
-        int shift = 4 * (4 - f->aux);
-        uint32_t lo = (uint32_t)f->val << shift, hi = lo + ((uint32_t)1 << shift) - 1;
-        return cp_new(f->vh, lo, hi, seen, n_seen);
+        /* the escape (or pair) under way is the last character */
+        uint32_t r[3][2];
+        int nr = gr_u_ranges(f, r);
+        for (int i = 0; i < nr; i++)
+            if (cp_new(f->vh, r[i][0], r[i][1], seen, n_seen))
+                return 1;
+        return 0;
     }
     }
     return 1;
@@ -598,7 +605,7 @@ long gr_str_new_completion(const gr_node *n, const gr_frame *f, const gr_vseen *
      * letters; the first combination whose value is new (after `skip`) */
     int64_t mn = n->u.str.min_len, mx = n->u.str.max_len;
     for (int opt = 0; opt < 64; opt++) {
-        uint8_t fin[8], dec[4];
+        uint8_t fin[16], dec[8];
         size_t fl = 0, dl = 0;
         int64_t count = f->phase == S_START ? 0 : f->count;
         if (f->phase == S_IN && f->aux) {
@@ -617,25 +624,32 @@ long gr_str_new_completion(const gr_node *n, const gr_frame *f, const gr_vseen *
             fin[fl++] = (uint8_t)esc[opt];
             dec[dl++] = (uint8_t)d8[opt];
             count++;
-        } else if (f->phase == S_U) {
-            int shift = 4 * (4 - f->aux);
-            uint32_t cp = ((uint32_t)f->val << shift) + (uint32_t)opt;
-            if (opt >= (1 << shift) || (cp >= 0xD800 && cp <= 0xDFFF))
+        } else if (f->phase == S_U || f->phase == S_LBS || f->phase == S_LU ||
+                   f->phase == S_LOW) {
+            /* the opt-th code point the escape (or pair) can still spell */
+            uint32_t r[3][2], cp = 0;
+            int nr = gr_u_ranges(f, r), got = 0;
+            int64_t left = opt;
+            for (int i = 0; i < nr && !got; i++) {
+                if (left <= (int64_t)(r[i][1] - r[i][0])) {
+                    cp = r[i][0] + (uint32_t)left;
+                    got = 1;
+                } else {
+                    left -= (int64_t)(r[i][1] - r[i][0]) + 1;
+                }
+            }
+            if (!got)
                 break;
-            for (int k = f->aux; k < 4; k++)
-                fin[fl++] = (uint8_t)"0123456789abcdef"[cp >> (4 * (3 - k)) & 15];
+            char t[16];
+            int tl = gr_u_rest(f, cp, t);
+            memcpy(fin, t, (size_t)tl);
+            fl = (size_t)tl;
             /* decoded: the code point's UTF-8, hashed below */
-            uint8_t u[4];
-            int ul = 0;
+            uint8_t u[6];
+            int ul = gr_canon_char(cp, u);
             if (cp < 0x80) {
-                u[ul++] = (uint8_t)cp;
-            } else if (cp < 0x800) {
-                u[ul++] = (uint8_t)(0xC0 | cp >> 6);
-                u[ul++] = (uint8_t)(0x80 | (cp & 0x3F));
-            } else {
-                u[ul++] = (uint8_t)(0xE0 | cp >> 12);
-                u[ul++] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
-                u[ul++] = (uint8_t)(0x80 | (cp & 0x3F));
+                u[0] = (uint8_t)cp;
+                ul = 1;
             }
             memcpy(dec, u, (size_t)ul);
             dl = (size_t)ul;

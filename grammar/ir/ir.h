@@ -334,14 +334,122 @@ static inline uint64_t gr_fnv_cp(uint64_t h, uint32_t cp)
     } else if (cp < 0x800) {
         b[n++] = (uint8_t)(0xC0 | cp >> 6);
         b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
-    } else {
+    } else if (cp < 0x10000) {
         b[n++] = (uint8_t)(0xE0 | cp >> 12);
+        b[n++] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+        b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
+    } else {
+        b[n++] = (uint8_t)(0xF0 | cp >> 18);
+        b[n++] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
         b[n++] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
         b[n++] = (uint8_t)(0x80 | (cp & 0x3F));
     }
     for (int i = 0; i < n; i++)
         h = gr_fnv(h, b[i]);
     return h;
+}
+
+/* FNV-1a step undone: the hash before byte b was folded into h (the
+ * prime is odd, so the step is a bijection).  A key's running hash takes
+ * a backslash when it is read; a \u escape that turns out to spell a
+ * character written raw takes it back out. */
+static inline uint64_t gr_fnv_unfold(uint64_t h, uint8_t b)
+{
+    uint64_t inv = GR_FNV_PRIME; /* Newton: inv = prime^-1 mod 2^64 */
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - GR_FNV_PRIME * inv;
+    return (h * inv) ^ b;
+}
+
+/* The canonical spelling (gr_encode_string's) of the character cp (no
+ * surrogates) as key or literal content: short escapes for the quote,
+ * the backslash and \b\f\n\r\t, \u00xx for other control characters,
+ * raw UTF-8 otherwise.  Writes at most 6 bytes; returns their count. */
+static inline int gr_canon_char(uint32_t cp, uint8_t out[6])
+{
+    static const char hex[] = "0123456789abcdef";
+    switch (cp) {
+    case '"': out[0] = '\\'; out[1] = '"'; return 2;
+    case '\\': out[0] = '\\'; out[1] = '\\'; return 2;
+    case '\b': out[0] = '\\'; out[1] = 'b'; return 2;
+    case '\f': out[0] = '\\'; out[1] = 'f'; return 2;
+    case '\n': out[0] = '\\'; out[1] = 'n'; return 2;
+    case '\r': out[0] = '\\'; out[1] = 'r'; return 2;
+    case '\t': out[0] = '\\'; out[1] = 't'; return 2;
+    default: break;
+    }
+    if (cp < 0x20) {
+        memcpy(out, "\\u00", 4);
+        out[4] = (uint8_t)hex[cp >> 4];
+        out[5] = (uint8_t)hex[cp & 15];
+        return 6;
+    }
+    if (cp < 0x80) {
+        out[0] = (uint8_t)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (uint8_t)(0xC0 | cp >> 6);
+        out[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (uint8_t)(0xE0 | cp >> 12);
+        out[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (uint8_t)(0xF0 | cp >> 18);
+    out[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* The character a canonical spelling (a key's, or a string literal's
+ * with its quotes) holds at byte pos: its code point into *cp and the
+ * bytes it spans, or 0 at the end, at a closing quote or inside a
+ * character. */
+static inline int gr_canon_cp(const uint8_t *k, uint32_t len, uint32_t pos, uint32_t *cp)
+{
+    if (pos >= len || k[pos] == '"' || (k[pos] & 0xC0) == 0x80)
+        return 0; /* the end, or not at a character's start */
+    uint8_t c = k[pos];
+    if (c == '\\') {
+        if (pos + 1 >= len)
+            return 0;
+        switch (k[pos + 1]) {
+        case 'b': *cp = '\b'; return 2;
+        case 'f': *cp = '\f'; return 2;
+        case 'n': *cp = '\n'; return 2;
+        case 'r': *cp = '\r'; return 2;
+        case 't': *cp = '\t'; return 2;
+        case 'u': {
+            uint32_t v = 0;
+            if (pos + 6 > len)
+                return 0;
+            for (int i = 2; i < 6; i++) {
+                uint8_t h = k[pos + (uint32_t)i];
+                v = v * 16 + (uint32_t)(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+            }
+            *cp = v;
+            return 6;
+        }
+        default: *cp = k[pos + 1]; return 2;
+        }
+    }
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    if (pos + (uint32_t)n > len)
+        return 0;
+    uint32_t v = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
+    for (int i = 1; i < n; i++)
+        v = v << 6 | (k[pos + (uint32_t)i] & 0x3F);
+    *cp = v;
+    return n;
 }
 
 /* A persistent set of 64-bit hashes (ir/gr_vseen.c): a hash trie, five
@@ -451,7 +559,10 @@ struct gr_frame {
 /* phases of each kind of frame */
 enum { R_WAIT, R_DONE };
 enum { N_START, N_SIGN, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
-enum { S_START, S_IN, S_ESC, S_U };
+/* strings: S_U reads a \u's hex digits (aux of them, value in val); a
+ * high surrogate then waits for its low half: S_LBS its backslash, S_LU
+ * its 'u', S_LOW its digits (val = high << 16 | low so far) */
+enum { S_START, S_IN, S_ESC, S_U, S_LBS, S_LU, S_LOW };
 enum { O_START, O_OPEN, O_KEY, O_COLON, O_VALUE, O_INVAL, O_AFTER, O_COMMA };
 enum { A_START, A_OPEN, A_INVAL, A_AFTER, A_COMMA };
 
@@ -501,6 +612,25 @@ int gr_strx_len_ok(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
  * or -1 if none fits in cap or the search budget. */
 long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_len,
                       int64_t max_len, int raw, uint8_t *buf, size_t cap);
+
+/* ir/gr_strx_query.c: \u escapes in patterned strings.  The least code
+ * point within [clo, chi] (surrogates aside) whose UTF-8 automaton x
+ * takes from state st into a state where count + 1 code points can still
+ * meet the bounds; -1 if none.  gr_strx_u_find: the same for the
+ * characters a \u escape under way on string frame f (phase S_ESC, S_U,
+ * S_LBS, S_LU or S_LOW; f->pos the state before the escape) can still
+ * spell, a pair's high half standing for the supplementary code points
+ * it starts. */
+int64_t gr_strx_cp_find(const gr_strx *x, int32_t st, uint32_t clo, uint32_t chi, int64_t count,
+                        int64_t min_len, int64_t max_len);
+int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int64_t max_len);
+/* The code points a \u escape under way on string frame f (phases as
+ * above) can still spell, as up to 3 ascending intervals r[i][0..1]
+ * (surrogates aside, pairs as their code points); their count. */
+int gr_u_ranges(const gr_frame *f, uint32_t r[3][2]);
+/* The rest of the spelling of cp from the escape under way on f (after
+ * the bytes typed so far): at most 12 bytes into out, their count. */
+int gr_u_rest(const gr_frame *f, uint32_t cp, char out[16]);
 
 /* 1 if every key that can complete from key-automaton state st (with a
  * pending backslash if in_escape) is among the keys already seen, whose

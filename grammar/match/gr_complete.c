@@ -119,6 +119,28 @@ static void finish_number(const sx_grammar *g, const gr_frame *f, gr_wbuf *w)
         gr_wput(w, path, (size_t)found);
 }
 
+/* Automaton x from st over the UTF-8 of cp. */
+static int32_t u_step(const gr_strx *x, int32_t st, uint32_t cp)
+{
+    uint8_t u[6];
+    int ul = gr_canon_char(cp, u);
+    if (cp < 0x80) {
+        u[0] = (uint8_t)cp;
+        ul = 1;
+    }
+    for (int i = 0; i < ul && st >= 0; i++)
+        st = gr_strx_step(x, st, u[i]);
+    return st;
+}
+
+/* The rest of the \u spelling of cp, from the escape under way on f. */
+static void write_u_rest(const gr_frame *f, uint32_t cp, gr_wbuf *w)
+{
+    char t[16];
+    int n = gr_u_rest(f, cp, t);
+    gr_wput(w, t, (size_t)n);
+}
+
 static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
 {
     int64_t count = f->count;
@@ -144,15 +166,47 @@ static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
                 done = 1;
             }
         }
+        if (!done && x) {
+            /* no short escape: a \u (gr_feed.c, esc_room) */
+            int64_t cp = gr_strx_u_find(x, f, n->u.str.min_len, n->u.str.max_len);
+            if (cp >= 0) {
+                write_u_rest(f, (uint32_t)cp, w);
+                st = u_step(x, st, (uint32_t)cp);
+                done = st >= 0;
+            }
+        }
         if (!done) {
             w->oom = 1;
             return;
         }
         count++;
         phase = S_IN;
-    } else if (phase == S_U) {
-        for (int k = f->aux; k < 4; k++)
-            gr_wputs(w, "0");
+    } else if (x && (phase == S_U || phase == S_LBS || phase == S_LU || phase == S_LOW)) {
+        int64_t cp = gr_strx_u_find(x, f, n->u.str.min_len, n->u.str.max_len);
+        if (cp < 0) {
+            w->oom = 1;
+            return;
+        }
+        write_u_rest(f, (uint32_t)cp, w);
+        st = u_step(x, st, (uint32_t)cp);
+        count++;
+        phase = S_IN;
+    } else if (phase == S_U || phase == S_LBS || phase == S_LU || phase == S_LOW) {
+        /* the \u under way with zeros; a high surrogate then takes the
+         * first low one (gr_feed.c, S_LBS) */
+        static const char *low[] = {"dc00", "c00", "00", "0"};
+        int64_t v = f->val;
+        if (phase == S_U)
+            for (int k = f->aux; k < 4; k++, v *= 16)
+                gr_wputs(w, "0");
+        if (phase == S_U && v >= 0xD800 && v <= 0xDBFF)
+            gr_wputs(w, "\\udc00");
+        else if (phase == S_LBS)
+            gr_wputs(w, "\\udc00");
+        else if (phase == S_LU)
+            gr_wputs(w, "udc00");
+        else if (phase == S_LOW)
+            gr_wputs(w, low[f->aux]);
         count++;
         phase = S_IN;
     } else if (f->aux && !x) {
@@ -185,13 +239,35 @@ static int finish_key(const gr_node *n, const gr_frame *f, gr_wbuf *w)
 {
     const gr_prop *P = n->u.obj.props;
     int best = -1;
-    for (uint32_t i = f->lo; i < f->hi; i++)
+    /* inside an escape (gr_feed.c, "escapes in keys"): the names whose
+     * next character the escape can still spell */
+    int esc = (f->flags & F_KESC) != 0, digits = esc && f->aux ? f->aux - 1 : 0;
+    uint32_t v = (uint32_t)f->u8hi << 8 | f->u8lo, shift = 4 * (4 - (uint32_t)digits), cp = 0;
+    for (uint32_t i = f->lo; i < f->hi; i++) {
+        if (esc && !(gr_canon_cp(P[i].key, P[i].key_len, f->pos, &cp) && cp < 0x10000 &&
+                     (!f->aux || cp >> shift == v)))
+            continue;
         if (P[i].node >= 0 && !gr_prop_seen(&P[i], f->seen, f->ext) &&
             (best < 0 || P[i].key_len < P[best].key_len) && gr_ord_ok(n, f->ord, &P[i]) &&
             gr_obj_feasible_add(n, f->seen, f->count, &P[i]))
             best = (int)i;
+    }
     if (best >= 0) {
-        gr_wput(w, P[best].key + f->pos, P[best].key_len - f->pos);
+        uint32_t at = f->pos;
+        if (esc) {
+            /* the escape typed so far, finished: a short escape where the
+             * name has one, else \u with the character's digits */
+            int cl = gr_canon_cp(P[best].key, P[best].key_len, at, &cp);
+            if (!f->aux && P[best].key[at] == '\\') {
+                at++;
+            } else {
+                char hx[8];
+                snprintf(hx, sizeof hx, "u%04x", (unsigned)cp);
+                gr_wputs(w, hx + (f->aux ? f->aux : 0));
+                at += (uint32_t)cl;
+            }
+        }
+        gr_wput(w, P[best].key + at, P[best].key_len - at);
         gr_wputs(w, "\":");
     }
     return best;
@@ -246,16 +322,39 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
             const uint8_t *cls = pn && pn->kind == GK_ARRAY ? pn->u.arr.lit_class : NULL;
             const gr_vseen *hs = (f->flags & F_UITEM) ? f->up->ext : NULL;
             int best = -1;
-            for (uint32_t k = f->lo; k < f->hi; k++)
+            /* inside an escape (gr_feed.c, "escapes in string literals"):
+             * the literals whose next character it can still spell */
+            int esc = (f->flags & F_KESC) != 0;
+            uint32_t shift = esc && f->aux ? 4 * (4 - (uint32_t)(f->aux - 1)) : 0, cp = 0;
+            for (uint32_t k = f->lo; k < f->hi; k++) {
+                const gr_lit *lk = &n->u.lit.lits[k];
+                if (esc && !(gr_canon_cp(lk->b, lk->len, f->pos, &cp) && cp < 0x10000 &&
+                             (!f->aux || cp >> shift == (uint32_t)f->val)))
+                    continue;
                 if ((!cls || !(f->up->seen >> cls[k] & 1)) &&
                     !(hs && gr_vseen_has(hs, n->u.lit.hash[k])) &&
-                    (best < 0 || n->u.lit.lits[k].len < n->u.lit.lits[best].len))
+                    (best < 0 || lk->len < n->u.lit.lits[best].len))
                     best = (int)k;
+            }
             if (best < 0) {
                 w.oom = 1;
                 break;
             }
-            gr_wput(&w, n->u.lit.lits[best].b + f->pos, n->u.lit.lits[best].len - f->pos);
+            uint32_t at = f->pos;
+            const gr_lit *lb = &n->u.lit.lits[best];
+            if (esc) {
+                /* the escape typed so far, finished */
+                int cl = gr_canon_cp(lb->b, lb->len, at, &cp);
+                if (!f->aux && lb->b[at] == '\\') {
+                    at++;
+                } else {
+                    char hx[8];
+                    snprintf(hx, sizeof hx, "u%04x", (unsigned)cp);
+                    gr_wputs(&w, hx + f->aux);
+                    at += (uint32_t)cl;
+                }
+            }
+            gr_wput(&w, lb->b + at, lb->len - at);
             if (cls)
                 add_seen = 1ull << cls[best];
             if (hs || (f->flags & F_UITEM)) {
@@ -337,11 +436,22 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
                      * sure it spells neither a known key nor one the
                      * object already has (hashed as the matcher does) */
                     uint64_t h = (uint64_t)f->val;
-                    if (f->flags & 4u) { /* inside an escape */
+                    if ((f->flags & F_KESC) && !f->aux) { /* after a backslash */
                         gr_wputs(&w, "n");
                         h = (h ^ 'n') * GR_FNV_PRIME;
-                    }
-                    if (f->aux) {
+                    } else if (f->flags & F_KESC) {
+                        /* inside a \u: the digits left, zeros */
+                        int digits = f->aux - 1;
+                        uint32_t cp = ((uint32_t)f->u8hi << 8 | f->u8lo) << (4 * (4 - digits));
+                        char hx[8];
+                        uint8_t cb[6];
+                        snprintf(hx, sizeof hx, "%04x", (unsigned)cp);
+                        gr_wputs(&w, hx + digits);
+                        h = gr_fnv_unfold(h, '\\');
+                        int cl = gr_canon_char(cp, cb);
+                        for (int k = 0; k < cl; k++)
+                            h = gr_fnv(h, cb[k]);
+                    } else if (f->aux) {
                         uint8_t b = f->u8lo;
                         gr_wput(&w, &b, 1);
                         h = (h ^ b) * GR_FNV_PRIME;

@@ -283,6 +283,110 @@ static int any_new(const gr_node *n, const gr_vseen *seen, uint32_t a, uint32_t 
     return 0;
 }
 
+/* ---- escapes in string literals ------------------------------------------
+ * As in keys (see "escapes in keys" below): the literals are canonical
+ * JSON texts, and an escape inside a string literal is decoded, then its
+ * character's canonical spelling narrows the range -- "a\u0062" is the
+ * enum value "ab".  While an escape is read the frame holds F_KESC, aux 0
+ * after the backslash, else 1 + the hex digits so far, their value in val;
+ * range and position stay where the backslash was.  Surrogate pairs are
+ * not taken (a character beyond the BMP is written raw). */
+
+/* Literal i may still be taken (uniqueItems: a value not used yet). */
+static int lit_usable(const gr_node *n, uint32_t i, const uint8_t *cls, uint64_t used,
+                      const gr_vseen *seen)
+{
+    return !(cls && (used >> cls[i] & 1)) && !(seen && gr_vseen_has(seen, n->u.lit.hash[i]));
+}
+
+/* Some usable literal in the frame's range has, at its position, a
+ * character whose code point is within [clo, chi]. */
+static int lit_live_cp(const gr_node *n, const gr_frame *f, const uint8_t *cls, uint64_t used,
+                       const gr_vseen *seen, uint32_t clo, uint32_t chi)
+{
+    const gr_lit *L = n->u.lit.lits;
+    for (uint32_t i = f->lo; i < f->hi; i++) {
+        uint32_t cp;
+        if (L[i].b[0] == '"' && gr_canon_cp(L[i].b, L[i].len, f->pos, &cp) && cp >= clo &&
+            cp <= chi && lit_usable(n, i, cls, used, seen))
+            return 1;
+    }
+    return 0;
+}
+
+static void feed_lit_esc(gr_ctx *cx, const gr_frame *f, int c, const uint8_t *cls, uint64_t used,
+                         const gr_vseen *seen, gr_set *out)
+{
+    const gr_node *n = node_of(cx, f);
+    const gr_lit *L = n->u.lit.lits;
+    uint32_t cp;
+    if (c == GR_EOF || c == 0)
+        return;
+    gr_frame *nf = clone(cx, f);
+    if (!nf)
+        return;
+    if (f->aux == 0) {
+        static const char esc[] = "\"\\/bfnrt", dec[] = "\"\\/\b\f\n\r\t";
+        if (c == 'u') {
+            nf->aux = 1;
+            nf->val = 0;
+            if (lit_live_cp(n, f, cls, used, seen, 0, 0xFFFF))
+                emit(out, nf);
+            return;
+        }
+        const char *e = strchr(esc, c);
+        if (!e)
+            return;
+        cp = (uint8_t)dec[e - esc];
+    } else {
+        int h = sx_hexval(c);
+        if (h < 0)
+            return;
+        uint32_t v = (uint32_t)f->val * 16 + (uint32_t)h;
+        int digits = f->aux; /* with this one */
+        if (digits == 2 && v >= 0xD8 && v <= 0xDF)
+            return; /* a surrogate */
+        if (digits < 4) {
+            int shift = 4 * (4 - digits);
+            nf->aux++;
+            nf->val = v;
+            if (lit_live_cp(n, f, cls, used, seen, v << shift, ((v + 1) << shift) - 1))
+                emit(out, nf);
+            return;
+        }
+        cp = v;
+    }
+    /* complete: narrow by the character's canonical spelling */
+    uint8_t cb[6];
+    int cl = gr_canon_char(cp, cb);
+    uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
+    for (int k = 0; k < cl; k++) {
+        uint32_t a = lo, b;
+        if (a < hi && L[a].len == pos)
+            a++;
+        while (a < hi && L[a].b[pos] < cb[k])
+            a++;
+        b = a;
+        while (b < hi && L[b].b[pos] == cb[k])
+            b++;
+        lo = a;
+        hi = b;
+        pos++;
+    }
+    int live = 0;
+    for (uint32_t i = lo; i < hi && !live; i++)
+        live = lit_usable(n, i, cls, used, seen);
+    if (!live)
+        return;
+    nf->lo = lo;
+    nf->hi = hi;
+    nf->pos = pos;
+    nf->aux = 0;
+    nf->val = 0;
+    nf->flags &= (uint8_t)~F_KESC;
+    emit(out, nf);
+}
+
 static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
 {
     const gr_node *n = node_of(cx, f);
@@ -291,6 +395,20 @@ static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
     uint64_t used = 0;
     const uint8_t *cls = unique_item(cx, f, &used);
     const gr_vseen *seen = (f->flags & F_UITEM) ? f->up->ext : NULL;
+    if (f->flags & F_KESC) {
+        feed_lit_esc(cx, f, c, cls, used, seen, out);
+        return;
+    }
+    if (c == '\\' && pos > 0 && lo < hi && L[lo].b[0] == '"' && L[lo].len > pos) {
+        /* inside a string literal: decode the escape first */
+        gr_frame *nf;
+        if (lit_live_cp(n, f, cls, used, seen, 0, 0xFFFF) && (nf = clone(cx, f))) {
+            nf->flags |= F_KESC;
+            nf->aux = 0;
+            emit(out, nf);
+        }
+        return;
+    }
     /* literals equal to the bytes read so far sort first in the range */
     int complete = pos > 0 && L[lo].len == pos && !(cls && (used >> cls[lo] & 1)) &&
                    !(seen && gr_vseen_has(seen, n->u.lit.hash[lo]));
@@ -413,7 +531,37 @@ static int esc_room(const gr_node *n, const gr_frame *f)
         if (ns >= 0 && gr_strx_len_ok(x, ns, f->count + 1, n->u.str.min_len, n->u.str.max_len))
             return 1;
     }
-    return 0;
+    /* else a \u (not in a hashed item, see feed_str) */
+    if (f->flags & F_UH)
+        return 0;
+    gr_frame t = *f;
+    t.phase = S_ESC;
+    return gr_strx_u_find(x, &t, n->u.str.min_len, n->u.str.max_len) >= 0;
+}
+
+/* A \u escape under way in a patterned string (frame nf, its digits so
+ * far): some character it can still spell keeps the automaton alive; once
+ * it is complete (phase S_IN, its code point in val), the automaton steps
+ * over the character's UTF-8.  0 when the frame dies. */
+static int strx_u_step(const gr_node *n, gr_frame *nf)
+{
+    const gr_strx *x = n->u.str.x;
+    if (nf->phase != S_IN)
+        return gr_strx_u_find(x, nf, n->u.str.min_len, n->u.str.max_len) >= 0;
+    uint8_t u[6];
+    int ul = gr_canon_char((uint32_t)nf->val, u);
+    if (nf->val < 0x80) {
+        u[0] = (uint8_t)nf->val; /* the decoded byte, not its spelling */
+        ul = 1;
+    }
+    int32_t st = (int32_t)nf->pos;
+    for (int i = 0; i < ul && st >= 0; i++)
+        st = gr_strx_step(x, st, u[i]);
+    /* nf->count has the character already */
+    if (st < 0 || !gr_strx_len_ok(x, st, nf->count, n->u.str.min_len, n->u.str.max_len))
+        return 0;
+    nf->pos = (uint32_t)st;
+    return 1;
 }
 
 /* Regex mode: the document is the text itself, no quotes, no escapes;
@@ -525,8 +673,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         const char *e = c ? strchr(esc, c) : NULL;
         if (!e && c != 'u')
             return;
-        if (c == 'u' && x)
-            return; /* patterned strings take no \u escapes (see grammar.h) */
+        if (c == 'u' && x && (f->flags & F_UH))
+            return; /* a hashed item (uniqueItems) takes no \u under a pattern */
         nf = clone(cx, f);
         if (!nf)
             return;
@@ -534,6 +682,8 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             nf->phase = S_U;
             nf->aux = 0;
             nf->val = 0;
+            if (x && !strx_u_step(n, nf))
+                return;
         } else {
             nf->phase = S_IN;
             nf->count++;
@@ -559,20 +709,65 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             return;
         nf->val = nf->val * 16 + h;
         nf->aux++;
-        /* surrogate escapes are refused: a lone one is not a character, and
-         * pairs are never needed since any character can be written raw */
+        /* a lone surrogate is not a character (the validator's reader
+         * refuses one): a high one must be followed by a low one, the pair
+         * one character; a low one first is refused */
         if (nf->aux == 1 && nf->val == 0xD)
             nf->flags |= F_KESC;
-        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xD8)
+        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xDC)
             return;
         if (nf->aux == 4) {
             nf->aux = 0;
             nf->flags &= (uint8_t)~F_KESC;
+            if (nf->val >= 0xD800 && nf->val <= 0xDBFF) {
+                nf->phase = S_LBS;
+                if (x && !strx_u_step(n, nf))
+                    return;
+                emit_str(n, nf, out);
+                return;
+            }
             nf->phase = S_IN;
             nf->count++; /* room was checked at the backslash */
             if (nf->flags & F_UH)
                 nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
         }
+        if (x && !strx_u_step(n, nf))
+            return;
+        emit_str(n, nf, out);
+        return;
+    }
+    case S_LBS:
+    case S_LU:
+        if (c != (f->phase == S_LBS ? '\\' : 'u'))
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->phase = f->phase == S_LBS ? S_LU : S_LOW;
+        if (nf->phase == S_LOW)
+            nf->val <<= 16; /* the high half, then the low one's digits */
+        emit_str(n, nf, out);
+        return;
+    case S_LOW: {
+        /* the low half: DC00..DFFF */
+        int h = sx_hexval(c);
+        if (h < 0 || (f->aux == 0 && h != 0xD) || (f->aux == 1 && h < 0xC))
+            return;
+        nf = clone(cx, f);
+        if (!nf)
+            return;
+        nf->val = (nf->val & ~(int64_t)0xFFFF) | ((nf->val & 0xFFFF) * 16 + h);
+        if (++nf->aux == 4) {
+            uint32_t hi = (uint32_t)(nf->val >> 16), lo = (uint32_t)(nf->val & 0xFFFF);
+            nf->aux = 0;
+            nf->phase = S_IN;
+            nf->val = 0x10000 + ((int64_t)(hi - 0xD800) << 10) + (lo - 0xDC00);
+            nf->count++; /* room was checked at the first backslash */
+            if (nf->flags & F_UH)
+                nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
+        }
+        if (x && !strx_u_step(n, nf))
+            return;
         emit_str(n, nf, out);
         return;
     }
@@ -639,10 +834,181 @@ static void obj_begin_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, gr_se
     emit(out, nf);
 }
 
+/* ---- escapes in keys ---------------------------------------------------------
+ * A key is matched by its decoded name: the listed names are kept in their
+ * canonical spelling (gr_encode_string), and an escape typed in a key is
+ * decoded first, then its character's canonical spelling (gr_canon_char)
+ * narrows the range of listed names and extends the key's hash.  So "a"
+ * and "\u0061" are one key (duplicates and required keys are counted by
+ * name), and any character can be spelled with \u, control characters
+ * included.  While an escape is read the key frame holds F_KESC, with aux
+ * 0 right after the backslash, else 1 + the hex digits of a \u read so
+ * far, their value in u8hi:u8lo; the range and position stay where the
+ * backslash was, and the hash holds the backslash (gr_fnv_unfold takes it
+ * out again).  Not taken: surrogate pairs (a character beyond the BMP is
+ * written raw) and \u in an additional key under a key automaton
+ * (patterns over the names; short escapes only there). */
+
+/* Some usable listed name in [lo, hi) has, at byte pos, a character
+ * whose code point is within [clo, chi]. */
+static int key_range_live_cp(const gr_node *n, const gr_frame *f, uint32_t lo, uint32_t hi,
+                             uint32_t pos, uint32_t clo, uint32_t chi)
+{
+    for (uint32_t i = lo; i < hi; i++) {
+        const gr_prop *p = &n->u.obj.props[i];
+        uint32_t cp;
+        if (gr_canon_cp(p->key, p->key_len, pos, &cp) && cp >= clo && cp <= chi &&
+            obj_range_live(n, f, i, i + 1))
+            return 1;
+    }
+    return 0;
+}
+
+/* Narrows the sorted range of listed names [*lo, *hi) at *pos by byte c. */
+static void key_narrow(const gr_prop *P, uint32_t *lo, uint32_t *hi, uint32_t *pos, uint8_t c)
+{
+    uint32_t a = *lo, b, p = *pos;
+    if (a < *hi && P[a].key_len == p)
+        a++;
+    while (a < *hi && P[a].key[p] < c)
+        a++;
+    b = a;
+    while (b < *hi && P[b].key[p] == c)
+        b++;
+    *lo = a;
+    *hi = b;
+    *pos = p + 1;
+}
+
+/* The byte after a backslash, or a hex digit of a \u, in a key. */
+static void feed_key_esc(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_set *out)
+{
+    const gr_strx *kx = n->u.obj.keyx;
+    int gen = (f->flags & F_KGEN) != 0, known;
+    uint32_t cp;
+    if (c == GR_EOF || c == 0)
+        return;
+    gr_frame *nf = clone(cx, f);
+    if (!nf)
+        return;
+    if (f->aux == 0) {
+        static const char esc[] = "\"\\/bfnrt", dec[] = "\"\\/\b\f\n\r\t";
+        if (c == 'u') {
+            if (kx)
+                gen = 0;
+            nf->aux = 1;
+            nf->u8lo = nf->u8hi = 0;
+            known = key_range_live_cp(n, f, f->lo, f->hi, f->pos, 0, 0xFFFF);
+            goto emit_partial;
+        }
+        const char *e = strchr(esc, c);
+        if (!e)
+            return;
+        cp = (uint8_t)dec[e - esc];
+    } else {
+        int h = sx_hexval(c);
+        if (h < 0)
+            return;
+        uint32_t v = ((uint32_t)f->u8hi << 8 | f->u8lo) * 16 + (uint32_t)h;
+        int digits = f->aux; /* with this one */
+        if (digits == 2 && v >= 0xD8 && v <= 0xDF)
+            return; /* a surrogate */
+        if (digits < 4) {
+            int shift = 4 * (4 - digits);
+            nf->aux++;
+            nf->u8hi = (uint8_t)(v >> 8);
+            nf->u8lo = (uint8_t)v;
+            known = key_range_live_cp(n, f, f->lo, f->hi, f->pos, v << shift,
+                                      ((v + 1) << shift) - 1);
+            goto emit_partial;
+        }
+        cp = v;
+    }
+    /* the escape is complete: its character, canonically spelled */
+    uint8_t cb[6];
+    int cl = gr_canon_char(cp, cb);
+    uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
+    uint64_t kh = gr_fnv_unfold((uint64_t)f->val, '\\');
+    for (int i = 0; i < cl; i++) {
+        key_narrow(n->u.obj.props, &lo, &hi, &pos, cb[i]);
+        kh = gr_fnv(kh, cb[i]);
+    }
+    nf->lo = lo;
+    nf->hi = hi;
+    nf->pos = pos;
+    nf->val = (int64_t)kh;
+    nf->aux = 0;
+    nf->u8lo = nf->u8hi = 0;
+    nf->flags &= (uint8_t)~F_KESC;
+    known = lo < hi && obj_range_live(n, nf, lo, hi);
+    if (gen && kx) {
+        /* the decoded character through the key automaton (\u is not
+         * taken there, so it is one byte) */
+        int32_t ns = gr_strx_step(kx, f->kst, (uint8_t)cp);
+        if (ns < 0 || cp >= 0x80)
+            gen = 0;
+        else
+            nf->kst = ns;
+        if (gen && f->ext &&
+            gr_keyauto_all_seen(kx, n->u.obj.close_node, nf->kst, 0, kh, f->ext))
+            gen = 0;
+    }
+    if (!gen)
+        nf->flags &= (uint8_t)~F_KGEN;
+    if (!known && !gen)
+        return;
+    emit(out, nf);
+    return;
+emit_partial:
+    /* mid-\u: an additional name (no automaton) takes any character */
+    if (!gen)
+        nf->flags &= (uint8_t)~F_KGEN;
+    if (!known && !gen)
+        return;
+    emit(out, nf);
+}
+
+/* A backslash in a key, at a character boundary: the escape is decoded
+ * before it narrows the listed names (feed_key_esc). */
+static void feed_key_backslash(gr_ctx *cx, const gr_node *n, const gr_frame *f, gr_set *out)
+{
+    const gr_strx *kx = n->u.obj.keyx;
+    int gen = (f->flags & F_KGEN) != 0;
+    gr_frame *nf = clone(cx, f);
+    if (!nf)
+        return;
+    nf->flags |= F_KESC;
+    nf->val = (int64_t)gr_fnv((uint64_t)f->val, '\\');
+    int known = key_range_live_cp(n, f, f->lo, f->hi, f->pos, 0, 0xFFFF);
+    if (gen && kx) {
+        /* some short escape must keep the key automaton alive, and lead
+         * to a key not in the object yet */
+        static const char dec2[] = "\"\\\b\f\n\r\t";
+        int any = 0;
+        for (int i = 0; i < 7; i++)
+            any |= gr_strx_step(kx, f->kst, (uint8_t)dec2[i]) >= 0;
+        gen = any && !(f->ext && gr_keyauto_all_seen(kx, n->u.obj.close_node, f->kst, 1,
+                                                      (uint64_t)nf->val, f->ext));
+    }
+    if (!gen)
+        nf->flags &= (uint8_t)~F_KGEN;
+    if (!known && !gen)
+        return;
+    emit(out, nf);
+}
+
 static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_set *out)
 {
     const gr_prop *P = n->u.obj.props;
     uint32_t lo = f->lo, hi = f->hi, pos = f->pos;
+    if (f->flags & F_KESC) {
+        feed_key_esc(cx, n, f, c, out);
+        return;
+    }
+    if (c == '\\' && f->aux == 0) {
+        feed_key_backslash(cx, n, f, out);
+        return;
+    }
     if (c == '"' && !(f->flags & F_KESC) && f->aux == 0) {
         /* end of the key: a known property if one matches exactly */
         if (lo < hi && P[lo].key_len == pos) {
@@ -718,26 +1084,14 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
      * property or an earlier key */
     int gen = (f->flags & F_KGEN) != 0;
     if (gen) {
+        /* (escapes are decoded by feed_key_esc) */
         const gr_strx *kx = n->u.obj.keyx;
         int decoded = -1; /* the content byte this input byte stands for */
-        if (f->flags & F_KESC) {
-            /* the byte after the backslash; \u is refused so that a
-             * key has one spelling only */
-            static const char esc[] = "\"\\bfnrt", dec[] = "\"\\\b\f\n\r\t";
-            const char *e = c && c != GR_EOF ? strchr(esc, c) : NULL;
-            if (e) {
-                nf->flags &= (uint8_t)~F_KESC;
-                decoded = (uint8_t)dec[e - esc];
-            } else {
-                gen = 0;
-            }
-        } else if (nf->aux) {
+        if (nf->aux) {
             int r = utf8_step(nf, c);
             if (r != 1)
                 gen = 0;
             decoded = c;
-        } else if (c == '\\') {
-            nf->flags |= F_KESC;
         } else if (c < 0x20 || c == GR_EOF) {
             gen = 0;
         } else if (utf8_step(nf, c) == 0) {
@@ -752,19 +1106,11 @@ static void feed_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c, gr_
                 gen = 0;
             else
                 nf->kst = ns;
-        } else if (gen && kx && (nf->flags & F_KESC)) {
-            /* some escape must keep the key automaton alive */
-            static const char dec2[] = "\"\\\b\f\n\r\t";
-            int any = 0;
-            for (int i = 0; i < 7; i++)
-                any |= gr_strx_step(kx, f->kst, (uint8_t)dec2[i]) >= 0;
-            gen = any;
         }
         /* a bounded key language can run out of new keys: every key
          * completing from here may already be in the object */
         if (gen && kx && f->ext &&
-            gr_keyauto_all_seen(kx, n->u.obj.close_node, nf->kst, (nf->flags & F_KESC) != 0,
-                                (uint64_t)nf->val, f->ext))
+            gr_keyauto_all_seen(kx, n->u.obj.close_node, nf->kst, 0, (uint64_t)nf->val, f->ext))
             gen = 0;
     }
     if (!gen)

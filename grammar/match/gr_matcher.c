@@ -385,6 +385,7 @@ static int plain_part(sx_matcher *m, uint32_t *mask, int *lp)
             const gr_lit *L = n->u.lit.lits;
             const gr_frame *up = f->up;
             if (f->pos == 0 || f->lo >= f->hi || L[f->lo].b[0] != '"' || L[f->lo].len == f->pos ||
+                (f->flags & F_KESC) || /* an escape under way (gr_feed.c) */
                 (up && up->node >= 0 && m->g->nodes[up->node].kind == GK_ARRAY &&
                  m->g->nodes[up->node].u.arr.lit_class))
                 return -1;

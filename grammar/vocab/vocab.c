@@ -1,4 +1,5 @@
 #include "grammar/vocab/vocab.h"
+#include "common/sx_text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -120,12 +121,15 @@ static int plain_cp(const uint8_t *b, uint32_t len)
 /* How many characters (escapes count one) b starts if it is valid JSON
  * string content from a character boundary, else -1; it may stop
  * stopping inside an escape or a character?  The same rules as the
- * matcher's string frame: short escapes, \u with four hex digits and no
- * surrogates, UTF-8 without overlongs or surrogates, no control bytes. */
+ * matcher's string frame: short escapes, \u with four hex digits (a
+ * surrogate only as the high half of a pair, not in keys), UTF-8 without overlongs or surrogates, no control bytes.
+ * key 1: an additional key spelled as it is hashed (short escapes but \/
+ * only); key 2: an additional key with no automaton (escapes decoded,
+ * \u included). */
 static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
 {
-    enum { NORMAL, ESC, HEX, UTF8 } st = NORMAL;
-    int digits = 0, pend = 0, lo = 0, hi = 0, first = 0, starts = 0;
+    enum { NORMAL, ESC, HEX, UTF8, PBS, PU, LOW } st = NORMAL;
+    int digits = 0, pend = 0, lo = 0, hi = 0, first = 0, starts = 0, pair = 0;
     for (uint32_t i = 0; i < len; i++) {
         int c = b[i];
         switch (st) {
@@ -159,7 +163,18 @@ static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
             }
             break;
         case ESC:
-            if (key) {
+            if (key == 2) {
+                /* an additional key with no automaton: short escapes
+                 * and \u, decoded (gr_feed.c, "escapes in keys") */
+                if (c == 'u') {
+                    st = HEX;
+                    digits = 0;
+                } else if (c && strchr("\"\\/bfnrt", c)) {
+                    st = NORMAL;
+                } else {
+                    return -1;
+                }
+            } else if (key) {
                 /* additional keys: short escapes only, and no \/ (one
                  * spelling per key; see feed_key) */
                 if (!c || !strchr("\"\\bfnrt", c))
@@ -181,8 +196,30 @@ static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
                 return -1;
             if (digits == 0)
                 first = h;
-            if (digits == 1 && first == 0xD && h >= 8)
-                return -1; /* surrogate escapes are refused */
+            if (digits == 1 && first == 0xD && h >= 8) {
+                /* a low surrogate first, or any in a key, is refused; a
+                 * high one in a string starts a pair (one character) */
+                if (key || h >= 0xC)
+                    return -1;
+                pair = 1;
+            }
+            if (++digits == 4) {
+                st = pair ? PBS : NORMAL;
+                pair = 0;
+                digits = 0;
+            }
+            break;
+        }
+        case PBS:
+        case PU:
+            if (c != (st == PBS ? '\\' : 'u'))
+                return -1;
+            st = st == PBS ? PU : LOW;
+            break;
+        case LOW: {
+            int h = sx_hexval(c);
+            if (h < 0 || (digits == 0 && h != 0xD) || (digits == 1 && h < 0xC))
+                return -1;
             if (++digits == 4)
                 st = NORMAL;
             break;
@@ -335,7 +372,7 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
             nq[n_nq++] = order[k];
         if (!memchr(order[k].b, '"', order[k].len) && starts[k] >= 0)
             v->free_le[(size_t)starts[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
-        if (!memchr(order[k].b, '"', order[k].len) && content_rules(order[k].b, order[k].len, 1, NULL) >= 0 &&
+        if (!memchr(order[k].b, '"', order[k].len) && content_rules(order[k].b, order[k].len, 2, NULL) >= 0 &&
             !(k > 0 && order[k - 1].len == order[k].len && !memcmp(order[k - 1].b, order[k].b, order[k].len)))
             v->key_free[t >> 5] |= 1u << (t & 31);
     }

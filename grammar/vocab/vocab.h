@@ -83,8 +83,8 @@ typedef struct sx_vocab {
      * but for their parents take them alike. */
     sx_vocab_node *nq_nodes;
     uint32_t n_nq_nodes;
-    /* The same for an object key that may be any additional name: its
-     * content takes only short escapes (no \u, no \/), so key_free marks
+    /* The same for an object key that may be any additional name (no key
+     * automaton; escapes decoded, no surrogates), so key_free marks
      * the non-plain tokens with no '"' whose bytes are valid key content
      * from a character boundary (they may stop inside an escape or a
      * character). */
