@@ -286,7 +286,8 @@ static int esc_any(const gr_ctx *cx)
  * enum value "ab".  While an escape is read the frame holds F_KESC, aux 0
  * after the backslash, else 1 + the hex digits so far, their value in val;
  * range and position stay where the backslash was.  Surrogate pairs are
- * not taken (a character beyond the BMP is written raw). */
+ * not taken (a character beyond the BMP is written raw).  SX_ESC_ANY
+ * only: under SX_ESC_CANONICAL a literal is matched as its own bytes. */
 
 /* Literal i may still be taken (uniqueItems: a value not used yet). */
 static int lit_usable(const gr_node *n, uint32_t i, const uint8_t *cls, uint64_t used,
@@ -847,7 +848,11 @@ static void obj_begin_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, gr_se
  * backslash was, and the hash holds the backslash (gr_fnv_unfold takes it
  * out again).  Not taken: surrogate pairs (a character beyond the BMP is
  * written raw) and \u in an additional key under a key automaton
- * (patterns over the names; short escapes only there). */
+ * (patterns over the names; short escapes only there).  That is
+ * SX_ESC_ANY; under SX_ESC_CANONICAL (the default) a \u spells only a
+ * control character with no short escape, lowercase, and \/ is refused:
+ * each key then has its one canonical spelling, which for a listed name
+ * is the name's own bytes. */
 
 /* Some usable listed name in [lo, hi) has, at byte pos, a character
  * whose code point is within [clo, chi]. */
