@@ -6,7 +6,8 @@
  * jsonschema).  Only grammar/grammar.h's public contract is used.
  *
  * Requests, one JSON object per line; every answer is one JSON line:
- *   {"op":"compile","schema":S,"ws":"compact"|"flexible","max_ws":N,"prop_order":0|1}
+ *   {"op":"compile","schema":S,"ws":"compact"|"flexible","max_ws":N,"prop_order":0|1,
+ *    "escapes":"canonical"|"any"}  (escapes: sx_gr_esc, default canonical)
  *        -> {"ok":1,"n_tokens":..,"mask_words":..} | {"ok":0,"error":"..."}
  *   {"op":"masks","tokens":[ids],"at":[positions]}
  *        -> {"ok":1,"accepted":A,"n":K} then K masks as raw bytes
@@ -238,6 +239,9 @@ int main(int argc, char **argv)
                 o.ws_mode = SX_WS_COMPACT;
             o.prop_order = json_is_true(json_object_get(req, "prop_order")) ||
                            json_integer_value(json_object_get(req, "prop_order")) != 0;
+            const char *esc = json_string_value(json_object_get(req, "escapes"));
+            if (esc && !strcmp(esc, "any"))
+                o.escapes = SX_ESC_ANY;
             if (json_object_get(req, "max_ws"))
                 o.max_ws = (int)json_integer_value(json_object_get(req, "max_ws"));
             o.deadline_ms = now_ms() + PEER_COMPILE_MS;

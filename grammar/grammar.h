@@ -54,6 +54,24 @@ typedef enum sx_gr_ws {
     SX_WS_INDENTED = 2,
 } sx_gr_ws;
 
+/* How a character may be spelled inside strings, keys and literals -- a
+ * layout choice, like whitespace: the document's value is the same. */
+typedef enum sx_gr_esc {
+    /* the canonical JSON spelling only (default; for generation): raw
+     * UTF-8 for every character that may appear raw, the short escapes
+     * \" \\ \b \f \n \r \t, and \u00xx (lowercase) for the other control
+     * characters -- so a listed key or an enum/const value has one
+     * spelling and is forced text.  Strings with no pattern or format
+     * also take \/ and \u for any character of the BMP, as they always
+     * have; no surrogate pairs anywhere. */
+    SX_ESC_CANONICAL = 0,
+    /* every spelling JSON allows (for checking a document someone wrote):
+     * \u, upper- or lowercase, for any character, surrogate pairs for
+     * those beyond the BMP, \/ -- in keys, literals and patterned strings
+     * alike, each decoded before it is matched. */
+    SX_ESC_ANY = 1,
+} sx_gr_esc;
+
 typedef struct sx_gr_opts {
     int max_ws;          /* SX_WS_FLEXIBLE: longest whitespace run between JSON tokens; 0 = none */
     int ws_mode;         /* an sx_gr_ws, default SX_WS_FLEXIBLE */
@@ -65,6 +83,7 @@ typedef struct sx_gr_opts {
      * all of the listed ones.  0 (default): members in any order.
      * An object with more than 64 names is refused in this mode. */
     int prop_order;
+    int escapes;         /* an sx_gr_esc, default SX_ESC_CANONICAL */
     int draft7;          /* 1: draft-07 array items/additionalItems; else per $schema, 2020-12 */
     int max_nodes;       /* compile budget: grammar nodes (default 100000) */
     int max_depth;       /* nesting of schema subschemas while compiling (default 256) */

@@ -115,15 +115,16 @@ class LineProc:
 
 
 class Strux:
-    def __init__(self, binary, prop_order):
+    def __init__(self, binary, prop_order, escapes="any"):
         self.proc = LineProc([binary])
         self.prop_order = prop_order
+        self.escapes = escapes  # sx_gr_esc: "any" judges every spelling JSON allows
         self.schema = None
 
     def compile(self, schema):
         self.schema = schema
         r = self.proc.ask({"op": "compile", "schema": schema, "ws": "compact",
-                           "prop_order": int(self.prop_order)}, 60)
+                           "prop_order": int(self.prop_order), "escapes": self.escapes}, 60)
         if r.get("ok"):
             self.words = r["mask_words"]
         return r
@@ -231,6 +232,9 @@ def main():
                     help="witnesses per schema and direction at most")
     ap.add_argument("--property-order", action="store_true",
                     help="strux keeps members in `properties` order (as llguidance does)")
+    ap.add_argument("--escapes", choices=("any", "canonical"), default="any",
+                    help="strux's spellings of characters (sx_gr_esc): any (default, as llguidance "
+                         "and the oracle take them) or canonical (strux's generation default)")
     ap.add_argument("--max-tokens", type=int, default=400, help="positions per prefix at most")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip", type=int, default=0,
@@ -267,7 +271,7 @@ def main():
     hf.encode_special_tokens = True
     n_vocab = hf.get_vocab_size(with_added_tokens=True)
     llg = LLG(tok_json, n_vocab)
-    strux = Strux(a.strux_bin, a.property_order)
+    strux = Strux(a.strux_bin, a.property_order, a.escapes)
     judge = Judge(a.oracle_python)
     rng = random.Random(a.seed)
     closers = [hf.token_to_id(s) for s in ('"', "}", "]", '"}', '"]', "}]", "]}", "0", "1",

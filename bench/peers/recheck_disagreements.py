@@ -6,8 +6,9 @@ what mask_compare.py --repros wrote) against the current build.
 
 Each line: {"kind": "strux_over"|"strux_under", "schema": S, "prefix": TEXT,
 "token": ID, "doc": TEXT, ...}.  The prefix is tokenized as plain text (Qwen3)
-and fed to strux (compact layout, as mask_compare runs it; "property_order":
-true in the record for that mode); then
+and fed to strux (compact layout and every escape spelling, as mask_compare
+runs it; "property_order": true in the record for that mode, "escapes":
+"canonical" for strux's generation default); then
   strux_over   reproduces if strux refuses the token (or the prefix) while the
                oracle judges doc -- which starts with prefix + token -- valid
   strux_under  reproduces if strux allows the token and doc, strux's own
@@ -37,9 +38,10 @@ def main():
             continue
         r = json.loads(line)
         po = bool(r.get("property_order"))
-        if po not in strux:
-            strux[po] = mc.Strux(os.path.join(mc.ROOT, "build", "bench_mask_peer"), po)
-        s = strux[po]
+        esc = r.get("escapes", "any")
+        if (po, esc) not in strux:
+            strux[(po, esc)] = mc.Strux(os.path.join(mc.ROOT, "build", "bench_mask_peer"), po, esc)
+        s = strux[(po, esc)]
         schema_text = json.dumps(r["schema"])
         doc = r["doc"].encode("utf-8")
         ids = hf.encode(r["prefix"], add_special_tokens=False).ids

@@ -179,7 +179,8 @@ int gr_u_rest(const gr_frame *f, uint32_t cp, char out[16])
     return snprintf(out, 16, "%s", t + (f->phase == S_LBS ? 0 : f->phase == S_LU ? 1 : 2 + f->aux));
 }
 
-int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int64_t max_len)
+int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int canon, int64_t min_len,
+                       int64_t max_len)
 {
     int32_t st = (int32_t)f->pos;
     int64_t count = f->count, r = -1;
@@ -188,7 +189,20 @@ int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int
         int sh = 4 * (4 - f->aux);
         ulo = (uint64_t)f->val << sh;
         uhi = ulo + ((uint64_t)1 << sh) - 1;
-    } else if (f->phase == S_LBS || f->phase == S_LU) {
+    }
+    if (canon) {
+        /* canonical \u: a control character with no short escape */
+        if (f->phase != S_ESC && f->phase != S_U)
+            return -1;
+        for (int i = 0; i < 3 && r < 0; i++) {
+            uint64_t a = ulo > gr_canon_ctl_iv[i][0] ? ulo : gr_canon_ctl_iv[i][0];
+            uint64_t b = uhi < gr_canon_ctl_iv[i][1] ? uhi : gr_canon_ctl_iv[i][1];
+            if (a <= b)
+                r = gr_strx_cp_find(x, st, (uint32_t)a, (uint32_t)b, count, min_len, max_len);
+        }
+        return r;
+    }
+    if (f->phase == S_LBS || f->phase == S_LU) {
         ulo = uhi = (uint64_t)f->val;
     } else if (f->phase == S_LOW) {
         uint64_t hs = (uint64_t)f->val >> 16, lp = (uint64_t)f->val & 0xFFFF;

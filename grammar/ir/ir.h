@@ -406,6 +406,30 @@ static inline int gr_canon_char(uint32_t cp, uint8_t out[6])
     return 4;
 }
 
+/* SX_ESC_CANONICAL (grammar.h): cp is one of the characters whose
+ * canonical spelling is a \u escape -- a control character with no short
+ * escape.  As intervals: [0, 7], [0xB, 0xB], [0xE, 0x1F]. */
+static inline int gr_canon_ctl(uint32_t cp)
+{
+    return cp < 0x20 && cp != '\b' && cp != '\t' && cp != '\n' && cp != '\f' && cp != '\r';
+}
+static const uint32_t gr_canon_ctl_iv[3][2] = {{0, 7}, {0xB, 0xB}, {0xE, 0x1F}};
+
+/* SX_ESC_CANONICAL: the digits-th hex digit c of a \u (the value of the
+ * digits so far, with c, in v) keeps it a prefix of the canonical
+ * spelling (lowercase) of some gr_canon_ctl character; at the fourth
+ * digit, it is one. */
+static inline int gr_canon_u_digit(int c, int digits, uint32_t v)
+{
+    if (c >= 'A' && c <= 'F')
+        return 0;
+    uint32_t lo = v << (4 * (4 - digits)), hi = lo + ((1u << (4 * (4 - digits))) - 1);
+    for (int i = 0; i < 3; i++)
+        if (lo <= gr_canon_ctl_iv[i][1] && hi >= gr_canon_ctl_iv[i][0])
+            return 1;
+    return 0;
+}
+
 /* The character a canonical spelling (a key's, or a string literal's
  * with its quotes) holds at byte pos: its code point into *cp and the
  * bytes it spans, or 0 at the end, at a closing quote or inside a
@@ -620,10 +644,13 @@ long gr_strx_complete(const gr_strx *x, int32_t st, int64_t count, int64_t min_l
  * characters a \u escape under way on string frame f (phase S_ESC, S_U,
  * S_LBS, S_LU or S_LOW; f->pos the state before the escape) can still
  * spell, a pair's high half standing for the supplementary code points
- * it starts. */
+ * it starts; canon 1 (SX_ESC_CANONICAL): only the control characters
+ * with no short escape (gr_canon_ctl), which are all a canonical \u
+ * spells. */
 int64_t gr_strx_cp_find(const gr_strx *x, int32_t st, uint32_t clo, uint32_t chi, int64_t count,
                         int64_t min_len, int64_t max_len);
-int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int64_t min_len, int64_t max_len);
+int64_t gr_strx_u_find(const gr_strx *x, const gr_frame *f, int canon, int64_t min_len,
+                       int64_t max_len);
 /* The code points a \u escape under way on string frame f (phases as
  * above) can still spell, as up to 3 ascending intervals r[i][0..1]
  * (surrogates aside, pairs as their code points); their count. */

@@ -141,7 +141,9 @@ static void write_u_rest(const gr_frame *f, uint32_t cp, gr_wbuf *w)
     gr_wput(w, t, (size_t)n);
 }
 
-static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
+/* canon: SX_ESC_CANONICAL (a patterned string's \u spells a control
+ * character with no short escape) */
+static void finish_string(const gr_node *n, const gr_frame *f, int canon, gr_wbuf *w)
 {
     int64_t count = f->count;
     int phase = f->phase;
@@ -168,7 +170,7 @@ static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
         }
         if (!done && x) {
             /* no short escape: a \u (gr_feed.c, esc_room) */
-            int64_t cp = gr_strx_u_find(x, f, n->u.str.min_len, n->u.str.max_len);
+            int64_t cp = gr_strx_u_find(x, f, canon, n->u.str.min_len, n->u.str.max_len);
             if (cp >= 0) {
                 write_u_rest(f, (uint32_t)cp, w);
                 st = u_step(x, st, (uint32_t)cp);
@@ -182,7 +184,7 @@ static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
         count++;
         phase = S_IN;
     } else if (x && (phase == S_U || phase == S_LBS || phase == S_LU || phase == S_LOW)) {
-        int64_t cp = gr_strx_u_find(x, f, n->u.str.min_len, n->u.str.max_len);
+        int64_t cp = gr_strx_u_find(x, f, canon, n->u.str.min_len, n->u.str.max_len);
         if (cp < 0) {
             w->oom = 1;
             return;
@@ -235,7 +237,7 @@ static void finish_string(const gr_node *n, const gr_frame *f, gr_wbuf *w)
 /* Completes a key being typed with the shortest usable known key; returns
  * its index in props, or -1 when no known key fits (the key is then an
  * additional one). */
-static int finish_key(const gr_node *n, const gr_frame *f, gr_wbuf *w)
+static int finish_key(const gr_node *n, const gr_frame *f, int canon, gr_wbuf *w)
 {
     const gr_prop *P = n->u.obj.props;
     int best = -1;
@@ -246,6 +248,9 @@ static int finish_key(const gr_node *n, const gr_frame *f, gr_wbuf *w)
     for (uint32_t i = f->lo; i < f->hi; i++) {
         if (esc && !(gr_canon_cp(P[i].key, P[i].key_len, f->pos, &cp) && cp < 0x10000 &&
                      (!f->aux || cp >> shift == v)))
+            continue;
+        /* (canonical: the name's own spelling has the escape) */
+        if (esc && canon && (f->aux ? !gr_canon_ctl(cp) : P[i].key[f->pos] != '\\'))
             continue;
         if (P[i].node >= 0 && !gr_prop_seen(&P[i], f->seen, f->ext) &&
             (best < 0 || P[i].key_len < P[best].key_len) && gr_ord_ok(n, f->ord, &P[i]) &&
@@ -401,7 +406,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
                     gr_wputs(&w, "\"");
                 }
             } else {
-                finish_string(n, f, &w);
+                finish_string(n, f, g->opts.escapes != SX_ESC_ANY, &w);
             }
             break;
         case GK_OBJECT: {
@@ -418,7 +423,7 @@ long gr_complete(const sx_grammar *g, const gr_frame *top, int variant, gr_work 
                 break;
             }
             if (ph == O_KEY) {
-                int best = finish_key(n, f, &w);
+                int best = finish_key(n, f, g->opts.escapes != SX_ESC_ANY, &w);
                 if (best < 0 && n->u.obj.keyx) {
                     int32_t vn = gr_wit_auto_key(n, f->kst, (f->flags & 4u) != 0, (uint64_t)f->val,
                                           f->ext, &w, &just.h);

@@ -283,6 +283,15 @@ static int any_new(const gr_node *n, const gr_vseen *seen, uint32_t a, uint32_t 
     return 0;
 }
 
+/* SX_ESC_ANY (grammar.h): every spelling of a character is taken, each
+ * decoded; else (SX_ESC_CANONICAL) keys and literals take only their
+ * canonical spellings and patterned strings only the \u of a control
+ * character with no short escape, so that forced text stays forced. */
+static int esc_any(const gr_ctx *cx)
+{
+    return cx->g->opts.escapes == SX_ESC_ANY;
+}
+
 /* ---- escapes in string literals ------------------------------------------
  * As in keys (see "escapes in keys" below): the literals are canonical
  * JSON texts, and an escape inside a string literal is decoded, then its
@@ -290,7 +299,8 @@ static int any_new(const gr_node *n, const gr_vseen *seen, uint32_t a, uint32_t 
  * enum value "ab".  While an escape is read the frame holds F_KESC, aux 0
  * after the backslash, else 1 + the hex digits so far, their value in val;
  * range and position stay where the backslash was.  Surrogate pairs are
- * not taken (a character beyond the BMP is written raw). */
+ * not taken (a character beyond the BMP is written raw).  SX_ESC_ANY
+ * only: under SX_ESC_CANONICAL a literal is matched as its own bytes. */
 
 /* Literal i may still be taken (uniqueItems: a value not used yet). */
 static int lit_usable(const gr_node *n, uint32_t i, const uint8_t *cls, uint64_t used,
@@ -399,7 +409,9 @@ static void feed_lit(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
         feed_lit_esc(cx, f, c, cls, used, seen, out);
         return;
     }
-    if (c == '\\' && pos > 0 && lo < hi && L[lo].b[0] == '"' && L[lo].len > pos) {
+    /* (SX_ESC_CANONICAL: the literal's own bytes, which are its canonical
+     * spelling, escapes and all) */
+    if (c == '\\' && esc_any(cx) && pos > 0 && lo < hi && L[lo].b[0] == '"' && L[lo].len > pos) {
         /* inside a string literal: decode the escape first */
         gr_frame *nf;
         if (lit_live_cp(n, f, cls, used, seen, 0, 0xFFFF) && (nf = clone(cx, f))) {
@@ -520,7 +532,7 @@ static int utf8_step(gr_frame *nf, int c)
 
 /* Room for one more code point whose first byte is b (decoded) when the
  * string has an automaton: some escape/character must keep it alive. */
-static int esc_room(const gr_node *n, const gr_frame *f)
+static int esc_room(const gr_ctx *cx, const gr_node *n, const gr_frame *f)
 {
     const gr_strx *x = n->u.str.x;
     if (!x)
@@ -536,18 +548,18 @@ static int esc_room(const gr_node *n, const gr_frame *f)
         return 0;
     gr_frame t = *f;
     t.phase = S_ESC;
-    return gr_strx_u_find(x, &t, n->u.str.min_len, n->u.str.max_len) >= 0;
+    return gr_strx_u_find(x, &t, !esc_any(cx), n->u.str.min_len, n->u.str.max_len) >= 0;
 }
 
 /* A \u escape under way in a patterned string (frame nf, its digits so
  * far): some character it can still spell keeps the automaton alive; once
  * it is complete (phase S_IN, its code point in val), the automaton steps
  * over the character's UTF-8.  0 when the frame dies. */
-static int strx_u_step(const gr_node *n, gr_frame *nf)
+static int strx_u_step(const gr_ctx *cx, const gr_node *n, gr_frame *nf)
 {
     const gr_strx *x = n->u.str.x;
     if (nf->phase != S_IN)
-        return gr_strx_u_find(x, nf, n->u.str.min_len, n->u.str.max_len) >= 0;
+        return gr_strx_u_find(x, nf, !esc_any(cx), n->u.str.min_len, n->u.str.max_len) >= 0;
     uint8_t u[6];
     int ul = gr_canon_char((uint32_t)nf->val, u);
     if (nf->val < 0x80) {
@@ -636,7 +648,7 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             return;
         if (f->aux == 0 && c == '\\') {
             /* an escape is one more code point */
-            if (!esc_room(n, f))
+            if (!esc_room(cx, n, f))
                 return;
             nf = clone(cx, f);
             if (!nf)
@@ -682,7 +694,7 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             nf->phase = S_U;
             nf->aux = 0;
             nf->val = 0;
-            if (x && !strx_u_step(n, nf))
+            if (x && !strx_u_step(cx, n, nf))
                 return;
         } else {
             nf->phase = S_IN;
@@ -714,14 +726,16 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
          * one character; a low one first is refused */
         if (nf->aux == 1 && nf->val == 0xD)
             nf->flags |= F_KESC;
-        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= 0xDC)
-            return;
+        if (nf->aux == 2 && (nf->flags & F_KESC) && nf->val >= (esc_any(cx) ? 0xDC : 0xD8))
+            return; /* (SX_ESC_CANONICAL: no pairs; beyond the BMP is raw) */
+        if (x && !esc_any(cx) && !gr_canon_u_digit(c, nf->aux, (uint32_t)nf->val))
+            return; /* a patterned string's canonical \u: a control character */
         if (nf->aux == 4) {
             nf->aux = 0;
             nf->flags &= (uint8_t)~F_KESC;
             if (nf->val >= 0xD800 && nf->val <= 0xDBFF) {
                 nf->phase = S_LBS;
-                if (x && !strx_u_step(n, nf))
+                if (x && !strx_u_step(cx, n, nf))
                     return;
                 emit_str(n, nf, out);
                 return;
@@ -731,7 +745,7 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             if (nf->flags & F_UH)
                 nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
         }
-        if (x && !strx_u_step(n, nf))
+        if (x && !strx_u_step(cx, n, nf))
             return;
         emit_str(n, nf, out);
         return;
@@ -766,7 +780,7 @@ static void feed_str(gr_ctx *cx, const gr_frame *f, int c, gr_set *out)
             if (nf->flags & F_UH)
                 nf->vh = gr_fnv_cp(nf->vh, (uint32_t)nf->val);
         }
-        if (x && !strx_u_step(n, nf))
+        if (x && !strx_u_step(cx, n, nf))
             return;
         emit_str(n, nf, out);
         return;
@@ -847,7 +861,11 @@ static void obj_begin_key(gr_ctx *cx, const gr_node *n, const gr_frame *f, gr_se
  * backslash was, and the hash holds the backslash (gr_fnv_unfold takes it
  * out again).  Not taken: surrogate pairs (a character beyond the BMP is
  * written raw) and \u in an additional key under a key automaton
- * (patterns over the names; short escapes only there). */
+ * (patterns over the names; short escapes only there).  That is
+ * SX_ESC_ANY; under SX_ESC_CANONICAL (the default) a \u spells only a
+ * control character with no short escape, lowercase, and \/ is refused:
+ * each key then has its one canonical spelling, which for a listed name
+ * is the name's own bytes. */
 
 /* Some usable listed name in [lo, hi) has, at byte pos, a character
  * whose code point is within [clo, chi]. */
@@ -859,6 +877,23 @@ static int key_range_live_cp(const gr_node *n, const gr_frame *f, uint32_t lo, u
         uint32_t cp;
         if (gr_canon_cp(p->key, p->key_len, pos, &cp) && cp >= clo && cp <= chi &&
             obj_range_live(n, f, i, i + 1))
+            return 1;
+    }
+    return 0;
+}
+
+/* key_range_live_cp over the frame's range for the characters an escape
+ * may spell: any (SX_ESC_ANY), or (canonical) a \u's only, the control
+ * characters with no short escape. */
+static int key_live_u(const gr_ctx *cx, const gr_node *n, const gr_frame *f, uint32_t clo,
+                      uint32_t chi)
+{
+    if (esc_any(cx))
+        return key_range_live_cp(n, f, f->lo, f->hi, f->pos, clo, chi);
+    for (int i = 0; i < 3; i++) {
+        uint32_t a = clo > gr_canon_ctl_iv[i][0] ? clo : gr_canon_ctl_iv[i][0];
+        uint32_t b = chi < gr_canon_ctl_iv[i][1] ? chi : gr_canon_ctl_iv[i][1];
+        if (a <= b && key_range_live_cp(n, f, f->lo, f->hi, f->pos, a, b))
             return 1;
     }
     return 0;
@@ -898,12 +933,12 @@ static void feed_key_esc(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c,
                 gen = 0;
             nf->aux = 1;
             nf->u8lo = nf->u8hi = 0;
-            known = key_range_live_cp(n, f, f->lo, f->hi, f->pos, 0, 0xFFFF);
+            known = key_live_u(cx, n, f, 0, 0xFFFF);
             goto emit_partial;
         }
         const char *e = strchr(esc, c);
-        if (!e)
-            return;
+        if (!e || (c == '/' && !esc_any(cx)))
+            return; /* (canonical: '/' is written raw) */
         cp = (uint8_t)dec[e - esc];
     } else {
         int h = sx_hexval(c);
@@ -913,13 +948,14 @@ static void feed_key_esc(gr_ctx *cx, const gr_node *n, const gr_frame *f, int c,
         int digits = f->aux; /* with this one */
         if (digits == 2 && v >= 0xD8 && v <= 0xDF)
             return; /* a surrogate */
+        if (!esc_any(cx) && !gr_canon_u_digit(c, digits, v))
+            return; /* canonical: \u00xx for a control character only */
         if (digits < 4) {
             int shift = 4 * (4 - digits);
             nf->aux++;
             nf->u8hi = (uint8_t)(v >> 8);
             nf->u8lo = (uint8_t)v;
-            known = key_range_live_cp(n, f, f->lo, f->hi, f->pos, v << shift,
-                                      ((v + 1) << shift) - 1);
+            known = key_live_u(cx, n, f, v << shift, ((v + 1) << shift) - 1);
             goto emit_partial;
         }
         cp = v;
@@ -979,7 +1015,11 @@ static void feed_key_backslash(gr_ctx *cx, const gr_node *n, const gr_frame *f, 
         return;
     nf->flags |= F_KESC;
     nf->val = (int64_t)gr_fnv((uint64_t)f->val, '\\');
-    int known = key_range_live_cp(n, f, f->lo, f->hi, f->pos, 0, 0xFFFF);
+    /* (canonical: a listed name has a backslash here) */
+    int known = esc_any(cx) ? key_range_live_cp(n, f, f->lo, f->hi, f->pos, 0, 0xFFFF)
+                            : key_range_live_cp(n, f, f->lo, f->hi, f->pos, 0, 0x1F) ||
+                                  key_range_live_cp(n, f, f->lo, f->hi, f->pos, '"', '"') ||
+                                  key_range_live_cp(n, f, f->lo, f->hi, f->pos, '\\', '\\');
     if (gen && kx) {
         /* some short escape must keep the key automaton alive, and lead
          * to a key not in the object yet */

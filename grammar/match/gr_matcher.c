@@ -700,7 +700,8 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
                     int32_t t = v->sq_tok[e];
                     if (!key) {
                         int64_t c = v->sq_schars[e];
-                        if (c >= 0 && f->count + c >= mn && (mx < 0 || f->count + c <= mx))
+                        if (c >= 0 && f->count + c >= mn && (mx < 0 || f->count + c <= mx) &&
+                            (m->g->opts.escapes == SX_ESC_ANY || !(v->str_pair[t >> 5] >> (t & 31) & 1)))
                             mask[t >> 5] |= 1u << (t & 31);
                         continue;
                     }
@@ -733,8 +734,9 @@ static int split_quotes(sx_matcher *m, gr_ctx *cx, uint32_t *mask)
 }
 
 /* The tokens with no quote that free_strings' interpretations allow
- * (room and keys as it returned), written over mask. */
-static void quote_free_blocks(const sx_vocab *v, int64_t room, int keys, uint32_t *mask)
+ * (room and keys as it returned), written over mask; any: the grammar
+ * takes every spelling (SX_ESC_ANY), else no surrogate pair. */
+static void quote_free_blocks(const sx_vocab *v, int64_t room, int keys, int any, uint32_t *mask)
 {
     if (room >= -1) {
         int64_t lp = room < 0 || room > v->max_plain_cp ? v->max_plain_cp : room;
@@ -742,14 +744,14 @@ static void quote_free_blocks(const sx_vocab *v, int64_t room, int keys, uint32_
         const uint32_t *pl = v->plain_le + (size_t)lp * (size_t)v->mask_words;
         const uint32_t *fl = v->free_le + (size_t)lf * (size_t)v->mask_words;
         for (int32_t w = 0; w < v->mask_words; w++)
-            mask[w] = pl[w] | fl[w];
+            mask[w] = pl[w] | (fl[w] & (any ? ~0u : ~v->str_pair[w]));
     } else {
         memset(mask, 0, (size_t)v->mask_words * sizeof *mask);
     }
     if (keys) {
         const uint32_t *pl = v->plain_le + (size_t)v->max_plain_cp * (size_t)v->mask_words;
         for (int32_t w = 0; w < v->mask_words; w++)
-            mask[w] |= pl[w] | v->key_free[w];
+            mask[w] |= pl[w] | (any ? v->key_free_any[w] : v->key_free[w]);
     }
 }
 
@@ -791,13 +793,13 @@ static int fill_walks(sx_matcher *m, uint32_t *mask, int fast)
     if (room >= -1 || room == -3) {
         /* plain and other quote-free content as blocks, by the room left;
          * the tokens that hold a quote by their split, else walked */
-        quote_free_blocks(v, room, keys, mask);
+        quote_free_blocks(v, room, keys, m->g->opts.escapes == SX_ESC_ANY, mask);
         gr_mark qm = gr_arena_mark(&m->scratch);
         int split = split_quotes(m, &cx, mask);
         gr_arena_reset(&m->scratch, qm);
         if (split) {
             /* the blocks hold no quote token: start those again */
-            quote_free_blocks(v, room, keys, mask);
+            quote_free_blocks(v, room, keys, m->g->opts.escapes == SX_ESC_ANY, mask);
             walk(m, &cx, v->q_nodes, v->n_q_nodes, mask);
         }
     } else if (fast && plain_part(m, mask, &trie) == 0) {

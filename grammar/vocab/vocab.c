@@ -125,11 +125,17 @@ static int plain_cp(const uint8_t *b, uint32_t len)
  * surrogate only as the high half of a pair, not in keys), UTF-8 without overlongs or surrogates, no control bytes.
  * key 1: an additional key spelled as it is hashed (short escapes but \/
  * only); key 2: an additional key with no automaton (escapes decoded,
- * \u included). */
-static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
+ * \u included); key 3: key 1 and a canonical \u (sx_gr_esc: 00xx,
+ * lowercase, a control character with no short escape).  *paired (may be
+ * NULL) is set to 1 when a surrogate escape is read (even if b is then
+ * refused). */
+static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc, int *paired)
 {
     enum { NORMAL, ESC, HEX, UTF8, PBS, PU, LOW } st = NORMAL;
     int digits = 0, pend = 0, lo = 0, hi = 0, first = 0, starts = 0, pair = 0;
+    uint32_t uv = 0;
+    if (paired)
+        *paired = 0;
     for (uint32_t i = 0; i < len; i++) {
         int c = b[i];
         switch (st) {
@@ -174,6 +180,10 @@ static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
                 } else {
                     return -1;
                 }
+            } else if (key == 3 && c == 'u') {
+                st = HEX;
+                digits = 0;
+                uv = 0;
             } else if (key) {
                 /* additional keys: short escapes only, and no \/ (one
                  * spelling per key; see feed_key) */
@@ -196,7 +206,13 @@ static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
                 return -1;
             if (digits == 0)
                 first = h;
+            uv = uv * 16 + (uint32_t)h;
+            if (key == 3 && ((c >= 'A' && c <= 'F') || (digits < 2 && h) || (digits == 2 && h > 1) ||
+                             (digits == 3 && (uv == 8 || uv == 9 || uv == 10 || uv == 12 || uv == 13))))
+                return -1;
             if (digits == 1 && first == 0xD && h >= 8) {
+                if (paired)
+                    *paired = 1;
                 /* a low surrogate first, or any in a key, is refused; a
                  * high one in a string starts a pair (one character) */
                 if (key || h >= 0xC)
@@ -241,7 +257,7 @@ static int content_rules(const uint8_t *b, uint32_t len, int key, int *in_esc)
 
 static int free_content(const uint8_t *b, uint32_t len)
 {
-    return content_rules(b, len, 0, NULL);
+    return content_rules(b, len, 0, NULL, NULL);
 }
 
 typedef struct sq_ent {
@@ -281,7 +297,7 @@ static int build_split(sx_vocab *v, const vocab_key *order, int32_t n)
             continue;
         uint32_t plen = (uint32_t)(q - b), slen = order[k].len - plen - 1;
         int es, ek;
-        int sch = content_rules(b, plen, 0, &es), kch = content_rules(b, plen, 1, &ek);
+        int sch = content_rules(b, plen, 0, &es, NULL), kch = content_rules(b, plen, 1, &ek, NULL);
         int s_quote = memchr(q + 1, '"', slen) != NULL;
         if (sch >= 0 && es == 1)
             ws[nws++] = order[k];
@@ -358,7 +374,9 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
     v->max_free_starts = maxs;
     v->free_le = calloc((size_t)(maxs + 1) * (size_t)v->mask_words, sizeof *v->free_le);
     v->key_free = calloc((size_t)v->mask_words, sizeof *v->key_free);
-    if (!v->free_le || !v->key_free) {
+    v->key_free_any = calloc((size_t)v->mask_words, sizeof *v->key_free_any);
+    v->str_pair = calloc((size_t)v->mask_words, sizeof *v->str_pair);
+    if (!v->free_le || !v->key_free || !v->key_free_any || !v->str_pair) {
         free(q);
         free(nq);
         free(starts);
@@ -372,9 +390,19 @@ static int build_free(sx_vocab *v, const vocab_key *order, int32_t n)
             nq[n_nq++] = order[k];
         if (!memchr(order[k].b, '"', order[k].len) && starts[k] >= 0)
             v->free_le[(size_t)starts[k] * (size_t)v->mask_words + (size_t)(t >> 5)] |= 1u << (t & 31);
-        if (!memchr(order[k].b, '"', order[k].len) && content_rules(order[k].b, order[k].len, 2, NULL) >= 0 &&
-            !(k > 0 && order[k - 1].len == order[k].len && !memcmp(order[k - 1].b, order[k].b, order[k].len)))
+        int first = !(k > 0 && order[k - 1].len == order[k].len &&
+                      !memcmp(order[k - 1].b, order[k].b, order[k].len));
+        if (!memchr(order[k].b, '"', order[k].len) && first &&
+            content_rules(order[k].b, order[k].len, 2, NULL, NULL) >= 0)
+            v->key_free_any[t >> 5] |= 1u << (t & 31);
+        if (!memchr(order[k].b, '"', order[k].len) && first &&
+            content_rules(order[k].b, order[k].len, 3, NULL, NULL) >= 0)
             v->key_free[t >> 5] |= 1u << (t & 31);
+        const uint8_t *qq = memchr(order[k].b, '"', order[k].len);
+        int paired;
+        content_rules(order[k].b, qq ? (uint32_t)(qq - order[k].b) : order[k].len, 0, NULL, &paired);
+        if (paired)
+            v->str_pair[t >> 5] |= 1u << (t & 31);
     }
     for (int32_t L = 1; L <= maxs; L++)
         for (int32_t w = 0; w < v->mask_words; w++)
@@ -547,6 +575,8 @@ void sx_vocab_free(sx_vocab *v)
     free(v->nq_nodes);
     free(v->free_le);
     free(v->key_free);
+    free(v->key_free_any);
+    free(v->str_pair);
     free(v->sfx_nodes);
     free(v->sfx_first);
     free(v->sq_tok);

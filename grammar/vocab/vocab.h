@@ -87,8 +87,16 @@ typedef struct sx_vocab {
      * automaton; escapes decoded, no surrogates), so key_free marks
      * the non-plain tokens with no '"' whose bytes are valid key content
      * from a character boundary (they may stop inside an escape or a
-     * character). */
+     * character), spelled canonically (sx_gr_esc: short escapes but \/,
+     * \u00xx lowercase for the other control characters); key_free_any
+     * the same for SX_ESC_ANY (any escape). */
     uint32_t *key_free;
+    uint32_t *key_free_any;
+    /* The tokens whose bytes, read as string content from a character
+     * boundary up to their first '"', hold a surrogate escape (a pair's
+     * high half): free_le and the split quote tokens count them as
+     * content, which only SX_ESC_ANY takes. */
+    uint32_t *str_pair;
 
     /* The tokens holding a '"' split at their first one, P '"' S.  In a
      * string with no automaton (or an additional key) at a character

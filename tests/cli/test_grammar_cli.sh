@@ -56,6 +56,14 @@ check "check --property-order: another order refused (exit 1)" [ $? -eq 1 ]
 "$S" check "${tok[@]}" --property-order --schema "$T/po.json" "$T/po_out.json" >"$T/out" 2>&1
 check "check: a refusal that is not whitespace has no layout line" sh -c "! grep -q '^layout:' '$T/out'"
 check "check without --property-order: any order" "$S" check "${tok[@]}" --schema "$T/po.json" "$T/po_out.json"
+# escape spellings (sx_gr_esc): check reads a document someone wrote, so it
+# takes every spelling unless asked for the canonical ones generation writes
+printf '%s' '{"enum":["rejected","ok"]}' >"$T/en.json"
+printf '%s' '"reje\u0063ted"' >"$T/en_u.json"
+check "check: a \\u spelling of an enum value accepted (escapes any by default)" \
+    "$S" check "${tok[@]}" --schema "$T/en.json" "$T/en_u.json"
+"$S" check "${tok[@]}" --escapes canonical --schema "$T/en.json" "$T/en_u.json" >/dev/null 2>&1
+check "check --escapes canonical: the \\u spelling refused (exit 1)" [ $? -eq 1 ]
 printf '%s' '{"type":"array","items":{"type":"integer"},"contains":{"minimum":5},"uniqueItems":true}' >"$T/bad.json"
 "$S" compile "${tok[@]}" --schema "$T/bad.json" >"$T/out" 2>&1
 check "compile: unsupported keyword is exit 1 with keyword and pointer" \

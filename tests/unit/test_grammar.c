@@ -47,7 +47,8 @@ static int accepts(const sx_grammar *g, const char *text)
 }
 
 /* A case's compile options: "max_ws", "ws" ("flexible", "compact",
- * "indented"), "indent" and "prop_order". */
+ * "indented"), "indent", "prop_order" and "escapes" ("canonical", the
+ * default, or "any": sx_gr_esc). */
 static void case_opts(const json_t *c, sx_gr_opts *o)
 {
     sx_gr_opts_default(o);
@@ -63,6 +64,9 @@ static void case_opts(const json_t *c, sx_gr_opts *o)
     if (ind)
         o->indent = (int)json_integer_value(ind);
     o->prop_order = json_is_true(json_object_get(c, "prop_order"));
+    const char *esc = json_string_value(json_object_get(c, "escapes"));
+    if (esc)
+        o->escapes = !strcmp(esc, "any") ? SX_ESC_ANY : SX_ESC_CANONICAL;
 }
 
 /* Every case: tests/grammar/cases.json, then the cases_*.json files. */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const cli_gr_escapes[] = {"canonical", "any", NULL};
+
 int cli_parse_long(const char *val, long lo, long hi, long *out, char *why, size_t why_cap)
 {
     char *end;

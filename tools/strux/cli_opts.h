@@ -99,11 +99,18 @@ int cli_gr_indent(void *dst, const char *val, char *why, size_t why_cap);
 
 /* The grammar options, shared by every command that compiles a schema
  * (dst: an sx_gr_opts the caller set up with sx_gr_opts_default). */
+/* --escapes: the sx_gr_esc values by name, in their order */
+extern const char *const cli_gr_escapes[];
+
 #define CLI_GRAMMAR_OPTS(o)                                                                     \
     {.name = "--max-ws", .kind = CLI_INT, .dst = &(o)->max_ws, .lo = 0, .hi = 64, .arg = "N",  \
      .help = "longest whitespace run between JSON tokens (0..64, default 4; 0 = none)"},        \
     {.name = "--indent", .kind = CLI_FN, .dst = (o), .fn = cli_gr_indent, .arg = "N",          \
      .help = "the JSON.stringify(v, null, N) layout instead (N in 1..16)"},                     \
+    {.name = "--escapes", .kind = CLI_ENUM, .dst = &(o)->escapes, .choices = cli_gr_escapes,   \
+     .arg = "MODE",                                                                             \
+     .help = "spellings of characters in strings: canonical only (default but for check) or "  \
+             "any \\u escape and pair"},                                                        \
     {.name = "--property-order", .kind = CLI_FLAG, .dst = &(o)->prop_order,                    \
      .help = "object members in the order `properties` lists them"},                            \
     {.name = "--draft7", .kind = CLI_FLAG, .dst = &(o)->draft7,                                \

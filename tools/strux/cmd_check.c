@@ -90,6 +90,9 @@ int cmd_check(int argc, char **argv)
     const char *schema_path = NULL, *inst_path = NULL, *tok_path = NULL;
     sx_gr_opts o;
     sx_gr_opts_default(&o);
+    /* a document someone wrote may spell a character any way JSON allows
+     * (--escapes canonical: as generation writes it) */
+    o.escapes = SX_ESC_ANY;
     cli_opt opts[] = {
         {.name = "--schema", .kind = CLI_STR, .dst = &schema_path, .arg = "FILE",
          .help = "the JSON Schema (required)"},
