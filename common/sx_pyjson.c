@@ -2,6 +2,8 @@
  * it: MaskBench tokenizes instances in that spelling. */
 #include "common/sx_pyjson.h"
 
+#include "common/sx_numjson.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +73,7 @@ typedef struct pj_buf {
     char *b;
     size_t n, cap;
     int oom;
+    const sx_numtab *nums; /* integers beyond int64 written as read */
 } pj_buf;
 
 static void pj_put(pj_buf *w, const char *s, size_t n)
@@ -142,6 +145,14 @@ static int pj_value(pj_buf *w, const json_t *v, int depth)
         pj_put(w, buf, strlen(buf));
         return 0;
     case JSON_REAL: {
+        /* Python reads an integer of any length exactly and writes its
+         * digits back: so do we, from the text the reader kept */
+        size_t tl = 0;
+        const char *tx = w->nums ? sx_numtab_find(w->nums, v, &tl) : NULL;
+        if (tx && tl && tl == strspn(tx, "-0123456789") && tl < 4096) {
+            pj_put(w, tx, tl);
+            return 0;
+        }
         double d = json_real_value(v);
         if (isinf(d))
             snprintf(buf, sizeof buf, d > 0 ? "Infinity" : "-Infinity");
@@ -193,7 +204,13 @@ static int pj_value(pj_buf *w, const json_t *v, int depth)
 
 char *sx_pyjson_dumps(const json_t *v, size_t *len)
 {
+    return sx_pyjson_dumps_nums(v, NULL, len);
+}
+
+char *sx_pyjson_dumps_nums(const json_t *v, const sx_numtab *nums, size_t *len)
+{
     pj_buf w = {0};
+    w.nums = nums;
     pj_put(&w, "", 0);
     if (pj_value(&w, v, 0) || w.oom) {
         free(w.b);

@@ -14,4 +14,10 @@ void sx_py_float_repr(double d, char *buf, size_t cap);
  * memory or nested too deeply. */
 char *sx_pyjson_dumps(const json_t *v, size_t *len);
 
+/* The same, for a tree read by sx_numjson_loadb: an integer that jansson
+ * could not hold (kept as a real with its text in nums) is written with its
+ * digits, as Python writes the int it reads (nums may be NULL). */
+struct sx_numtab;
+char *sx_pyjson_dumps_nums(const json_t *v, const struct sx_numtab *nums, size_t *len);
+
 #endif

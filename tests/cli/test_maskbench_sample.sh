@@ -42,4 +42,13 @@ print(len(lost))
 PY
 )
 check "every schema of the baseline's passing_files still passes ($lost regressed)" '[ "$lost" = 0 ]'
+# integers past 64 bits: instances tokenized with their digits (both ways
+# judged right), a schema number strux cannot hold refused with its pointer
+bo=$("$B/strux" maskbench --quiet --out "$T/big.jsonl" tests/fixtures/maskbench_big/bigint.json \
+     tests/fixtures/maskbench_big/bigbound.json | tail -1)
+bget() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$bo" "$1"; }
+check "an instance past int64 is read with its digits: bigint.json passes (4 instances)" \
+  '[ "$(bget passing)" = 1 ] && [ "$(bget instances)" = 4 ] && grep bigint.json "$T/big.jsonl" | grep -q "\"status\":\"passing\""'
+check "a schema number past a double's digits is a compile error at /enum/0, not 'cannot read'" \
+  'grep "bigbound.json" "$T/big.jsonl" | grep -q "significant digits.*at /enum/0"'
 exit $fail

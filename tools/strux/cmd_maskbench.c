@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "common/sx_file.h"
+#include "common/sx_numjson.h"
 #include "common/sx_pyjson.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "grammar/grammar.h"
+#include "rpc/protocol.h"
 #include "tools/strux/cli_opts.h"
 #include "tools/strux/commands.h"
 #include "tools/strux/tool_common.h"
@@ -59,7 +61,12 @@ static void run_schema(const char *file, const sx_tokenizer *tok, const sx_vocab
                        const sx_gr_opts *o, FILE *out)
 {
     json_error_t je;
-    json_t *doc = json_load_file(file, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je), *res = json_object();
+    /* numbers keep their text: an integer past 64 bits in an instance is
+     * tokenized with its digits, as Python's json.dumps writes it */
+    sx_numtab nums = {0};
+    char *ftext = NULL;
+    size_t flen = 0;
+    json_t *doc = NULL, *res = json_object();
     dvec tbm = {0};
     sx_grammar *g = NULL;
     sx_matcher *m = NULL;
@@ -70,9 +77,19 @@ static void run_schema(const char *file, const sx_tokenizer *tok, const sx_vocab
     long untokenizable = 0, inconsistent = 0;
     const char *status = "passing";
     json_object_set_new(res, "file", json_string(file));
-    if (!doc) {
+    if (sx_file_read(file, &ftext, &flen, &err)) {
+        status = "compile_error";
+        json_object_set_new(res, "message", json_sprintf("cannot read: %s", err.msg));
+        goto done;
+    }
+    if (!(doc = sx_numjson_loadb(ftext, flen, 0, &nums, &je))) {
         status = "compile_error";
         json_object_set_new(res, "message", json_sprintf("cannot read: %s", je.text));
+        goto done;
+    }
+    if (sx_rpc_check_schema_numbers(json_object_get(doc, "schema"), &nums, "", &err)) {
+        status = "compile_error";
+        json_object_set_new(res, "message", json_sprintf("%s at %s", err.msg, err.pointer));
         goto done;
     }
     double t0 = tool_now_us();
@@ -89,7 +106,7 @@ static void run_schema(const char *file, const sx_tokenizer *tok, const sx_vocab
     json_t *t;
     json_array_foreach(json_object_get(doc, "tests"), ti, t) {
         size_t len;
-        char *text = sx_pyjson_dumps(json_object_get(t, "data"), &len);
+        char *text = sx_pyjson_dumps_nums(json_object_get(t, "data"), &nums, &len);
         sx_ids ids = {0};
         int valid = json_is_true(json_object_get(t, "valid")), accepted = 1;
         ntests++;
@@ -144,6 +161,8 @@ done:
     fflush(out);
     json_decref(res);
     json_decref(doc);
+    sx_numtab_free(&nums);
+    free(ftext);
     free(tbm.v);
     free(mask);
     sx_matcher_free(m);
