@@ -30,11 +30,8 @@ static int chat_reply(const char *model_dir, const char *schema_path, const sx_c
     sx_err_clear(&err);
     int rc = 1;
     if (schema_path) {
-        json_error_t je;
-        if (!(schema = json_load_file(schema_path, JSON_DECODE_ANY, &je))) {
-            fprintf(stderr, "strux chat: %s: line %d: %s\n", schema_path, je.line, je.text);
+        if (!(schema = tool_read_schema("chat", schema_path)))
             return 1;
-        }
     }
     if (tool_load("chat", NULL, model_dir, &tok, schema ? &v : NULL))
         goto done;

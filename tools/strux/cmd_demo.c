@@ -86,12 +86,9 @@ int cmd_demo(int argc, char **argv)
             return drc == SX_EUNSUPPORTED ? 1 : 2;
         }
     }
-    json_error_t je;
-    json_t *schema = json_load_file(schema_path, JSON_DECODE_ANY, &je);
-    if (!schema) {
-        fprintf(stderr, "strux demo: %s: line %d: %s\n", schema_path, je.line, je.text);
+    json_t *schema = tool_read_schema("demo", schema_path);
+    if (!schema)
         return 1;
-    }
     sx_tokenizer *tok;
     sx_vocab *v;
     if (tool_load("demo", tok_path, model_dir, &tok, &v)) {
@@ -171,6 +168,7 @@ int cmd_demo(int argc, char **argv)
 check:
     printf("%.*s\n", (int)out.n, out.v ? out.v : "");
     sx_numtab nums = {0}; /* numbers of any length */
+    json_error_t je;
     json_t *inst = sx_numjson_loadb(out.v ? out.v : "", out.n, 0, &nums, &je);
     sx_validator *val = NULL;
     int valid = 0;

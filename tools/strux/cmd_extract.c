@@ -462,22 +462,11 @@ static int load_schemas(ex_ctx *x)
 {
     for (size_t i = 0; i < x->n_schemas; i++) {
         ex_schema *s = &x->schemas[i];
-        char *text;
-        size_t len;
         sx_error err;
         sx_err_clear(&err);
-        json_error_t je;
-        if (sx_file_read(s->path, &text, &len, &err)) {
-            fprintf(stderr, "strux extract: --schema: %s\n", err.msg);
+        /* numbers of any length, as the server reads a request's schema */
+        if (!(s->schema = tool_read_schema("extract", s->path)))
             return -1;
-        }
-        s->schema = json_loadb(text, len, JSON_DECODE_ANY, &je);
-        free(text);
-        if (!s->schema) {
-            fprintf(stderr, "strux extract: %s: line %d column %d: %s\n", s->path, je.line,
-                    je.column, je.text);
-            return -1;
-        }
         /* the validator first, as in the server: it names malformed
          * keywords most precisely */
         sx_gr_opts o;

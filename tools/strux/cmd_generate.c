@@ -148,20 +148,8 @@ static int make_grammar(const sx_vocab *v, const char *schema_path, const char *
         o.max_ws = 0;
     int rc = 0;
     if (schema_path) {
-        json_error_t je;
-        char *text;
-        size_t len;
-        if (sx_file_read(schema_path, &text, &len, &err)) {
-            fprintf(stderr, "strux generate: --schema: %s\n", err.msg);
+        if (!(*schema = tool_read_schema("generate", schema_path)))
             return 1;
-        }
-        *schema = json_loadb(text, len, JSON_DECODE_ANY, &je);
-        free(text);
-        if (!*schema) {
-            fprintf(stderr, "strux generate: %s: line %d column %d: %s\n", schema_path, je.line,
-                    je.column, je.text);
-            return 1;
-        }
         rc = sx_gr_compile_json(v, *schema, &o, g, &err);
     } else if (choices) {
         char *copy = strdup(choices);
