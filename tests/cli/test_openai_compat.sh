@@ -22,7 +22,8 @@
 #   - unknown routes and methods answer JSON (404 / 405), not HTML;
 #   - HTTP: --api-key-file (Bearer, 401 otherwise, /health open), bodies
 #     that are not JSON refused (415), chunked bodies read, Expect:
-#     100-continue answered at once, a body over the limit a JSON 413.
+#     100-continue answered at once, a body over the limit a JSON 413;
+#     pipelined requests answered in order or closed explicitly, never silence.
 # Needs $STRUX_BUILD and the repo venv (.venv) with jsonschema, openai, pydantic.
 set -u
 B=${STRUX_BUILD:?}
@@ -400,6 +401,92 @@ check "a body over --max-request-bytes: JSON 413 (plain and chunked)" sh -c "
     grep -q '\"code\":\"too_large\"' '$T/o5' &&
     [ \"\$(curl -sS -o '$T/o6' -w '%{http_code}' -H '$A' -H '$J' -H 'Transfer-Encoding: chunked' --data-binary @'$T/big.json' '$URL/v1/strux')\" = 413 ] &&
     grep -q '\"ok\":false' '$T/o6'"
+
+# HTTP pipelining: requests sent back to back on one keep-alive connection
+# get every answer, in order, or the answers up to one that says
+# "Connection: close" and then the close -- never silence (a raw socket;
+# each case is a list of requests and what each answer holds)
+cat >"$T/pipe.py" <<'PY'
+import json, socket, sys
+port, key = int(sys.argv[1]), sys.argv[2]
+AUTH = "Authorization: Bearer %s\r\n" % key
+def get(path, auth=AUTH):
+    return ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n" % (path, auth)).encode()
+def post(path, body, auth=AUTH, chunked=False):
+    b = body if isinstance(body, bytes) else json.dumps(body).encode()
+    h = "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%s" % (path, auth)
+    if chunked:
+        return (h + "Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(b)).encode() + b + b"\r\n0\r\n\r\n"
+    return (h + "Content-Length: %d\r\n\r\n" % len(b)).encode() + b
+CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+CASES = [
+    ("GET, GET", [(get("/health"), b'"status"'), (get("/v1/models"), b'"data"')]),
+    ("GET, POST, GET", [(get("/v1/models"), b'"data"'), (post("/v1/chat/completions", CHAT), b"chat.completion"),
+                        (get("/health"), b'"status"')]),
+    ("POST, POST", [(post("/v1/chat/completions", CHAT), b"chat.completion"),
+                    (post("/v1/chat/completions", dict(CHAT, seed=2)), b"chat.completion")]),
+    ("a streamed POST, GET", [(post("/v1/chat/completions", dict(CHAT, stream=True)), b"[DONE]"),
+                              (get("/health"), b'"status"')]),
+    ("a chunked POST, GET", [(post("/v1/strux", {"messages": CHAT["messages"], "max_tokens": 3}, chunked=True), b'"ok":true'),
+                             (get("/health"), b'"status"')]),
+    ("a 400, GET", [(post("/v1/chat/completions", {"messages": 1}), b'"error"'), (get("/health"), b'"status"')]),
+    ("a 401, GET", [(post("/v1/chat/completions", CHAT, auth=""), b"unauthorized"), (get("/health"), b'"status"')]),
+    ("a 404, GET, GET", [(get("/nope"), b"not_found"), (get("/health"), b'"status"'), (get("/v1/models"), b'"data"')]),
+]
+def read_answer(f):
+    line = f.readline()
+    if not line:
+        return None
+    status, headers = line, {}
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b""):
+            break
+        k, _, v = h.decode().partition(":")
+        headers[k.strip().lower()] = v.strip()
+    if "content-length" in headers:
+        body = f.read(int(headers["content-length"]))
+    elif headers.get("transfer-encoding") == "chunked":
+        body = b""
+        while True:
+            size = int(f.readline().split(b";")[0], 16)
+            body += f.read(size)
+            f.readline()
+            if size == 0:
+                break
+    else:
+        body = f.read()  # to the close
+    return status, headers, body
+bad = 0
+for name, reqs in CASES:
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    s.sendall(b"".join(r for r, _ in reqs))
+    f = s.makefile("rb")
+    got, why = 0, ""
+    try:
+        for _, want in reqs:
+            a = read_answer(f)
+            if a is None:
+                why = "the connection closed after %d answers without Connection: close" % got
+                break
+            if want not in a[2]:
+                why = "answer %d lacks %r: %r" % (got, want, a[:2])
+                break
+            got += 1
+            if a[1].get("connection", "").lower() == "close":
+                if f.read(1) != b"":
+                    why = "data after Connection: close"
+                break
+    except socket.timeout:
+        why = "silence after %d answers" % got
+    s.close()
+    ok = not why and got >= 1
+    bad += not ok
+    print("# %s: %d of %d answered%s" % (name, got, len(reqs), (" -- " + why) if why else ""))
+sys.exit(1 if bad else 0)
+PY
+check "HTTP pipelining: every answer in order, or Connection: close then the close; never silence" \
+    "$PY" "$T/pipe.py" "$HPORT" "$KEY"
 
 check "struxd still up" kill -0 "$SPID"
 
