@@ -276,6 +276,19 @@ def t7():
             assert e.code == code, (path, e.code)
             assert e.headers["Content-Type"] == "application/json", e.headers
             assert json.loads(e.read())["error"]["message"], path
+    # OpenAI's batch API through the SDK: a 404 naming what does the job
+    import io
+    import openai
+    from openai import OpenAI
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    for call in (lambda: c.files.create(file=("in.jsonl", io.BytesIO(b"{}\n")), purpose="batch"),
+                 lambda: c.batches.create(input_file_id="file-1", endpoint="/v1/chat/completions",
+                                          completion_window="24h")):
+        try:
+            call()
+            raise AssertionError("served")
+        except openai.NotFoundError as e:
+            assert "strux call" in str(e) and "--openai-batch" in str(e), e
 
 def t8():
     # the SDK's streaming helper with tools: calls open with id and name, the
@@ -346,7 +359,7 @@ TESTS = [
     ('chat.completions.parse with a Pydantic model', t4),
     ("tool calls: required and named, arguments valid, OpenAI's shape", t5),
     ('/v1/completions: a raw prompt, constrained, text_completion', t6),
-    ('unknown routes and methods: JSON 404 / 405', t7),
+    ('unknown routes and methods: JSON 404 / 405; /v1/files, /v1/batches name strux call --openai-batch', t7),
     ('streamed tool calls: the SDK helper accumulates arguments sent in fragments', t8),
 ]
 for i, (name, fn) in enumerate(TESTS):
