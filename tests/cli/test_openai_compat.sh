@@ -351,6 +351,14 @@ def t8():
         assert calls and chunks[-1].choices[0].finish_reason == "tool_calls", chunks[-1]
         for name, a in calls.values():
             jsonschema.validate(json.loads(a), params[name])
+    # thinking (vLLM's chat_template_kwargs) with tool_choice auto: the reasoning, then a call
+    r = c.chat.completions.create(model="m", messages=msgs, tools=tools, max_tokens=64, seed=3,
+                                  logit_bias={"151657": 100},
+                                  extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+    m = r.choices[0].message
+    assert isinstance(m.model_extra.get("reasoning_content"), str) and m.tool_calls, r
+    for call in m.tool_calls:
+        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name])
 
 TESTS = [
     ('nothing ignored: unknown and unused members are 400 naming them', t1),
@@ -360,7 +368,7 @@ TESTS = [
     ("tool calls: required and named, arguments valid, OpenAI's shape", t5),
     ('/v1/completions: a raw prompt, constrained, text_completion', t6),
     ('unknown routes and methods: JSON 404 / 405; /v1/files, /v1/batches name strux call --openai-batch', t7),
-    ('streamed tool calls: the SDK helper accumulates arguments sent in fragments', t8),
+    ('streamed tool calls: the SDK helper accumulates arguments sent in fragments; thinking with tool_choice auto', t8),
 ]
 for i, (name, fn) in enumerate(TESTS):
     try:
