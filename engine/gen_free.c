@@ -6,8 +6,10 @@
  * GF_DOC (s->m = s->fm: the usual constrained path of gen_step.c, with
  * s->tail tokens kept back for the close), GF_AFTER (a document closed:
  * end of turn, or sep when another may follow), GF_SEP (after sep: open
- * again, or end).  The free phases sample under s->fmask, a mask of their
- * own that bans what the phase does not allow. */
+ * again, or end).  With fr.think, GF_THINK comes first: reasoning that
+ * ends only with think_close (then think_tail), never with the answer or a
+ * document.  The free phases sample under s->fmask, a mask of their own
+ * that bans what the phase does not allow. */
 #include <stdlib.h>
 #include <string.h>
 #include "engine/gen_internal.h"
@@ -44,24 +46,33 @@ int gen_free_init(sx_gen *g, gen_seq *s, sx_error *err)
     const sx_gen_freepre *f = s->p.free;
     if (f->n_open_tail < 0 || f->n_open_tail > SX_GEN_FREE_MAXTOK || f->n_close < 0 ||
         f->n_close > SX_GEN_FREE_MAXTOK || f->n_ban < 0 || f->n_ban > SX_GEN_FREE_MAXTOK ||
-        f->budget < 0 || f->max_docs < 0)
+        f->budget < 0 || f->max_docs < 0 ||
+        (f->think && (f->n_think_tail < 0 || f->n_think_tail > SX_GEN_FREE_MAXTOK ||
+                      f->think_budget < 0)))
         return sx_err_set(err, SX_EINVAL, "free prefix: bad token counts");
     s->fr = *f;
     s->p.free = NULL; /* borrowed only for the call */
     s->p.speculate = SX_SPEC_OFF;
-    const int32_t *lists[3] = {s->fr.open_tail, s->fr.close, s->fr.ban};
-    const int ns[3] = {s->fr.n_open_tail, s->fr.n_close, s->fr.n_ban};
-    for (int k = 0; k < 3; k++)
+    const int32_t *lists[4] = {s->fr.open_tail, s->fr.close, s->fr.ban, s->fr.think_tail};
+    const int ns[4] = {s->fr.n_open_tail, s->fr.n_close, s->fr.n_ban,
+                       s->fr.think ? s->fr.n_think_tail : 0};
+    for (int k = 0; k < 4; k++)
         for (int i = 0; i < ns[k]; i++)
             if (lists[k][i] < 0 || lists[k][i] >= g->vocab_rows)
                 return sx_err_set(err, SX_EINVAL, "free prefix: token %d outside the vocabulary",
                                   lists[k][i]);
     if (s->fr.open >= g->vocab_rows || s->fr.sep >= g->vocab_rows)
         return sx_err_set(err, SX_EINVAL, "free prefix: open or sep outside the vocabulary");
+    if (s->fr.think && (s->fr.think_close < 0 || s->fr.think_close >= g->vocab_rows))
+        return sx_err_set(err, SX_EINVAL, "free prefix: think_close outside the vocabulary");
+    if (s->fr.think && s->p.max_tokens < 1 + s->fr.n_think_tail)
+        return sx_err_set(err, SX_ELIMIT,
+                          "max_tokens %d is too small: closing the reasoning needs %d tokens",
+                          s->p.max_tokens, 1 + s->fr.n_think_tail);
     s->fmask = malloc((size_t)g->mask_words * sizeof *s->fmask);
     if (!s->fmask)
         return sx_err_set(err, SX_ENOMEM, "out of memory");
-    s->fp = GF_FREE;
+    s->fp = s->fr.think ? GF_THINK : GF_FREE;
     s->fm = s->m;
     s->m = NULL;
     if (s->fm) {
@@ -140,11 +151,52 @@ int gen_doc_done(sx_gen *g, gen_seq *s)
     return SX_OK;
 }
 
+/* Reasoning: the tokens kept for its close, its tail and, when it fits
+ * at all, the shortest document, so that a call can still follow. */
+static int think_reserve(const gen_seq *s)
+{
+    int r = 1 + s->fr.n_think_tail;
+    if (s->fm && s->fr.open >= 0 && r + s->min_doc <= s->p.max_tokens)
+        r += s->min_doc;
+    return r;
+}
+
+/* The reasoning ends: think_close (sampled, or forced when !smp), its
+ * tail, then the free text. */
+static int close_think(sx_gen *g, gen_seq *s, const sx_sample *smp)
+{
+    int rc = gen_emit(g, s, s->fr.think_close, smp == NULL, smp);
+    if (!rc)
+        rc = gen_feed_push(s, s->fr.think_close);
+    if (!rc)
+        rc = force_list(g, s, s->fr.think_tail, s->fr.n_think_tail);
+    if (rc)
+        return rc;
+    s->fp = GF_FREE;
+    if (left(s) < 1) {
+        /* nothing left for an answer (init made sure the close fit) */
+        gen_finish(g, s, SX_FINISH_LENGTH, NULL);
+        return SX_OK;
+    }
+    s->state = GS_DECODE;
+    return SX_OK;
+}
+
 /* The mask of the current free phase. */
 static void fill_free_mask(sx_gen *g, gen_seq *s)
 {
     uint32_t *m = s->fmask;
     int open = may_open(s);
+    if (s->fp == GF_THINK) {
+        memset(m, 0xff, (size_t)g->mask_words * sizeof *m);
+        for (int i = 0; i < s->fr.n_ban; i++)
+            mask_set(m, s->fr.ban[i], 0);
+        mask_set(m, s->fr.open, 0);
+        mask_set(m, g->eos[0], 0);
+        mask_set(m, g->eos[1], 0);
+        mask_set(m, s->fr.think_close, 1);
+        return;
+    }
     if (s->fp == GF_FREE) {
         memset(m, 0xff, (size_t)g->mask_words * sizeof *m);
         for (int i = 0; i < s->fr.n_ban; i++)
@@ -169,6 +221,11 @@ int gen_free_advance(sx_gen *g, gen_seq *s, float *row)
     sx_error err;
     sx_err_clear(&err);
     int rc;
+    /* reasoning before free text: its budget, or the room kept for what
+     * follows, closes it now */
+    if (s->fp == GF_THINK && ((s->fr.think_budget > 0 && s->n_think >= s->fr.think_budget) ||
+                              left(s) <= think_reserve(s)))
+        return close_think(g, s, NULL);
     /* thinking: the budget, or what the answer needs, closes it now */
     if (s->fp == GF_FREE && s->fr.must_open &&
         ((s->fr.budget > 0 && s->n_free >= s->fr.budget) || left(s) <= s->min_doc))
@@ -184,17 +241,22 @@ int gen_free_advance(sx_gen *g, gen_seq *s, float *row)
         gen_finish(g, s, SX_FINISH_STOP, NULL);
         return SX_OK;
     }
+    if (s->fp == GF_THINK && t == s->fr.think_close)
+        return close_think(g, s, &smp);
     if (t == s->fr.open && s->fp != GF_AFTER)
         return open_doc(g, s, &smp);
     if ((rc = gen_emit(g, s, t, 0, &smp)) || (rc = gen_feed_push(s, t)))
         return rc;
     if (s->fp == GF_FREE)
         s->n_free++;
+    else if (s->fp == GF_THINK)
+        s->n_think++;
     else if (s->fp == GF_AFTER)
         s->fp = GF_SEP;
     if (s->n_completion >= s->p.max_tokens) {
         /* free text cut by the budget; after a document the answer is whole */
-        gen_finish(g, s, s->fp == GF_FREE ? SX_FINISH_LENGTH : SX_FINISH_STOP, NULL);
+        gen_finish(g, s, s->fp == GF_FREE || s->fp == GF_THINK ? SX_FINISH_LENGTH
+                                                               : SX_FINISH_STOP, NULL);
         return SX_OK;
     }
     s->state = GS_DECODE;

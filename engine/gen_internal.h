@@ -50,6 +50,7 @@ typedef struct gen_seq {
     sx_matcher  *fm;
     uint32_t    *fmask;               /* the free phases' mask */
     int          n_free, n_docs;      /* free tokens so far, documents opened */
+    int          n_think;             /* reasoning tokens so far (GF_THINK) */
     int          min_doc;             /* tokens of the shortest document, tail and close */
     int          tail;                /* tokens kept back from max_tokens for the close */
     struct gen_seq *next;             /* live list, in admission order */
@@ -146,7 +147,7 @@ int    gen_join(sx_gen *g, gen_seq *s);
 void   gen_fork_release(sx_gen *g, gen_seq *leader);
 
 /* Phases of a free-prefix request (sx_gen_freepre). */
-enum { GF_OFF = 0, GF_FREE, GF_DOC, GF_AFTER, GF_SEP };
+enum { GF_OFF = 0, GF_FREE, GF_DOC, GF_AFTER, GF_SEP, GF_THINK };
 /* gen_free.c: set up s->fm, s->fmask, min_doc at sx_gen_add (s->m holds
  * the new matcher on entry and is NULL after); one sampling position of a
  * sequence in a free phase; the document of s is complete: close it, then

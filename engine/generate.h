@@ -123,6 +123,18 @@ typedef struct sx_gen_freepre {
     int     must_open;   /* the free text cannot end the answer (no end of turn in it) */
     int32_t ban[SX_GEN_FREE_MAXTOK];         /* never sampled in the free text */
     int     n_ban;
+    /* A reasoning phase before the free text (thinking with tool calls in
+     * free text): free text that can neither end the answer nor open a
+     * document, closed by think_close -- written by the model, or forced
+     * once think_budget reasoning tokens are spent (0 = no budget) or when
+     * only the close, think_tail and the shortest document are left --
+     * then think_tail (forced), then the free text as above.  think = 0:
+     * none (the other think_* members are not read). */
+    int     think;
+    int32_t think_close;
+    int32_t think_tail[SX_GEN_FREE_MAXTOK];
+    int     n_think_tail;
+    int     think_budget;
 } sx_gen_freepre;
 
 typedef enum sx_gen_speculate {

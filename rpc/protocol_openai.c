@@ -527,10 +527,6 @@ static int thinking(sx_rpc_req *r, const json_t *root, const json_t *ext, sx_err
         return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
                            "thinking does not apply to choices (the labels are scored, not "
                            "written): use a json_schema with an enum");
-    if (r->tool_auto)
-        return sx_err_setp(err, SX_EUNSUPPORTED, at, -1,
-                           "thinking with tool_choice \"auto\" is not supported yet: give "
-                           "\"required\", a named function or a response_format");
     if (r->mode == SX_RPC_TEXT && r->think_budget)
         return sx_err_setp(err, SX_EUNSUPPORTED, "/strux/thinking/budget", -1,
                            "a thinking budget needs a constrained answer (response_format or a "

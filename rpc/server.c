@@ -202,6 +202,7 @@ static void job_free(rpc_job *j)
         json_decref(j->seqs[i].logprobs);
         sx_bytes_free(&j->seqs[i].spans);
         sx_bytes_free(&j->seqs[i].calls);
+        sx_bytes_free(&j->seqs[i].c_pending);
         json_decref(j->seqs[i].fields);
         json_decref(j->seqs[i].output);
     }

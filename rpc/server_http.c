@@ -585,7 +585,16 @@ static void h_other(nng_aio *aio)
         if (strlen(routes[i].path) == plen && !strncmp(uri, routes[i].path, plen))
             allow = routes[i].method;
     char msg[400];
-    if (allow)
+    int batch = (plen >= 9 && !strncmp(uri, "/v1/files", 9)) ||
+                (plen >= 11 && !strncmp(uri, "/v1/batches", 11));
+    if (batch && !allow)
+        /* the SDK's files.create / batches.create: say what does the job */
+        snprintf(msg, sizeof msg,
+                 "%.20s %.*s: OpenAI's /v1/files and /v1/batches are not served; run an OpenAI "
+                 "batch file (custom_id, method, url, body lines) with `strux call --addr ADDR "
+                 "--openai-batch IN.jsonl --out OUT.jsonl`", method,
+                 (int)(plen > 100 ? 100 : plen), uri);
+    else if (allow)
         snprintf(msg, sizeof msg, "%.*s takes %s, not %.20s", (int)(plen > 200 ? 200 : plen), uri,
                  allow, method);
     else

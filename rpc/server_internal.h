@@ -12,6 +12,7 @@
 
 #include "rpc/schema_cache.h"
 #include "rpc/server.h"
+#include "rpc/tool_stream.h"
 
 enum { VIA_NNG, VIA_HTTP };
 enum { API_NATIVE, API_OPENAI };
@@ -101,14 +102,24 @@ typedef struct rpc_seq {
     /* thinking and tool calls in free text: where the parts of text are,
      * from the tokens that open and close them (server_sched.c) */
     int             phase;         /* RPC_PH_* */
-    size_t          think_end;     /* thinking: where </think> starts (phase ANSWER) */
+    size_t          think_end;     /* thinking: where </think> starts (once past THINK) */
     size_t          content_end;   /* tool_choice auto: where the first <tool_call> starts */
     size_t          call_start;    /* ... where the open call's text starts */
     sx_bytes        calls;         /* ... closed calls: size_t pairs [start, end) of text */
     int             n_calls_sent;  /* ... streamed so far */
+    /* streaming the open call (auto, or the forced one): its text read as
+     * it grows; c_opened once its first chunk (id, type, name) went out,
+     * after which its arguments go out in fragments; c_pending: arguments
+     * read but not sent (written before the name) */
+    sx_rpc_callscan cscan;
+    int             c_opened;
+    sx_bytes        c_pending;
 } rpc_seq;
 
-enum { RPC_PH_FREE = 0, RPC_PH_CALL, RPC_PH_ANSWER };
+/* FREE: free text (tool_choice "auto": the answer's text, calls may open);
+ * CALL: inside a call; ANSWER: thinking's answer after </think>; THINK:
+ * the reasoning (where a thinking request starts). */
+enum { RPC_PH_FREE = 0, RPC_PH_CALL, RPC_PH_ANSWER, RPC_PH_THINK };
 
 typedef struct rpc_job {
     struct sx_rpc_server *s;

@@ -117,7 +117,7 @@ static int answer_part(const rpc_seq *q, const char **p, size_t *n, const char *
 {
     const rpc_job *j = q->job;
     const char *t = q->text.v ? q->text.v : "";
-    if (q->phase != RPC_PH_ANSWER) {
+    if (q->phase == RPC_PH_THINK) {
         *r = t;
         *rn = q->text.n;
         *p = t + q->text.n;
@@ -199,13 +199,18 @@ static void fill_result(rpc_job *j, sx_rpc_result *res, sx_rpc_choice *cs)
             answer_part(q, &cs[i].content, &cs[i].content_len, &cs[i].reasoning,
                         &cs[i].reasoning_len);
         if (j->req.tool_auto) {
-            /* the free text before the first call, trimmed */
+            /* the free text before the first call (after the reasoning),
+             * trimmed */
             const char *t = q->text.v ? q->text.v : "";
-            size_t e = q->calls.n ? q->content_end : q->text.n;
-            while (e > 0 && strchr(" \n\r\t", t[e - 1]))
+            size_t a = 0, e = q->calls.n ? q->content_end : q->text.n;
+            if (j->req.thinking)
+                a = q->phase == RPC_PH_THINK ? e : q->think_end + 8;
+            while (a < e && strchr(" \n\r\t", t[a]))
+                a++;
+            while (e > a && strchr(" \n\r\t", t[e - 1]))
                 e--;
-            cs[i].content = t;
-            cs[i].content_len = e;
+            cs[i].content = t + a;
+            cs[i].content_len = e - a;
         }
         if (q->finish == SX_FINISH_STOP && q->output &&
             (j->req.tool_call || (j->req.tool_auto && json_array_size(q->output) > 0)))
@@ -257,6 +262,8 @@ static int success_body(rpc_job *j, const sx_rpc_result *res, const sx_rpc_choic
     int rc = SX_OK;
     for (int i = 0; i < j->req.n && !rc && j->req.tool_call; i++) {
         /* a forced call, whole, once it passed the re-check */
+        if (seq_of(j, i)->c_opened)
+            continue; /* streamed as written */
         json_t *call = cs[i].output ? sx_rpc_openai_tool_call(j->cid, i, 0, cs[i].output) : NULL;
         if (!call)
             continue;
@@ -543,25 +550,80 @@ static void call_text(const rpc_seq *q, size_t k, const char **p, size_t *n)
     *n = b - a;
 }
 
+/* A call's first chunk, once its name is read: per choice (the ids name
+ * the choice), {"index", "id", "type", "function": {"name", "arguments":
+ * ""}}, as OpenAI opens a streamed call. */
+static void stream_call_open(rpc_seq *q, int k)
+{
+    rpc_job *j = q->job;
+    for (int i = 0; i < j->req.n; i++) {
+        if (j->n_seq == j->req.n && i != q->index)
+            continue;
+        char id[96], *chunk;
+        size_t cn;
+        sx_rpc_openai_call_id(j->cid, i, k, id, sizeof id);
+        json_t *d = json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls", "index", k,
+                              "id", id, "type", "function", "function", "name", q->cscan.name,
+                              "arguments", "");
+        if (!d || sx_rpc_openai_delta_dump(j->cid, j->created, model_of(j), i, d,
+                                           !(j->sent_role & (1u << i)), &chunk, &cn))
+            continue;
+        j->sent_role |= 1u << i;
+        rpc_stream_write(j->stream, chunk, cn);
+        free(chunk);
+    }
+}
+
+/* Streams what a token adds to call k's text: the call's first chunk once
+ * the name is read, then each fragment of its arguments as written
+ * (tool_stream.h).  A call the scanner gave up on goes whole at its
+ * close, as before. */
+static void stream_call_piece(rpc_seq *q, int k, const char *piece, size_t len)
+{
+    sx_bytes *pend = &q->c_pending;
+    if (sx_rpc_callscan_feed(&q->cscan, piece, len, pend))
+        q->cscan.fallback = 1; /* memory: sent whole at the close, if at all */
+    if (q->cscan.fallback)
+        return;
+    /* arguments written before the name wait for it (a layout with free
+     * member order; Qwen3 itself writes the name first) */
+    if (!q->c_opened && q->cscan.have_name) {
+        stream_call_open(q, k);
+        q->c_opened = 1;
+    }
+    if (q->c_opened && pend->n) {
+        /* pieces end on whole characters (the detokenizer holds a partial
+         * one back), so the fragment is UTF-8 */
+        json_t *d = json_pack("{s:[{s:i, s:{s:o}}]}", "tool_calls", "index", k, "function",
+                              "arguments", json_stringn_nocheck(pend->v, pend->n));
+        if (d)
+            stream_delta(q, d);
+        pend->n = 0;
+    }
+}
+
 /* Thinking and free-text tool calls: a token's place in the answer.
  * Returns 1 when its piece is not content (not streamed as such). */
 static int track_parts(rpc_seq *q, const sx_gen_event *ev, size_t at)
 {
     rpc_job *j = q->job;
     int streams = j->stream && !j->http_plain;
-    if (j->req.thinking && q->phase == RPC_PH_FREE) {
+    if (q->phase == RPC_PH_THINK) {
         if (ev->token == tok_id(j, "</think>")) {
             q->think_end = at;
-            q->phase = RPC_PH_ANSWER;
+            /* tool_choice "auto": free text where calls may open */
+            q->phase = j->req.tool_auto ? RPC_PH_FREE : RPC_PH_ANSWER;
         } else if (streams && ev->piece_len) {
             stream_delta(q, json_pack("{s:s%}", "reasoning_content", ev->piece, ev->piece_len));
         }
         return 1;
     }
-    if (j->req.tool_call) /* a forced call: streamed whole at the end */
+    if (j->req.tool_call) { /* a forced call: its arguments stream as written */
+        if (streams)
+            stream_call_piece(q, 0, ev->piece, ev->piece_len);
         return 1;
-    if (j->req.thinking && q->phase == RPC_PH_ANSWER && at == q->think_end + 8 &&
-        is_space_only(ev->piece, ev->piece_len))
+    }
+    if (j->req.thinking && at == q->think_end + 8 && is_space_only(ev->piece, ev->piece_len))
         return 1; /* the blank line after </think> */
     if (!j->req.tool_auto)
         return 0;
@@ -570,15 +632,23 @@ static int track_parts(rpc_seq *q, const sx_gen_event *ev, size_t at)
             q->content_end = at;
         q->call_start = q->text.n;
         q->phase = RPC_PH_CALL;
+        sx_rpc_callscan_init(&q->cscan);
+        q->c_opened = 0;
+        q->c_pending.n = 0;
         return 1;
     }
     if (q->phase == RPC_PH_CALL) {
-        if (ev->token != tok_id(j, "</tool_call>"))
+        if (ev->token != tok_id(j, "</tool_call>")) {
+            if (streams)
+                stream_call_piece(q, (int)(q->calls.n / (2 * sizeof(size_t))), ev->piece,
+                                  ev->piece_len);
             return 1;
+        }
         size_t pair[2] = {q->call_start, at};
         sx_bytes_append(&q->calls, pair, sizeof pair); /* memory: the re-check fails it */
         q->phase = RPC_PH_FREE;
-        if (streams) {
+        if (streams && !q->c_opened) {
+            /* not streamed as written: the call whole */
             const char *p;
             size_t n;
             size_t k = q->calls.n / sizeof pair - 1;
@@ -777,6 +847,15 @@ static int free_prefix(const rpc_job *j, sx_gen_freepre *f)
         f->ban[f->n_ban++] = close;
         if (r->tool_none)
             f->ban[f->n_ban++] = open;
+        if (r->thinking) {
+            /* the reasoning first, closed by the model, the budget, or the
+             * room a call needs; then free text or calls as above */
+            f->think = 1;
+            f->think_close = tok_id(j, "</think>");
+            f->think_tail[f->n_think_tail++] = tok_id(j, "\n\n");
+            f->think_budget = r->think_budget;
+            f->ban[f->n_ban++] = f->think_close;
+        }
         return 1;
     }
     if (r->thinking && (r->mode != SX_RPC_TEXT || r->tool_call)) {
@@ -810,7 +889,8 @@ static void admit(sx_rpc_server *s, rpc_job *j)
     }
     j->n_seq = n_seq;
     for (int k = 0; k < n_seq; k++)
-        j->seqs[k] = (rpc_seq){.job = j, .index = k, .handle = -1};
+        j->seqs[k] = (rpc_seq){.job = j, .index = k, .handle = -1,
+                               .phase = j->req.thinking ? RPC_PH_THINK : RPC_PH_FREE};
     int rc;
     if (j->labels && (rc = score(j, &err))) {
         rpc_fail(j, rc == SX_ELIMIT ? SX_RPC_OVERLOADED : SX_RPC_INTERNAL, err.msg, NULL, NULL);

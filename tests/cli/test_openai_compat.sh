@@ -12,6 +12,8 @@
 #   - tools with tool_choice "required" / a named function: the answer is
 #     OpenAI's tool_calls whose arguments validate against the tool's
 #     parameters (jsonschema; the SDK's pydantic_function_tool parsing);
+#     streamed, the arguments come in fragments that the SDK's streaming
+#     helper (chat.completions.stream) accumulates, parses and validates;
 #   - logit_bias (-100 on the greedy token changes the answer) and the
 #     penalties, on both routes;
 #   - chat.completions.parse with a Pydantic model; stop with a constraint;
@@ -20,7 +22,8 @@
 #   - unknown routes and methods answer JSON (404 / 405), not HTML;
 #   - HTTP: --api-key-file (Bearer, 401 otherwise, /health open), bodies
 #     that are not JSON refused (415), chunked bodies read, Expect:
-#     100-continue answered at once, a body over the limit a JSON 413.
+#     100-continue answered at once, a body over the limit a JSON 413;
+#     pipelined requests answered in order or closed explicitly, never silence.
 # Needs $STRUX_BUILD and the repo venv (.venv) with jsonschema, openai, pydantic.
 set -u
 B=${STRUX_BUILD:?}
@@ -273,6 +276,89 @@ def t7():
             assert e.code == code, (path, e.code)
             assert e.headers["Content-Type"] == "application/json", e.headers
             assert json.loads(e.read())["error"]["message"], path
+    # OpenAI's batch API through the SDK: a 404 naming what does the job
+    import io
+    import openai
+    from openai import OpenAI
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    for call in (lambda: c.files.create(file=("in.jsonl", io.BytesIO(b"{}\n")), purpose="batch"),
+                 lambda: c.batches.create(input_file_id="file-1", endpoint="/v1/chat/completions",
+                                          completion_window="24h")):
+        try:
+            call()
+            raise AssertionError("served")
+        except openai.NotFoundError as e:
+            assert "strux call" in str(e) and "--openai-batch" in str(e), e
+
+def t8():
+    # the SDK's streaming helper with tools: calls open with id and name, the
+    # arguments come in fragments as they are written (the members in schema
+    # order, name first as Qwen3 writes it), the helper's accumulation parses
+    # and validates, strict pydantic tools come back parsed
+    import json
+    import jsonschema
+    import openai
+    from openai import OpenAI
+    from pydantic import BaseModel, Field
+    c = OpenAI(base_url=V1, api_key=KEY, max_retries=0)
+    class Lookup(BaseModel):
+        """Look a word up."""
+        word: str = Field(max_length=10)
+        count: int = Field(ge=1, le=9)
+    weather = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+               "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+               "required": ["city", "days"], "additionalProperties": False}
+    tools = [openai.pydantic_function_tool(Lookup),
+             {"type": "function", "function": {"name": "get_weather", "parameters": weather,
+                                               "strict": True}}]
+    params = {"Lookup": tools[0]["function"]["parameters"], "get_weather": weather}
+    msgs = [{"role": "user", "content": "Look up 'cat'."}]
+    lay = {"strux": {"layout": {"property_order": "schema"}}}
+    for choice in ({"type": "function", "function": {"name": "Lookup"}}, "required"):
+        with c.chat.completions.stream(model="m", messages=msgs, tools=tools, tool_choice=choice,
+                                       max_tokens=64, seed=1, extra_body=lay) as st:
+            deltas, done = [], []
+            for ev in st:
+                if ev.type == "tool_calls.function.arguments.delta":
+                    deltas.append(ev.arguments_delta)
+                elif ev.type == "tool_calls.function.arguments.done":
+                    done.append(ev)
+            final = st.get_final_completion()
+        (call,) = final.choices[0].message.tool_calls
+        assert final.choices[0].finish_reason == "tool_calls", final
+        assert len(deltas) > 3 and "".join(deltas) == call.function.arguments, deltas
+        args = json.loads(call.function.arguments)
+        jsonschema.validate(args, params[call.function.name])
+        assert len(done) == 1 and done[0].name == call.function.name, done
+        if call.function.name == "Lookup":
+            assert isinstance(call.function.parsed_arguments, Lookup), call
+            assert isinstance(done[0].parsed_arguments, Lookup), done
+    # the raw chunks, as OpenAI sends them: the first with index, id, type and
+    # name (arguments ""), the later ones index and an arguments fragment; with
+    # tool_choice auto (a call opened by logit_bias) and free member order too
+    for extra in (dict(lay, logit_bias={"151657": 100}), {"logit_bias": {"151657": 100}}):
+        chunks = list(c.chat.completions.create(model="m", messages=msgs, tools=tools, max_tokens=64,
+                                                seed=2, stream=True, extra_body=extra))
+        calls = {}
+        for ch in chunks:
+            for t in (ch.choices[0].delta.tool_calls or []) if ch.choices else []:
+                if t.index not in calls:
+                    assert t.id and t.type == "function" and t.function.name and t.function.arguments == "", t
+                    calls[t.index] = [t.function.name, ""]
+                else:
+                    assert t.id is None and t.type is None and t.function.name is None, t
+                    calls[t.index][1] += t.function.arguments
+        assert calls and chunks[-1].choices[0].finish_reason == "tool_calls", chunks[-1]
+        for name, a in calls.values():
+            jsonschema.validate(json.loads(a), params[name])
+    # thinking (vLLM's chat_template_kwargs) with tool_choice auto: the reasoning, then a call
+    r = c.chat.completions.create(model="m", messages=msgs, tools=tools, max_tokens=64, seed=3,
+                                  logit_bias={"151657": 100},
+                                  extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+    m = r.choices[0].message
+    assert isinstance(m.model_extra.get("reasoning_content"), str) and m.tool_calls, r
+    for call in m.tool_calls:
+        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name])
 
 TESTS = [
     ('nothing ignored: unknown and unused members are 400 naming them', t1),
@@ -281,7 +367,8 @@ TESTS = [
     ('chat.completions.parse with a Pydantic model', t4),
     ("tool calls: required and named, arguments valid, OpenAI's shape", t5),
     ('/v1/completions: a raw prompt, constrained, text_completion', t6),
-    ('unknown routes and methods: JSON 404 / 405', t7),
+    ('unknown routes and methods: JSON 404 / 405; /v1/files, /v1/batches name strux call --openai-batch', t7),
+    ('streamed tool calls: the SDK helper accumulates arguments sent in fragments; thinking with tool_choice auto', t8),
 ]
 for i, (name, fn) in enumerate(TESTS):
     try:
@@ -294,9 +381,9 @@ PY
 "$PY" "$T/clients.py" "$URL" "$KEY" "$n" >"$T/clients.tap" 2>&1
 cat "$T/clients.tap"
 got=$(grep -c '^\(not \)\?ok ' "$T/clients.tap")
-n=$((n + 7))
+n=$((n + 8))
 failed=$((failed + $(grep -c '^not ok ' "$T/clients.tap")))
-if [ "$got" -ne 7 ]; then
+if [ "$got" -ne 8 ]; then
     echo "not ok $((n + 1)) - the client checks stopped early"
     n=$((n + 1)) failed=$((failed + 1))
 fi
@@ -335,6 +422,92 @@ check "a body over --max-request-bytes: JSON 413 (plain and chunked)" sh -c "
     grep -q '\"code\":\"too_large\"' '$T/o5' &&
     [ \"\$(curl -sS -o '$T/o6' -w '%{http_code}' -H '$A' -H '$J' -H 'Transfer-Encoding: chunked' --data-binary @'$T/big.json' '$URL/v1/strux')\" = 413 ] &&
     grep -q '\"ok\":false' '$T/o6'"
+
+# HTTP pipelining: requests sent back to back on one keep-alive connection
+# get every answer, in order, or the answers up to one that says
+# "Connection: close" and then the close -- never silence (a raw socket;
+# each case is a list of requests and what each answer holds)
+cat >"$T/pipe.py" <<'PY'
+import json, socket, sys
+port, key = int(sys.argv[1]), sys.argv[2]
+AUTH = "Authorization: Bearer %s\r\n" % key
+def get(path, auth=AUTH):
+    return ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n" % (path, auth)).encode()
+def post(path, body, auth=AUTH, chunked=False):
+    b = body if isinstance(body, bytes) else json.dumps(body).encode()
+    h = "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%s" % (path, auth)
+    if chunked:
+        return (h + "Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(b)).encode() + b + b"\r\n0\r\n\r\n"
+    return (h + "Content-Length: %d\r\n\r\n" % len(b)).encode() + b
+CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+CASES = [
+    ("GET, GET", [(get("/health"), b'"status"'), (get("/v1/models"), b'"data"')]),
+    ("GET, POST, GET", [(get("/v1/models"), b'"data"'), (post("/v1/chat/completions", CHAT), b"chat.completion"),
+                        (get("/health"), b'"status"')]),
+    ("POST, POST", [(post("/v1/chat/completions", CHAT), b"chat.completion"),
+                    (post("/v1/chat/completions", dict(CHAT, seed=2)), b"chat.completion")]),
+    ("a streamed POST, GET", [(post("/v1/chat/completions", dict(CHAT, stream=True)), b"[DONE]"),
+                              (get("/health"), b'"status"')]),
+    ("a chunked POST, GET", [(post("/v1/strux", {"messages": CHAT["messages"], "max_tokens": 3}, chunked=True), b'"ok":true'),
+                             (get("/health"), b'"status"')]),
+    ("a 400, GET", [(post("/v1/chat/completions", {"messages": 1}), b'"error"'), (get("/health"), b'"status"')]),
+    ("a 401, GET", [(post("/v1/chat/completions", CHAT, auth=""), b"unauthorized"), (get("/health"), b'"status"')]),
+    ("a 404, GET, GET", [(get("/nope"), b"not_found"), (get("/health"), b'"status"'), (get("/v1/models"), b'"data"')]),
+]
+def read_answer(f):
+    line = f.readline()
+    if not line:
+        return None
+    status, headers = line, {}
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b""):
+            break
+        k, _, v = h.decode().partition(":")
+        headers[k.strip().lower()] = v.strip()
+    if "content-length" in headers:
+        body = f.read(int(headers["content-length"]))
+    elif headers.get("transfer-encoding") == "chunked":
+        body = b""
+        while True:
+            size = int(f.readline().split(b";")[0], 16)
+            body += f.read(size)
+            f.readline()
+            if size == 0:
+                break
+    else:
+        body = f.read()  # to the close
+    return status, headers, body
+bad = 0
+for name, reqs in CASES:
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    s.sendall(b"".join(r for r, _ in reqs))
+    f = s.makefile("rb")
+    got, why = 0, ""
+    try:
+        for _, want in reqs:
+            a = read_answer(f)
+            if a is None:
+                why = "the connection closed after %d answers without Connection: close" % got
+                break
+            if want not in a[2]:
+                why = "answer %d lacks %r: %r" % (got, want, a[:2])
+                break
+            got += 1
+            if a[1].get("connection", "").lower() == "close":
+                if f.read(1) != b"":
+                    why = "data after Connection: close"
+                break
+    except socket.timeout:
+        why = "silence after %d answers" % got
+    s.close()
+    ok = not why and got >= 1
+    bad += not ok
+    print("# %s: %d of %d answered%s" % (name, got, len(reqs), (" -- " + why) if why else ""))
+sys.exit(1 if bad else 0)
+PY
+check "HTTP pipelining: every answer in order, or Connection: close then the close; never silence" \
+    "$PY" "$T/pipe.py" "$HPORT" "$KEY"
 
 check "struxd still up" kill -0 "$SPID"
 

@@ -9,11 +9,14 @@
 #     parallel_tool_calls false gives one call; without the bias the answer
 #     is free text (finish stop/length, no tool_calls);
 #   - tool_choice "none": the tag is never written, even with the bias;
-#   - streamed calls arrive as delta.tool_calls in OpenAI's shape;
+#   - streamed calls arrive as delta.tool_calls in OpenAI's shape: a first
+#     chunk with index, id, type, name and arguments "", then the arguments
+#     in fragments (index and function.arguments only), as they are written;
 #   - thinking (chat_template_kwargs.enable_thinking, strux.thinking with a
 #     budget): reasoning_content, then a constrained answer that validates;
 #     the budget bounds the reasoning; streamed as delta.reasoning_content;
-#     thinking before a forced tool call;
+#     thinking before a forced tool call; thinking with tool_choice auto:
+#     reasoning, then free text or calls (streamed too);
 #   - what does not combine is a 400 naming the member.
 # Needs $STRUX_BUILD and the repo venv (.venv) with jsonschema.
 set -u
@@ -96,6 +99,31 @@ def valid_calls(calls):
         jsonschema.validate(json.loads(c["function"]["arguments"]), PARAMS[c["function"]["name"]])
     return True
 
+def accumulate(ev):
+    """delta.tool_calls chunks joined as OpenAI's clients join them; checks
+    the shape: the first chunk of a call opens it, later ones only add."""
+    calls = {}
+    for e in ev:
+        for t in (e["choices"][0]["delta"].get("tool_calls") or []) if e["choices"] else []:
+            k = t["index"]
+            if k not in calls:
+                assert set(t) == {"index", "id", "type", "function"}, t
+                assert t["function"]["arguments"] == "" or not t["function"]["arguments"] is None
+                calls[k] = {"id": t["id"], "type": t["type"],
+                            "function": {"name": t["function"]["name"],
+                                         "arguments": t["function"]["arguments"]}}
+            else:
+                assert set(t) == {"index", "function"} and set(t["function"]) == {"arguments"}, t
+                calls[k]["function"]["arguments"] += t["function"]["arguments"]
+    return [calls[k] for k in sorted(calls)], sum(
+        len(e["choices"][0]["delta"].get("tool_calls") or []) for e in ev if e["choices"])
+
+def same_calls(a, b):
+    # the ids name the request, which differs; the arguments' spacing may
+    # differ (streamed as written, unstreamed re-serialised)
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in a] == \
+           [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in b]
+
 def req(**kw):
     b = {"messages": MSGS, "tools": TOOLS, "max_tokens": 40}
     b.update(kw)
@@ -154,29 +182,42 @@ except Exception as e:
     ok, txt = False, repr(e) + txt
 check("tool_choice none: no call even with <tool_call> biased", ok, txt)
 
-# streamed: delta.tool_calls in OpenAI's shape, the same calls as unstreamed
-st, txt = post(req(seed=2, logit_bias={OPEN: 100}, stream=True))
-st2, txt2 = post(req(seed=2, logit_bias={OPEN: 100}))
-try:
-    ev = events(txt)
-    tcs = [t for e in ev for t in e["choices"][0]["delta"].get("tool_calls", [])]
-    content = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"])
-    fin = [e["choices"][0]["finish_reason"] for e in ev if e["choices"] and e["choices"][0]["finish_reason"]]
-    ok = (tcs and all(set(t) == {"index", "id", "type", "function"} for t in tcs) and valid_calls(tcs)
-          and fin == ["tool_calls"] and content == ""
-          and [t["function"] for t in tcs] == [c["function"] for c in json.loads(txt2)["choices"][0]["message"]["tool_calls"]])
-except Exception as e:
-    ok, txt = False, repr(e) + txt
-check("streamed calls: delta.tool_calls (index, id, type, function), equal to unstreamed", ok, txt)
+# streamed: delta.tool_calls in OpenAI's shape, arguments in fragments as
+# written, the same calls as unstreamed (two calls: "\n" biased too).  The
+# members in schema order, name first as Qwen3 writes it; in free order (the
+# random model may write the arguments first) they wait for the name.
+for lay in ({"property_order": "schema"}, {"property_order": "any"}):
+    b = req(seed=2, logit_bias={OPEN: 100, NL: 30}, max_tokens=90, tools=TOOLS[:2],
+            strux={"layout": lay})
+    st, txt = post(dict(b, stream=True))
+    st2, txt2 = post(b)
+    try:
+        ev = events(txt)
+        tcs, nchunks = accumulate(ev)
+        content = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"])
+        fin = [e["choices"][0]["finish_reason"] for e in ev if e["choices"] and e["choices"][0]["finish_reason"]]
+        ok = (len(tcs) >= (2 if lay["property_order"] == "schema" else 1) and valid_calls(tcs)
+              and nchunks >= 2 * len(tcs)
+              and (nchunks > 3 * len(tcs) or lay["property_order"] == "any")
+              and fin == ["tool_calls"] and content == ""
+              and same_calls(tcs, json.loads(txt2)["choices"][0]["message"]["tool_calls"]))
+    except Exception as e:
+        ok, txt = False, repr(e) + txt
+    check("streamed calls (%s order): opened with id, type, name, then arguments in fragments; "
+          "equal to unstreamed" % lay["property_order"], ok, txt)
 
-# a forced call, streamed (was refused before)
-st, txt = post(req(seed=3, tool_choice="required", stream=True))
+# a forced call, streamed: its arguments in fragments too
+b = req(seed=3, tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        strux={"layout": {"property_order": "schema"}})
+st, txt = post(dict(b, stream=True))
+st2, txt2 = post(b)
 try:
-    tcs = [t for e in events(txt) for t in e["choices"][0]["delta"].get("tool_calls", [])]
-    ok = len(tcs) == 1 and valid_calls(tcs)
+    tcs, nchunks = accumulate(events(txt))
+    ok = len(tcs) == 1 and valid_calls(tcs) and nchunks > 3 and \
+        same_calls(tcs, json.loads(txt2)["choices"][0]["message"]["tool_calls"])
 except Exception as e:
     ok, txt = False, repr(e) + txt
-check("tool_choice required, streamed: one delta.tool_calls that validates", ok, txt)
+check("a named tool_choice, streamed: arguments in fragments, they validate", ok, txt)
 
 # thinking, then a constrained answer
 S = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"enum": ["x", "y"]}},
@@ -225,11 +266,55 @@ except Exception as e:
     ok, txt = False, repr(e) + txt
 check("thinking then a forced tool call that validates", ok, txt)
 
+# thinking with tool_choice auto: reasoning (the budget bounds it), then a
+# call opened by the bias, or free text without it
+bad = []
+for seed in range(2):
+    for temp in (1, 0):
+        for think in ({"chat_template_kwargs": {"enable_thinking": True}}, {"strux": {"thinking": {"budget": 6}}}):
+            st, txt = post(req(seed=seed, temperature=temp, logit_bias={OPEN: 100}, max_tokens=50,
+                               logprobs=True, **think))
+            try:
+                c = json.loads(txt)["choices"][0]
+                m = c["message"]
+                assert st == 200 and c["finish_reason"] == "tool_calls" and valid_calls(m["tool_calls"])
+                assert isinstance(m["reasoning_content"], str) and m["content"] is None
+                toks = [e["token"] for e in c["logprobs"]["content"]]
+                assert toks.count("</think>") == 1 and toks.index("</think>") < toks.index("<tool_call>")
+                if "strux" in think:
+                    assert toks.index("</think>") <= 6, toks
+            except Exception as e:
+                bad.append((seed, temp, think, repr(e), txt))
+check("thinking with tool_choice auto: reasoning, then calls that validate; budget bounds it", not bad, bad)
+st, txt = post(req(seed=4, max_tokens=20, strux={"thinking": {"budget": 5}}))
+try:
+    c = json.loads(txt)["choices"][0]
+    m = c["message"]
+    ok = st == 200 and "tool_calls" not in m and isinstance(m["content"], str) and \
+        isinstance(m["reasoning_content"], str) and "</think>" not in m["content"] and \
+        "<tool_call>" not in m["content"] and c["finish_reason"] in ("stop", "length")
+except Exception as e:
+    ok, txt = False, repr(e) + txt
+check("thinking with tool_choice auto, no call: reasoning_content and free content", ok, txt)
+b = req(seed=6, logit_bias={OPEN: 100}, max_tokens=50, strux={"thinking": {"budget": 4}})
+st, txt = post(dict(b, stream=True))
+st2, txt2 = post(b)
+try:
+    ev = events(txt)
+    rs = "".join(e["choices"][0]["delta"].get("reasoning_content") or "" for e in ev if e["choices"])
+    ct = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"])
+    tcs, nchunks = accumulate(ev)
+    m = json.loads(txt2)["choices"][0]["message"]
+    ok = rs == m["reasoning_content"] and rs != "" and ct == "" and valid_calls(tcs) and \
+        same_calls(tcs, m["tool_calls"])
+except Exception as e:
+    ok, txt = False, repr(e) + txt
+check("thinking with tool_choice auto, streamed: reasoning_content, then the calls in fragments", ok, txt)
+
 # what does not combine, or is misspelt, is refused naming it
 for what, body, ptr in [
         ("thinking with choices", {"messages": MSGS, "response_format": {"type": "choice", "choice": ["a", "b"]},
                                    "chat_template_kwargs": {"enable_thinking": True}}, "/chat_template_kwargs/enable_thinking"),
-        ("thinking with tool_choice auto", req(strux={"thinking": True}), "/strux/thinking"),
         ("a thinking budget on free text", {"messages": MSGS, "strux": {"thinking": {"budget": 3}}}, "/strux/thinking/budget"),
         ("an unknown chat_template_kwargs member", {"messages": MSGS, "chat_template_kwargs": {"enable_thinkin": True}}, "/chat_template_kwargs"),
         ("a response_format beside tool_choice auto", req(response_format=RF), None)]:

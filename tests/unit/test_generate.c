@@ -824,6 +824,98 @@ static void free_prefix(void **state)
     json_decref(schema);
 }
 
+/* A reasoning phase before free-text calls (sx_gen_freepre.think, thinking
+ * with tool_choice "auto"): the reasoning never ends the answer nor opens a
+ * call, and ends with </think> "\n\n" -- written, or forced by the budget
+ * or by the room a call needs -- exactly once; then calls (biased open)
+ * that close and validate, at every max_tokens down to the close alone. */
+static void free_prefix_think_calls(void **state)
+{
+    (void)state;
+    json_error_t je;
+    json_t *schema = json_loads(INLINE[0], 0, &je);
+    assert_non_null(schema);
+    sx_grammar *gr;
+    sx_gr_opts o;
+    sx_gr_opts_default(&o);
+    assert_int_equal(sx_gr_compile_json(VOC, schema, &o, &gr, NULL), 0);
+    int32_t open = tid("<tool_call>"), close = tid("</tool_call>"), nl = tid("\n");
+    int32_t think_end = tid("</think>"), nn = tid("\n\n");
+    sx_gen_freepre f = {.open = open, .open_tail = {nl}, .n_open_tail = 1, .close = {nl, close},
+                        .n_close = 2, .sep = nl, .ban = {close, think_end}, .n_ban = 2,
+                        .think = 1, .think_close = think_end, .think_tail = {nn},
+                        .n_think_tail = 1};
+    int32_t bias_ids[1] = {open};
+    float bias_vals[1] = {100.0f};
+    sx_gen *g;
+    assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+    sx_ids p = {0};
+    encode_prompt("Think, then call a tool.", &p);
+    enum { N = 8 };
+    result r[N];
+    memset(r, 0, sizeof r);
+    int budgets[N] = {80, 50, 30, 2, 60, 40, 25, 3};
+    int think_budget[N] = {0, 0, 0, 0, 4, 1, 7, 0};
+    sx_gen_freepre fs[N];
+    for (int i = 0; i < N; i++) {
+        sx_gen_params gp;
+        memset(&gp, 0, sizeof gp);
+        sx_sampling_default(&gp.sampling);
+        gp.sampling.temperature = i % 2 ? 0.0f : 1.0f;
+        gp.sampling.seed = (uint64_t)(70 + i);
+        gp.max_tokens = budgets[i];
+        gp.grammar = gr;
+        fs[i] = f;
+        fs[i].think_budget = think_budget[i];
+        gp.free = &fs[i];
+        gp.sampling.bias_ids = bias_ids;
+        gp.sampling.bias_vals = bias_vals;
+        gp.sampling.n_bias = 1;
+        sx_error err;
+        if (sx_gen_add(g, p.v, (int)p.n, &gp, &r[i], NULL, &err))
+            fail_msg("add %d: %s", i, err.msg);
+    }
+    run_all(g);
+    int n_calls = 0;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(r[i].done, 1);
+        assert_true(r[i].n_completion <= budgets[i]);
+        size_t k0 = 0, n_close = 0;
+        for (size_t k = 0; k < r[i].ids.n; k++)
+            if (r[i].ids.v[k] == think_end) {
+                n_close++;
+                k0 = k;
+            }
+        assert_int_equal(n_close, 1); /* the reasoning always closes, once */
+        assert_true(k0 + 1 < r[i].ids.n);
+        assert_int_equal(r[i].ids.v[k0 + 1], nn);
+        for (size_t k = 0; k < k0; k++)
+            assert_true(r[i].ids.v[k] != open); /* no call inside the reasoning */
+        if (think_budget[i])
+            assert_true(k0 <= (size_t)think_budget[i]);
+        for (size_t k = k0 + 2; k < r[i].ids.n; k++) {
+            if (r[i].ids.v[k] != open)
+                continue;
+            size_t a = k + 2, b = a;
+            while (b < r[i].ids.n && r[i].ids.v[b] != close)
+                b++;
+            assert_true(b < r[i].ids.n); /* every call closes */
+            sx_bytes t = {0};
+            assert_int_equal(sx_tok_decode(TOK, r[i].ids.v + a, b - 1 - a, &t, NULL), 0);
+            assert_true(validates(schema, &t));
+            sx_bytes_free(&t);
+            n_calls++;
+        }
+    }
+    assert_true(n_calls >= 5); /* room for a call was kept wherever one fits */
+    for (int i = 0; i < N; i++)
+        result_free(&r[i]);
+    sx_ids_free(&p);
+    sx_gen_free(g);
+    sx_gr_free(gr);
+    json_decref(schema);
+}
+
 /* The request's deadline reaches the grammar's masks (sx_gen_params): a
  * sequence whose deadline has passed finishes with SX_ELIMIT "deadline"
  * at its next mask, the one without a deadline runs to its end. */
@@ -874,6 +966,7 @@ int main(void)
         cmocka_unit_test(mask_deadline),
         cmocka_unit_test(choices_and_unconstrained),
         cmocka_unit_test(free_prefix),
+        cmocka_unit_test(free_prefix_think_calls),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
