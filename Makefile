@@ -194,9 +194,10 @@ emu: $(EMU_DIR)/strux $(EMU_DIR)/struxd
 #   - tests/cli/test_device.sh with STRUX_EMU: strux generate / perplexity
 #     --device cuda against --device cpu.
 # CPU seconds measured on a shared 2-core box: the emulated objects ~21,
-# refengine ~7, sampled ~15, test_device.sh's emulator part ~39 (both backends), a greedy
-# schema request on the emulated server ~5-11.  The full kernel and engine
-# groups stay in tests/gpu/emu/run.sh (many minutes).
+# the whole of test-emu ~75 (sampled ~12, device_check.py's emulated server
+# ~16; the emulator's fibers switch without swapcontext's signal-mask system
+# calls, which had made it ~5x slower).  The full kernel and engine groups
+# stay in tests/gpu/emu/run.sh (the kernels group ~20 s).
 EMU_TEST_OBJ := $(GPU_TEST_SRC:tests/gpu/%.c=$(EMU_DIR)/gt/%.o)
 $(EMU_DIR)/gt/%.o: tests/gpu/%.c
 	@mkdir -p $(dir $@)

@@ -75,7 +75,7 @@ static double uni(void)
 static void step(sx_backend *e, int seq, const int32_t *t, int n, int all, float *logits)
 {
     sx_error err;
-    sx_step_item it = {seq, t, n, all, NULL};
+    sx_step_item it = {seq, t, n, all, NULL, NULL};
     if (sx_backend_step(e, &it, 1, logits, &err))
         DIE("step: %s", err.msg);
 }

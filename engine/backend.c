@@ -132,16 +132,42 @@ int64_t sx_backend_free_tokens(const sx_backend *b)
     return b ? b->ops->free_tokens(b->impl) : 0;
 }
 
+/* The sample requests' shape, checked once for every backend. */
+static int check_samples(const sx_step_item *items, int n_items, sx_error *err)
+{
+    for (int i = 0; i < n_items; i++) {
+        const sx_step_sample *sp = items[i].sample;
+        if (!sp)
+            continue;
+        if (items[i].logits_all || !sp->sampler)
+            return sx_err_set(err, SX_EINVAL, "backend step: item %d asks to sample %s", i,
+                              sp->sampler ? "with logits_all" : "without a sampler");
+    }
+    return SX_OK;
+}
+
 int sx_backend_step(sx_backend *b, const sx_step_item *items, int n_items, float *logits,
                     sx_error *err)
 {
-    return b->ops->step(b->impl, items, n_items, logits, NULL, NULL, err);
+    int rc = check_samples(items, n_items, err);
+    return rc ? rc : b->ops->step(b->impl, items, n_items, logits, NULL, NULL, err);
 }
 
 int sx_backend_step_masked(sx_backend *b, const sx_step_item *items, int n_items, float *logits,
                            sx_backend_ready_fn ready, void *ready_ctx, sx_error *err)
 {
-    return b->ops->step(b->impl, items, n_items, logits, ready, ready_ctx, err);
+    int rc = check_samples(items, n_items, err);
+    return rc ? rc : b->ops->step(b->impl, items, n_items, logits, ready, ready_ctx, err);
+}
+
+void sx_backend_sample_host(const sx_step_item *it, float *row)
+{
+    sx_step_sample *sp = it->sample;
+    sx_err_clear(&sp->err);
+    sp->on_device = 0;
+    sp->rc = sx_sampler_sample(sp->sampler, row, it->allow, &sp->out, &sp->err);
+    if (sp->rc)
+        sp->out.token = -1;
 }
 
 const sx_model *sx_backend_model(const sx_backend *b)

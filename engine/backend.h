@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include "common/sx_error.h"
 #include "engine/model/model.h"
+#include "engine/sampler/sampler.h"
 
 /* An AWQ checkpoint's layer matrices (sx_layer_weights.q4) are 4-bit in
  * every mode: they go into the q4 panels unchanged plus a per-group zero
@@ -94,13 +95,39 @@ typedef struct sx_engine_opts {
  * 32-row panels no masked row of the pass needs: a third of a 0.6B model's
  * decode bytes are that matrix, and a grammar often allows a few hundred
  * tokens (digits, structure, enum prefixes). */
+typedef struct sx_step_sample sx_step_sample;
 typedef struct sx_step_item {
     int             seq;
     const int32_t  *tokens;
     int             n;
     int             logits_all;
     const uint32_t *allow;
+    sx_step_sample *sample;
 } sx_step_item;
+
+/* The masked step and sample: an item with `sample` set (not with
+ * logits_all) has its row's token drawn by the backend, under the item's
+ * `allow` mask, with the sequence's sampler -- its params, the history of
+ * accepted tokens and the draw index, exactly as sx_sampler_sample would on
+ * that row -- and the result written to *sample.  That row of `logits` is
+ * then scratch (the caller must not read it): on the CUDA backend only the
+ * token (and log-prob) crosses back, the device sampler of kernels/
+ * sampler.cu drawing with the shared math (common/sx_sample_math.h), so the
+ * same seed gives the same draw as the CPU sampler on the same logits.
+ * What the device sampler cannot do (top-n log-probs, logit_bias, presence
+ * and frequency penalties) the backend does on the host with the CPU
+ * sampler; the caller sees no difference.  The CPU backend runs
+ * sx_sampler_sample on the row.  A row's sampling error (every token
+ * masked: the grammar's mask failed) is that row's rc, not the step's.
+ * Ownership: the caller's; the backend only reads `sampler` (never accepts
+ * a token into it) and writes out/rc/err. */
+struct sx_step_sample {
+    sx_sampler *sampler;  /* in: the sequence's sampler, borrowed */
+    sx_sample   out;      /* out: token, logprob (and top-n when asked) */
+    int         rc;       /* out: SX_OK, or the row's error (out.token -1) */
+    int         on_device;/* out: 1 when the device drew it */
+    sx_error    err;      /* out: the message when rc != SX_OK */
+};
 
 /* Since the engine was made: tokens run through the model (prompt and
  * output: what prefix sharing saves shows here), LM-head runs with masked
@@ -116,6 +143,10 @@ typedef struct sx_engine_lm_stats {
      * launch, the GPU's idle time waiting on them (launch to masks ready,
      * less the pass's GPU time) and that GPU time, microseconds */
     int64_t mask_steps, mask_wait_us, gpu_idle_us, gpu_busy_us;
+    /* sample requests (sx_step_sample) the CUDA backend drew on the
+     * device, and those it gave the host sampler (top-n, logit_bias, ...);
+     * 0 on the CPU */
+    int64_t dev_samples, host_samples;
 } sx_engine_lm_stats;
 
 typedef struct sx_backend sx_backend;
@@ -201,6 +232,11 @@ int sx_backend_step(sx_backend *b, const sx_step_item *items, int n_items, float
  * contract of sx_engine_step_masked): ready may be NULL. */
 int sx_backend_step_masked(sx_backend *b, const sx_step_item *items, int n_items, float *logits,
                            sx_backend_ready_fn ready, void *ready_ctx, sx_error *err);
+
+/* For backends: an item's sample request answered by the CPU sampler on
+ * its logits row (modified: scratch), rc and err set as sx_step_sample
+ * says. */
+void sx_backend_sample_host(const sx_step_item *it, float *row);
 
 const sx_model *sx_backend_model(const sx_backend *b);
 void        sx_backend_lm_stats_get(const sx_backend *b, sx_engine_lm_stats *out);

@@ -40,6 +40,7 @@ typedef struct gen_seq {
     sx_detok     detok;
     double       t_add, t_first;
     uint32_t    *mask;                /* mask for the next sample (grammar only) */
+    sx_step_sample req;               /* the step's draw for this sequence */
     int          mask_rc;             /* sx_matcher_fill_mask's result */
     int          mask_ok;             /* mask filled for the current state */
     struct gen_spec *spec;            /* speculation state (gen_spec.c), NULL = off */
@@ -162,6 +163,8 @@ int    gen_force(sx_gen *g, gen_seq *s);
 /* One sampling position of s from its logits row: eos, matcher, budget,
  * emit, feed, forced tokens (gen_step.c). */
 int    gen_advance(sx_gen *g, gen_seq *s, float *row);
+/* The same with the token drawn by the backend in the step (sp). */
+int    gen_advance_sampled(sx_gen *g, gen_seq *s, const sx_step_sample *sp);
 /* Logits room for `rows` rows. */
 int    gen_grow_rows(sx_gen *g, int rows);
 

@@ -168,7 +168,7 @@ int gen_spec_prepare(sx_gen *g, gen_seq *s, sx_step_item *it)
         if ((rc = gen_feed_push(s, sp->draft[j])))
             return rc;
     s->n_feed = sp->n0; /* the drafts sit past the feed, not in it */
-    *it = (sx_step_item){s->kv, s->feed, sp->n0 + nd, 1, NULL};
+    *it = (sx_step_item){s->kv, s->feed, sp->n0 + nd, 1, NULL, NULL};
     return SX_OK;
 }
 

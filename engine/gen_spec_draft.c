@@ -69,7 +69,7 @@ static int draft_run(sx_gen *g, gen_spec *sp, const uint32_t *mask)
             chunk[n++] = q < sp->n_ctx ? sp->ctx[q] : sp->draft[q - sp->n_ctx];
         }
         int last = sp->n_dtok + n == L;
-        sx_step_item it = {sp->dkv, chunk, n, 0, last ? mask : NULL};
+        sx_step_item it = {sp->dkv, chunk, n, 0, last ? mask : NULL, NULL};
         if (sx_backend_step(g->draft, &it, 1, g->draft_logits, &err))
             return -1;
         for (int i = 0; i < n; i++)

@@ -165,6 +165,22 @@ int gen_force(sx_gen *g, gen_seq *s)
     return rc;
 }
 
+/* 1 (and s finished) when the grammar could not fill s's mask. */
+static int mask_failed(sx_gen *g, gen_seq *s)
+{
+    sx_error err;
+    if (!s->m || s->mask_ok)
+        return 0;
+    if (s->mask_rc == SX_ELIMIT)
+        sx_err_set(&err, SX_ELIMIT, "the deadline passed while the grammar filled a mask");
+    else
+        sx_err_set(&err, SX_EINTERNAL, "the grammar could not fill a mask");
+    gen_finish(g, s, SX_FINISH_ERROR, &err);
+    return 1;
+}
+
+static int take(sx_gen *g, gen_seq *s, const sx_sample *smp);
+
 /* Chooses the next token(s) of s from its logits row. */
 int gen_advance(sx_gen *g, gen_seq *s, float *row)
 {
@@ -173,19 +189,33 @@ int gen_advance(sx_gen *g, gen_seq *s, float *row)
     sx_sample smp;
     if (s->fp != GF_OFF && s->fp != GF_DOC)
         return gen_free_advance(g, s, row);
-    if (s->m && !s->mask_ok) {
-        if (s->mask_rc == SX_ELIMIT)
-            sx_err_set(&err, SX_ELIMIT, "the deadline passed while the grammar filled a mask");
-        else
-            sx_err_set(&err, SX_EINTERNAL, "the grammar could not fill a mask");
-        gen_finish(g, s, SX_FINISH_ERROR, &err);
+    if (mask_failed(g, s))
         return SX_OK;
-    }
     if (sx_sampler_sample(s->s, row, s->m ? s->mask : NULL, &smp, &err)) {
         gen_finish(g, s, SX_FINISH_ERROR, &err);
         return SX_OK;
     }
-    int32_t t = smp.token;
+    return take(g, s, &smp);
+}
+
+int gen_advance_sampled(sx_gen *g, gen_seq *s, const sx_step_sample *sp)
+{
+    if (mask_failed(g, s))
+        return SX_OK;
+    if (sp->rc) {
+        gen_finish(g, s, SX_FINISH_ERROR, &sp->err);
+        return SX_OK;
+    }
+    return take(g, s, &sp->out);
+}
+
+/* The rest of a sampling position once smp is drawn: eos, matcher, budget,
+ * emit, feed, forced tokens. */
+static int take(sx_gen *g, gen_seq *s, const sx_sample *smp)
+{
+    sx_error err;
+    sx_err_clear(&err);
+    int32_t t = smp->token;
     if (is_eos(g, t)) {
         if (s->m && sx_matcher_accept(s->m, t, &err)) {
             gen_finish(g, s, SX_FINISH_ERROR, &err);
@@ -206,7 +236,7 @@ int gen_advance(sx_gen *g, gen_seq *s, float *row)
             return close_document(g, s);
         }
     }
-    int rc = gen_emit(g, s, t, 0, &smp);
+    int rc = gen_emit(g, s, t, 0, smp);
     if (rc)
         return rc;
     if ((rc = gen_feed_push(s, t)))
@@ -321,9 +351,9 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
                 chunk = g->o.prefill_chunk;
             if (s->cache_at > s->n_fed && chunk > s->cache_at - s->n_fed)
                 chunk = s->cache_at - s->n_fed; /* stop at the prefix to cache */
-            g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0, NULL};
+            g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0, NULL, NULL};
         } else if (s->state == GS_DECODE) {
-            g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0, NULL};
+            g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0, NULL, NULL};
             /* drafts ride behind the feed, with a logits row per position */
             if (s->spec && (rc = gen_spec_prepare(g, s, &g->items[n])))
                 return sx_err_set(err, rc, "speculative drafting failed");
@@ -353,6 +383,12 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         if (samples && s->m && !g->items[i].logits_all) {
             mj[n_jobs++] = s;
             g->items[i].allow = s->mask;
+        }
+        /* the draw where the logits are (on a GPU only the token comes
+         * back); the free phases sample under their own mask on the host */
+        if (samples && !g->items[i].logits_all && (s->fp == GF_OFF || s->fp == GF_DOC)) {
+            s->req.sampler = s->s;
+            g->items[i].sample = &s->req;
         }
     }
     int n_rows = 0;
@@ -393,7 +429,9 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         } else {
             s->n_feed = 0;
         }
-        if ((rc = gen_advance(g, s, row)))
+        rc = g->items[i].sample ? gen_advance_sampled(g, s, g->items[i].sample)
+                                : gen_advance(g, s, row);
+        if (rc)
             return sx_err_set(err, rc, "generation failed");
     }
     gen_reap(g);

@@ -42,9 +42,19 @@ static int64_t cpu_free_tokens(const void *impl)
 static int cpu_step(void *impl, const sx_step_item *items, int n_items, float *logits,
                     sx_backend_ready_fn ready, void *ready_ctx, sx_error *err)
 {
-    if (!ready)
-        return sx_engine_step(impl, items, n_items, logits, err);
-    return sx_engine_step_masked(impl, items, n_items, logits, ready, ready_ctx, err);
+    const sx_engine *e = impl;
+    int rc = ready ? sx_engine_step_masked(impl, items, n_items, logits, ready, ready_ctx, err)
+                   : sx_engine_step(impl, items, n_items, logits, err);
+    if (rc)
+        return rc;
+    /* the sample requests: today's sampler on the rows just written */
+    size_t r = 0, V = (size_t)e->m->cfg.vocab_rows;
+    for (int i = 0; i < n_items; i++) {
+        if (items[i].sample)
+            sx_backend_sample_host(&items[i], logits + r * V);
+        r += items[i].logits_all ? (size_t)items[i].n : 1;
+    }
+    return SX_OK;
 }
 
 static const sx_model *cpu_model(const void *impl)

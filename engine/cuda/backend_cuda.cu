@@ -4,12 +4,25 @@
 // once) -> wait for the grammar's masks, which the CPU threads fill while
 // the GPU runs -> the masks into pinned memory, one packed row per logits
 // row (all ones for a row without a mask), copied to the device behind the
-// forward pass -> a kernel sets the disallowed logits to -INFINITY there
-// (kernels/mask_apply.cu) -> the logits come back.  Callers see the CPU
-// engine's contract exactly and sample with the CPU sampler (the same draws
-// for the same seeds).  The GPU computes every logit (no sparse LM head
-// yet) and the device sampler (sx_cuda_engine_sample) is not on this path
-// yet: that needs a sampling operation in the engine interface.
+// forward pass -> then either
+//   - the rows with a sample request (sx_step_sample) are drawn on the
+//     device by the masked sampler (kernels/sampler.cu: the mask, the
+//     repetition penalty, no-repeat-n-gram, temperature, top-k, top-p,
+//     min-p and the draw, the CPU sampler's arithmetic through
+//     common/sx_sample_math.h), with each sequence's seed and the count of
+//     its accepted tokens as the RNG index, so the same seed gives the CPU
+//     sampler's draw on the same logits; only the token ids and their
+//     log-probs come back; the other rows (no request, logits_all, or a
+//     request the device cannot follow: top-n log-probs, logit_bias,
+//     presence/frequency penalties) come back masked as logits first, and
+//     those requests are drawn on the host by the CPU sampler;
+//   - or, without requests the device can take, a kernel sets the
+//     disallowed logits to -INFINITY (kernels/mask_apply.cu) and every row
+//     comes back.
+// A step without masks or device draws is the engine's synchronous step.
+// STRUX_CUDA_SAMPLER=host in the environment sends every draw to the host
+// sampler (for tests comparing the two on the same logits).  The GPU
+// computes every logit (no sparse LM head yet).
 //
 // The time the GPU waits on masks is measured per masked step: the host's
 // time from the launch to the masks being ready, less the forward pass's
@@ -30,9 +43,16 @@
 typedef struct cuda_be {
     sx_cuda_engine    *e;
     int                device;
+    int                host_sampler; // STRUX_CUDA_SAMPLER=host: every draw on the host
     sx_engine_lm_stats lm;
     sx_step_item      *plain;   // the items without masks, for launch
     int                cap;
+    // per logits row of a sampled step: device arguments, kept rows, draws
+    sx_cuda_sample_row *rows;
+    uint8_t            *keep;
+    int32_t            *tok;
+    float              *lp;
+    int                 cap_rows;
     cudaEvent_t        ev[2];   // around the forward pass of a masked step
     char               desc[300];
 } cuda_be;
@@ -52,6 +72,10 @@ static void cu_close(void *impl)
     if (b->ev[1])
         cudaEventDestroy(b->ev[1]);
     free(b->plain);
+    free(b->rows);
+    free(b->keep);
+    free(b->tok);
+    free(b->lp);
     free(b);
 }
 
@@ -102,21 +126,132 @@ static double now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-// The packed mask rows of a masked step in the engine's pinned buffer.
-static uint32_t *pack_masks(cuda_be *b, const sx_step_item *items, int n_items)
+// The packed mask rows of a masked step in the engine's pinned buffer, one
+// per logits row: all ones for a row without a mask (and the rows of a
+// logits_all item, which has none).
+static uint32_t *pack_masks(cuda_be *b, const sx_step_item *items, int n_items, int n_rows)
 {
     const int words = (sx_cuda_engine_model(b->e)->cfg.vocab_rows + 31) / 32;
-    uint32_t *hm = sx_cuda_engine_mask_buffer(b->e, n_items);
+    uint32_t *hm = sx_cuda_engine_mask_buffer(b->e, n_rows);
     if (!hm)
         return NULL;
+    uint32_t *row = hm;
     for (int i = 0; i < n_items; i++) {
-        uint32_t *row = hm + (size_t)i * words;
-        if (items[i].allow)
-            memcpy(row, items[i].allow, (size_t)words * 4);
-        else
-            memset(row, 0xff, (size_t)words * 4);
+        int n = items[i].logits_all ? items[i].n : 1;
+        for (int k = 0; k < n; k++, row += words) {
+            if (items[i].allow)
+                memcpy(row, items[i].allow, (size_t)words * 4);
+            else
+                memset(row, 0xff, (size_t)words * 4);
+        }
     }
     return hm;
+}
+
+// A sample request the device sampler can answer as the CPU sampler would:
+// what it lacks (top-n log-probs, logit_bias, presence and frequency
+// penalties) stays on the host; valid0 is the vocabulary size every row of
+// the kernel call shares.
+static int device_can(const cuda_be *b, const sx_step_sample *sp, int valid0)
+{
+    const sx_sampling *p = sx_sampler_params(sp->sampler);
+    return !b->host_sampler && p->top_n == 0 && p->n_bias == 0 && p->presence_penalty == 0.0f &&
+           p->frequency_penalty == 0.0f && sx_sampler_vocab_valid(sp->sampler) == valid0;
+}
+
+static int grow(cuda_be *b, int n_items, int n_rows)
+{
+    if (n_items > b->cap) {
+        sx_step_item *p = (sx_step_item *)realloc(b->plain, (size_t)n_items * sizeof *p);
+        if (!p)
+            return SX_ENOMEM;
+        b->plain = p;
+        b->cap = n_items;
+    }
+    if (n_rows > b->cap_rows) {
+        sx_cuda_sample_row *r = (sx_cuda_sample_row *)realloc(b->rows, (size_t)n_rows * sizeof *r);
+        if (r)
+            b->rows = r;
+        uint8_t *k = (uint8_t *)realloc(b->keep, (size_t)n_rows);
+        if (k)
+            b->keep = k;
+        int32_t *t = (int32_t *)realloc(b->tok, (size_t)n_rows * 4);
+        if (t)
+            b->tok = t;
+        float *l = (float *)realloc(b->lp, (size_t)n_rows * 4);
+        if (l)
+            b->lp = l;
+        if (!r || !k || !t || !l)
+            return SX_ENOMEM;
+        b->cap_rows = n_rows;
+    }
+    return SX_OK;
+}
+
+// The device's half of a sampled step, after launch and masks: the rows
+// the device draws get their arguments from the sequences' samplers (the
+// RNG index is the count of accepted tokens, as on the CPU), the others
+// come back as logits; then the host-sampled requests.
+static int finish_sampled(cuda_be *b, const sx_step_item *items, int n_items, int n_rows,
+                          const uint32_t *hm, int valid0, float *logits, sx_error *err)
+{
+    const size_t V = (size_t)sx_cuda_engine_model(b->e)->cfg.vocab_rows;
+    int any_keep = 0;
+    for (int i = 0, r = 0; i < n_items; i++) {
+        const sx_step_sample *sp = items[i].sample;
+        int n = items[i].logits_all ? items[i].n : 1;
+        for (int k = 0; k < n; k++, r++) {
+            b->keep[r] = !(sp && device_can(b, sp, valid0));
+            any_keep |= b->keep[r];
+            if (b->keep[r])
+                continue;
+            sx_cuda_sample_row *a = &b->rows[r];
+            a->params = *sx_sampler_params(sp->sampler);
+            a->hist = sx_sampler_history(sp->sampler, &a->hist_len);
+            a->draw = (uint64_t)a->hist_len;
+        }
+    }
+    int rc = sx_cuda_engine_sample_keep(b->e, b->rows, n_rows, hm, valid0,
+                                        any_keep ? b->keep : NULL, logits, b->tok, b->lp, err);
+    if (rc)
+        return rc;
+    for (int i = 0, r = 0; i < n_items; r += items[i].logits_all ? items[i].n : 1, i++) {
+        sx_step_sample *sp = items[i].sample;
+        if (!sp)
+            continue;
+        if (b->keep[r]) {
+            sx_backend_sample_host(&items[i], logits + (size_t)r * V);
+            b->lm.host_samples++;
+            continue;
+        }
+        memset(&sp->out, 0, sizeof sp->out);
+        sx_err_clear(&sp->err);
+        sp->on_device = 1;
+        sp->out.token = b->tok[r];
+        sp->out.logprob = b->lp[r];
+        sp->rc = SX_OK;
+        if (b->tok[r] < 0)
+            sp->rc = sx_err_set(&sp->err, SX_EINTERNAL, "cuda sample: every token of the row "
+                                "is masked");
+        b->lm.dev_samples++;
+    }
+    return SX_OK;
+}
+
+// A step without a mask and without a draw for the device: the engine's
+// synchronous step (any number of rows), then the host's draws.
+static int step_logits(cuda_be *b, const sx_step_item *items, int n_items, float *logits,
+                       sx_error *err)
+{
+    int rc = sx_cuda_engine_step(b->e, items, n_items, logits, err);
+    const size_t V = (size_t)sx_cuda_engine_model(b->e)->cfg.vocab_rows;
+    for (int i = 0, r = 0; rc == SX_OK && i < n_items; r += items[i].logits_all ? items[i].n : 1,
+             i++)
+        if (items[i].sample) {
+            sx_backend_sample_host(&items[i], logits + (size_t)r * V);
+            b->lm.host_samples++;
+        }
+    return rc;
 }
 
 static int cu_step(void *impl, const sx_step_item *items, int n_items, float *logits,
@@ -124,29 +259,36 @@ static int cu_step(void *impl, const sx_step_item *items, int n_items, float *lo
 {
     cuda_be *b = (cuda_be *)impl;
     bind(b);
-    int masked = 0, rc;
-    for (int i = 0; i < n_items; i++)
+    int masked = 0, n_dev = 0, n_rows = 0, valid0 = 0, rc;
+    for (int i = 0; i < n_items; i++) {
         masked |= items[i].allow != NULL;
-    if (!masked) {
-        rc = sx_cuda_engine_step(b->e, items, n_items, logits, err);
-    } else {
-        if (n_items > b->cap) {
-            sx_step_item *p = (sx_step_item *)realloc(b->plain, (size_t)n_items * sizeof *p);
-            if (!p)
-                return sx_err_set(err, SX_ENOMEM, "cuda backend: out of memory");
-            b->plain = p;
-            b->cap = n_items;
+        n_rows += items[i].logits_all ? items[i].n : 1;
+        if (items[i].allow && items[i].logits_all)
+            return sx_err_set(err, SX_EINVAL, "cuda backend: a mask with logits_all");
+        if (items[i].sample) {
+            if (!valid0)
+                valid0 = sx_sampler_vocab_valid(items[i].sample->sampler);
+            n_dev += device_can(b, items[i].sample, valid0);
         }
-        for (int i = 0; i < n_items; i++) {
-            b->plain[i] = items[i];
-            b->plain[i].allow = NULL;
-        }
-        for (int i = 0; i < n_items; i++)
-            if (items[i].logits_all)
-                return sx_err_set(err, SX_EINVAL, "cuda backend: a mask with logits_all");
+    }
+    // a launch keeps its logits on the device, at most the engine's rows
+    if (n_dev && !sx_cuda_engine_mask_buffer(b->e, n_rows))
+        n_dev = 0;
+    if (!masked && !n_dev) {
+        rc = step_logits(b, items, n_items, logits, err);
+        goto done;
+    }
+    if ((rc = grow(b, n_items, n_rows)))
+        return sx_err_set(err, rc, "cuda backend: out of memory");
+    for (int i = 0; i < n_items; i++) {
+        b->plain[i] = items[i];
+        b->plain[i].allow = NULL;
+        b->plain[i].sample = NULL;
+    }
+    {
         // the forward pass runs while the mask threads finish
         cudaStream_t st = (cudaStream_t)sx_cuda_engine_stream(b->e);
-        int timed = b->ev[0] && cudaEventRecord(b->ev[0], st) == cudaSuccess;
+        int timed = masked && b->ev[0] && cudaEventRecord(b->ev[0], st) == cudaSuccess;
         double t0 = now_us();
         if ((rc = sx_cuda_engine_launch(b->e, b->plain, n_items, err)))
             return rc;
@@ -155,23 +297,40 @@ static int cu_step(void *impl, const sx_step_item *items, int n_items, float *lo
         if (ready)
             ready(ready_ctx, 1);
         double t2 = now_us();
-        uint32_t *hm = pack_masks(b, items, n_items);
-        if (!hm) {
+        uint32_t *hm = masked ? pack_masks(b, items, n_items, n_rows) : NULL;
+        if (masked && !hm) {
             sx_cuda_engine_logits(b->e, logits, err); // completes the launch
             return sx_err_set(err, SX_EINVAL, "cuda backend: %d masked rows, more than the "
-                              "engine's mask buffer", n_items);
+                              "engine's mask buffer", n_rows);
         }
-        if ((rc = sx_cuda_engine_logits_masked(b->e, hm, logits, err)))
+        if (n_dev) {
+            if ((rc = finish_sampled(b, items, n_items, n_rows, hm, valid0, logits, err))) {
+                sx_error e2;
+                sx_cuda_engine_logits(b->e, logits, &e2); // completes it when still pending
+                return rc;
+            }
+        } else if ((rc = sx_cuda_engine_logits_masked(b->e, hm, logits, err))) {
             return rc;
-        float fwd_ms = 0;
-        if (timed && cudaEventElapsedTime(&fwd_ms, b->ev[0], b->ev[1]) != cudaSuccess)
-            fwd_ms = 0;
-        double idle = (t2 - t0) - fwd_ms * 1e3;
-        b->lm.mask_steps++;
-        b->lm.mask_wait_us += (int64_t)(t2 - t1);
-        b->lm.gpu_idle_us += idle > 0 ? (int64_t)idle : 0;
-        b->lm.gpu_busy_us += (int64_t)(fwd_ms * 1e3);
+        } else {
+            const size_t V = (size_t)sx_cuda_engine_model(b->e)->cfg.vocab_rows;
+            for (int i = 0, r = 0; i < n_items; r += items[i].logits_all ? items[i].n : 1, i++)
+                if (items[i].sample) {
+                    sx_backend_sample_host(&items[i], logits + (size_t)r * V);
+                    b->lm.host_samples++;
+                }
+        }
+        if (masked) {
+            float fwd_ms = 0;
+            if (timed && cudaEventElapsedTime(&fwd_ms, b->ev[0], b->ev[1]) != cudaSuccess)
+                fwd_ms = 0;
+            double idle = (t2 - t0) - fwd_ms * 1e3;
+            b->lm.mask_steps++;
+            b->lm.mask_wait_us += (int64_t)(t2 - t1);
+            b->lm.gpu_idle_us += idle > 0 ? (int64_t)idle : 0;
+            b->lm.gpu_busy_us += (int64_t)(fwd_ms * 1e3);
+        }
     }
+done:
     if (rc == SX_OK)
         for (int i = 0; i < n_items; i++)
             b->lm.tokens += items[i].n;
@@ -240,6 +399,8 @@ extern "C" int sx_cuda_backend_open(int ordinal, const sx_model *m, const sx_eng
     if (!b)
         return sx_err_set(err, SX_ENOMEM, "cuda backend: out of memory");
     b->device = ordinal;
+    const char *smp = getenv("STRUX_CUDA_SAMPLER");
+    b->host_sampler = smp && !strcmp(smp, "host");
     int rc = sx_cuda_engine_new(m, &o, &b->e, err);
     if (rc == SX_OK && (cudaEventCreate(&b->ev[0]) != cudaSuccess ||
                         cudaEventCreate(&b->ev[1]) != cudaSuccess)) {

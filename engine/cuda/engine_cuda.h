@@ -113,6 +113,17 @@ int sx_cuda_engine_sample(sx_cuda_engine *e, const sx_cuda_sample_row *rows, int
                           const uint32_t *masks, int vocab_valid, int32_t *tokens,
                           float *logprobs, sx_error *err);
 
+/* sx_cuda_engine_sample for a step some of whose rows are wanted as
+ * logits (keep NULL: none, the call above): the rows r with keep[r] set
+ * are copied to logits + r * vocab_rows on the host, masked as by
+ * sx_cuda_engine_logits_masked when masks is given, before the sampler
+ * runs; rows[r], tokens[r] and logprobs[r] of those rows are neither read
+ * nor written.  A sampled row whose every token is masked gets token -1
+ * (the call still succeeds: the caller says which row failed). */
+int sx_cuda_engine_sample_keep(sx_cuda_engine *e, const sx_cuda_sample_row *rows, int n_rows,
+                               const uint32_t *masks, int vocab_valid, const uint8_t *keep,
+                               float *logits, int32_t *tokens, float *logprobs, sx_error *err);
+
 typedef struct sx_cuda_info {
     char    device[256];
     int     sm_count;

@@ -142,6 +142,22 @@ int sx_sampler_accept(sx_sampler *s, int32_t token)
     return SX_OK;
 }
 
+const sx_sampling *sx_sampler_params(const sx_sampler *s)
+{
+    return &s->p;
+}
+
+const int32_t *sx_sampler_history(const sx_sampler *s, int *n)
+{
+    *n = s->n_hist;
+    return s->hist;
+}
+
+int sx_sampler_vocab_valid(const sx_sampler *s)
+{
+    return s->valid;
+}
+
 void sx_sampler_rollback(sx_sampler *s, int n)
 {
     if (!s || n <= 0)

@@ -44,7 +44,7 @@ typedef struct sx_sampling {
      * logits (finite, [-100, 100]).  Borrowed: sx_sampler_new copies them,
      * so they need only outlive that call.  The GPU sampler
      * (sx_cuda_engine_sample) does not apply them nor the two penalties
-     * above; the generator samples on the CPU. */
+     * above; the CUDA backend samples such rows on the host. */
     const int32_t *bias_ids;
     const float   *bias_vals;
     int            n_bias;
@@ -74,6 +74,15 @@ void sx_sampler_free(sx_sampler *s);
  * ceil(vocab_rows/32) uint32 words, bit t set = token t allowed. */
 int  sx_sampler_sample(sx_sampler *s, float *logits, const uint32_t *mask,
                        sx_sample *out, sx_error *err);
+
+/* What a device sampler needs to draw as sx_sampler_sample would: the
+ * params (the sampler's own copy), the accepted tokens, oldest first (*n
+ * gets their count, which is also the next draw's RNG index) and the
+ * vocabulary size below which tokens may be drawn.  Borrowed from s, valid
+ * until its next accept, rollback or free. */
+const sx_sampling *sx_sampler_params(const sx_sampler *s);
+const int32_t     *sx_sampler_history(const sx_sampler *s, int *n);
+int                sx_sampler_vocab_valid(const sx_sampler *s);
 
 /* Records a token as generated (the penalties look at these).  Forced tokens
  * that the grammar emitted without sampling are recorded too. */

@@ -19,10 +19,13 @@
 # the first differing position are within GAP_TOL = 0.05 (logit units, the
 # same as log-prob units) and the GPU took the CPU's runner-up; that
 # position and gap are printed either way.
-# Sampled replies are not compared: the host sampler is shared, so equal
-# logits give equal draws, but a draw that lands within bf16 rounding of a
-# token's boundary in the cumulative weights moves to the neighbour.
-# About 20 s of CPU with the emulator; skipped (TAP SKIP) without STRUX_EMU.  Needs $STRUX_BUILD and $STRUX_SHARED.
+# On the device the tokens are drawn by the device sampler (greedy too: only
+# ids come back), which must give the host sampler's draws on the same
+# logits (STRUX_CUDA_SAMPLER=host, temperature 1); against the CPU backend a
+# temperature-1 draw that lands within bf16 rounding of a token's boundary
+# in the cumulative weights moves to the neighbour, so those replies are
+# compared for validity and their first difference printed.
+# About 60 s of CPU with the emulator (a loaded 2-core box); skipped (TAP SKIP) without STRUX_EMU.  Needs $STRUX_BUILD and $STRUX_SHARED.
 set -u
 S="$STRUX_BUILD/strux"
 D="$STRUX_BUILD/struxd"
@@ -104,13 +107,25 @@ if [ -z "$EMU" ] || [ ! -x "$EMU/strux" ]; then
     exit
 fi
 
-# gen NAME BIN DEVICE ARGS...: greedy unless ARGS say otherwise; ids and logprobs kept
+# gen NAME BIN DEVICE ARGS...: greedy unless ARGS say otherwise; ids kept, and on
+# the CPU the top-2 log-probs (that explain a difference); on the device no
+# log-probs are asked for, so its draws are the device sampler's
 gen() {
-    local name=$1 bin=$2 dev=$3
+    local name=$1 bin=$2 dev=$3 lp=()
     shift 3
-    timeout 300 "$bin" generate "${M[@]}" --device "$dev" --print-ids --top-logprobs 2 "$@" \
+    [ "$dev" = cpu ] && lp=(--top-logprobs 2)
+    timeout 300 "$bin" generate "${M[@]}" --device "$dev" --print-ids "${lp[@]}" "$@" \
         </dev/null >"$T/$name.out" 2>"$T/$name.err"
     echo $? >"$T/$name.rc"
+}
+# drawn_on NAME WHERE: every draw of the run was made on WHERE (device|host)
+drawn_on() {
+    local line
+    line=$(grep -a '^draws: ' "$T/$1.err")
+    case $2 in
+    device) [[ $line =~ ^draws:\ [1-9][0-9]*\ on\ the\ device,\ 0\ on ]] ;;
+    host) [[ $line =~ ^draws:\ 0\ on\ the\ device,\ [1-9] ]] ;;
+    esac || { echo "# $1: ${line:-no draws line}"; return 1; }
 }
 ids() { grep -av '^logprob ' "$T/$1.out" | tail -1; }
 # same_ids CPU CUDA: equal, or differing first where the CPU's top-2 gap is within GAP_TOL
@@ -157,29 +172,61 @@ P=(--prompt "Extract the invoice: ACME Corp, invoice 17, total 42.50 EUR" --max-
 for sc in invoice contact_card; do
     gen "cpu_$sc" "$S" cpu "${P[@]}" --schema "$ROOT/schemas/$sc.json"
     gen "cuda_$sc" "$EMU/strux" cuda "${P[@]}" --schema "$ROOT/schemas/$sc.json"
-    check "emulated cuda: greedy ids under $sc.json equal the CPU backend's" same_ids "cpu_$sc" "cuda_$sc"
-    check "emulated cuda: the $sc reply validates" grep -q "^validator: valid" "$T/cuda_$sc.err"
+    check "emulated cuda: greedy ids under $sc.json (argmax on the device) equal the CPU backend's" \
+        same_ids "cpu_$sc" "cuda_$sc"
+    check "emulated cuda: the $sc reply validates, every choice drawn on the device" \
+        eval 'grep -q "^validator: valid" "$T/cuda_$sc.err" && drawn_on "cuda_$sc" device'
 done
 
-# temperature 1, same seed: the reply validates on both; the draws are the
-# CPU sampler's on each backend's logits, so they part where bf16 moves a
-# cumulative boundary past the draw (the random model's distribution is
-# nearly flat).  The first differing position is printed; that every such
+# temperature 1, same seed.  On the device the draws are the device sampler's
+# (kernels/sampler.cu, the CPU sampler's arithmetic): with
+# STRUX_CUDA_SAMPLER=host the same logits go to the CPU sampler instead, and
+# the two runs must agree token for token.  Against the CPU backend the
+# draws part where bf16 logits move a cumulative boundary past the draw
+# (the random model's distribution is nearly flat): the first differing
+# position is printed, with the ids on each side (neighbours in id order,
+# the order of the draw, when that is the cause); that every such
 # difference lies within the logits' bound is strux_gpu_tests sampled
-# (make test-emu), which compares the draws position by position.
-gen cpu_t1 "$S" cpu "${P[@]}" --schema "$ROOT/schemas/invoice.json" --temperature 1 --seed 3
-gen cuda_t1 "$EMU/strux" cuda "${P[@]}" --schema "$ROOT/schemas/invoice.json" --temperature 1 --seed 3
-python3 - "$T/cpu_t1.out" "$T/cuda_t1.out" <<'EOF'
+# (make test-emu), which compares the draws position by position with the
+# logits in hand.  n = 2 draws two choices in each step.
+first_diff() { # first_diff WHAT CPU CUDA: prints the first differing position of each reply
+    python3 - "$1" "$T/$2.out" "$T/$3.out" <<'EOF'
 import sys
-ids = [[l for l in open(p, encoding="utf-8", errors="replace").read().split("\n")
-        if l and not l.startswith("logprob ")][-1].split() for p in sys.argv[1:]]
-k = next((i for i in range(min(map(len, ids))) if ids[0][i] != ids[1][i]), None)
-print("# temperature 1, seed 3: " + ("%d ids, all equal" % len(ids[0]) if k is None and
-      len(ids[0]) == len(ids[1]) else "first difference at position %s of %d" %
-      (k if k is not None else min(map(len, ids)), len(ids[0]))))
+def replies(p):  # each reply's ids: its block's last line that is not a log-prob
+    text = open(p, encoding="utf-8", errors="replace").read()
+    out = []
+    for block in text.split("\n--- reply ") if "--- reply " in text else [text]:
+        lines = [l for l in block.split("\n") if l.strip() and not l.startswith("logprob ")]
+        if lines and all(w.isdigit() for w in lines[-1].split()):
+            out.append(lines[-1].split())
+    return out
+a, b = replies(sys.argv[2]), replies(sys.argv[3])
+for r, (x, y) in enumerate(zip(a, b)):
+    k = next((i for i in range(min(len(x), len(y))) if x[i] != y[i]), None)
+    print("# %s, reply %d: " % (sys.argv[1], r) + ("%d ids, all equal to the CPU's" % len(x)
+          if k is None and len(x) == len(y) else "first difference at position %s of %d: cpu %s, "
+          "cuda %s" % (k, len(x), x[k] if k is not None else "-", y[k] if k is not None else "-")))
+sys.exit(0 if len(a) == len(b) and a else 1)
 EOF
+}
+T1=(--prompt "Extract the invoice: ACME Corp, invoice 17, total 42.50 EUR" --temperature 1)
+gen cpu_t1 "$S" cpu "${T1[@]}" --max-tokens 48 --schema "$ROOT/schemas/invoice.json" --seed 3
+gen cuda_t1 "$EMU/strux" cuda "${T1[@]}" --max-tokens 48 --schema "$ROOT/schemas/invoice.json" --seed 3
+STRUX_CUDA_SAMPLER=host gen cuda_t1_host "$EMU/strux" cuda "${T1[@]}" --max-tokens 48 \
+    --schema "$ROOT/schemas/invoice.json" --seed 3
+check "emulated cuda: temperature 1 under invoice.json: replies on both backends" \
+    first_diff "invoice.json, seed 3" cpu_t1 cuda_t1
 check "emulated cuda: a temperature-1 reply validates, as the CPU's does" \
     eval 'grep -q "^validator: valid" "$T/cuda_t1.err" && grep -q "^validator: valid" "$T/cpu_t1.err"'
+check "emulated cuda: temperature-1 draws on the device equal the host sampler's on the same logits" \
+    eval 'drawn_on cuda_t1 device && drawn_on cuda_t1_host host && cmp -s "$T/cuda_t1.out" "$T/cuda_t1_host.out"'
+gen cpu_n2 "$S" cpu "${T1[@]}" --max-tokens 20 --schema "$ROOT/schemas/contact_card.json" --seed 5 --n 2
+gen cuda_n2 "$EMU/strux" cuda "${T1[@]}" --max-tokens 20 --schema "$ROOT/schemas/contact_card.json" \
+    --seed 5 --n 2
+check "emulated cuda: n = 2 at temperature 1 under contact_card.json: two replies on both backends" \
+    first_diff "contact_card.json, n = 2, seed 5" cpu_n2 cuda_n2
+check "emulated cuda: both choices validate, drawn on the device" \
+    eval '[ "$(grep -c "^validator: valid" "$T/cuda_n2.err")" = 2 ] && drawn_on cuda_n2 device'
 
 # strux chat --reply and strux demo --model through the same backends
 chat() { timeout 300 "$1" chat --reply "${M[@]}" --device "$2" --print-ids --max-tokens 40 \

@@ -61,7 +61,7 @@ static int prefill(bench *b, int n, int len, int *seqs)
         rc = sx_cuda_engine_seq_new(b->e, &seqs[i], &b->err);
         for (int j = 0; j < len; j++)
             toks[(size_t)i * len + j] = rnd_tok();
-        sx_step_item it = { seqs[i], toks + (size_t)i * len, len, 0, NULL };
+        sx_step_item it = { seqs[i], toks + (size_t)i * len, len, 0, NULL, NULL };
         items[i] = it;
     }
     /* in slices of <= 256 items: the sampler's row limit */
@@ -85,7 +85,7 @@ static double decode(bench *b, const int *seqs, int n, int steps, const uint32_t
     double t0 = now();
     for (int s = 0; s < steps; s++) {
         for (int i = 0; i < n; i++) {
-            sx_step_item it = { seqs[i], &b->tok[i], 1, 0, NULL };
+            sx_step_item it = { seqs[i], &b->tok[i], 1, 0, NULL, NULL };
             items[i] = it;
         }
         if (sx_cuda_engine_launch(b->e, items, n, &b->err)) {
@@ -188,7 +188,7 @@ static int bench_shape(const char *shape, const char *dir, FILE *json, int first
         if (t > 0) {
             double t1 = now();
             for (int s = 0; s < n_logits; s++) {
-                sx_step_item it = { seqs[0], &b.tok[0], 1, 0, NULL };
+                sx_step_item it = { seqs[0], &b.tok[0], 1, 0, NULL, NULL };
                 if (sx_cuda_engine_step(b.e, &it, 1, logits, &b.err)) {
                     t = -1;
                     break;

@@ -192,7 +192,7 @@ static int decode_all(parity *p, const int *seqs, int n, int32_t *next, const ch
 {
     sx_step_item items[16];
     for (int s = 0; s < n; s++) {
-        sx_step_item it = { seqs[s], &next[s], 1, 0, NULL };
+        sx_step_item it = { seqs[s], &next[s], 1, 0, NULL, NULL };
         items[s] = it;
     }
     if (step_both(p, items, n, n, what) < 0)
@@ -212,7 +212,7 @@ static void scenario_decode(parity *p, int steps)
             return;
         for (int i = 0; i < lens[s]; i++)
             prompt[i] = rnd_tok();
-        sx_step_item it = { seqs[s], prompt, lens[s], 0, NULL };
+        sx_step_item it = { seqs[s], prompt, lens[s], 0, NULL, NULL };
         if (step_both(p, &it, 1, 1, "prefill") < 0)
             return;
         next[s] = argmax(p->lc, p->V);
@@ -227,7 +227,7 @@ static void scenario_decode(parity *p, int steps)
                 return;
             for (int i = 0; i < lens[s]; i++)
                 pr[s][i] = rnd_tok();
-            sx_step_item it = { more[s], pr[s], lens[s], 0, NULL };
+            sx_step_item it = { more[s], pr[s], lens[s], 0, NULL, NULL };
             items[s] = it;
         }
         step_both(p, items, NSEQ, NSEQ, "mixed prefill step");
@@ -244,7 +244,7 @@ static void scenario_decode(parity *p, int steps)
         int32_t chunk[9];
         for (int i = 0; i < 9; i++)
             chunk[i] = rnd_tok();
-        sx_step_item it = { seqs[0], chunk, 9, 1, NULL };
+        sx_step_item it = { seqs[0], chunk, 9, 1, NULL, NULL };
         step_both(p, &it, 1, 9, "logits_all chunk");
     }
     /* fork a sequence mid-block and decode both branches */
@@ -298,7 +298,7 @@ static void scenario_long(parity *p, int n)
     for (int i = 0; i < n; i++)
         prompt[i] = rnd_tok();
     one[0] = rnd_tok();
-    sx_step_item items[2] = { { s, prompt, n, 0, NULL }, { t, one, 1, 0, NULL } };
+    sx_step_item items[2] = { { s, prompt, n, 0, NULL, NULL }, { t, one, 1, 0, NULL, NULL } };
     step_both(p, items, 2, 2, "long prompt");
     sx_engine_seq_free(p->cpu, s);
     sx_cuda_engine_seq_free(p->gpu, s);
@@ -319,7 +319,7 @@ static void scenario_gpu_paths(parity *p)
         CHECK(0, "seq_new: %s", err.msg);
         return;
     }
-    sx_step_item it = { base, prompt, 40, 0, NULL };
+    sx_step_item it = { base, prompt, 40, 0, NULL, NULL };
     CHECK(sx_cuda_engine_step(p->gpu, &it, 1, p->lg, &err) == 0, "prefill: %s", err.msg);
     CHECK(sx_cuda_engine_seq_fork(p->gpu, base, 40, &a, &err) == 0 &&
           sx_cuda_engine_seq_fork(p->gpu, base, 40, &b, &err) == 0, "forks");
@@ -330,7 +330,7 @@ static void scenario_gpu_paths(parity *p)
     sx_cuda_engine_info(p->gpu, &info);
     int64_t replays = info.graph_steps;
     for (int t = 0; t < 4; t++) {
-        sx_step_item ia = { a, &tok, 1, 0, NULL }, ib = { b, &tok, 1, 0, NULL };
+        sx_step_item ia = { a, &tok, 1, 0, NULL, NULL }, ib = { b, &tok, 1, 0, NULL, NULL };
         sx_cuda_engine_set_graphs(p->gpu, 1);
         CHECK(sx_cuda_engine_step(p->gpu, &ia, 1, p->lg, &err) == 0, "graph step: %s", err.msg);
         sx_cuda_engine_set_graphs(p->gpu, 0);
@@ -358,7 +358,7 @@ static void scenario_gpu_paths(parity *p)
         int c;
         CHECK(sx_cuda_engine_seq_fork(p->gpu, a, sx_cuda_engine_seq_len(p->gpu, a), &c, &err) == 0,
               "fork: %s", err.msg);
-        sx_step_item ia = { a, &tok, 1, 0, NULL }, ic = { c, &tok, 1, 0, NULL };
+        sx_step_item ia = { a, &tok, 1, 0, NULL, NULL }, ic = { c, &tok, 1, 0, NULL, NULL };
         CHECK(sx_cuda_engine_launch(p->gpu, &ic, 1, &err) == 0, "launch: %s", err.msg);
         CHECK(sx_cuda_engine_logits(p->gpu, p->lg, &err) == 0, "logits: %s", err.msg);
         int want = argmax(p->lg, TOKENS);
@@ -375,7 +375,7 @@ static void scenario_gpu_paths(parity *p)
         CHECK(lp <= 0 && lp > -30, "log-prob %g", lp);
         /* with a mask of 5 allowed tokens: the best allowed one */
         int32_t step_tok = got;
-        sx_step_item ia2 = { a, &step_tok, 1, 0, NULL }, ic2 = { c, &step_tok, 1, 0, NULL };
+        sx_step_item ia2 = { a, &step_tok, 1, 0, NULL, NULL }, ic2 = { c, &step_tok, 1, 0, NULL, NULL };
         CHECK(sx_cuda_engine_launch(p->gpu, &ic2, 1, &err) == 0, "launch: %s", err.msg);
         CHECK(sx_cuda_engine_logits(p->gpu, p->lg, &err) == 0, "logits: %s", err.msg);
         CHECK(sx_cuda_engine_launch(p->gpu, &ia2, 1, &err) == 0, "launch: %s", err.msg);
@@ -401,7 +401,7 @@ static void scenario_gpu_paths(parity *p)
             int d;
             CHECK(sx_cuda_engine_seq_fork(p->gpu, c, sx_cuda_engine_seq_len(p->gpu, c), &d,
                                           &err) == 0, "fork: %s", err.msg);
-            sx_step_item two[2] = { { c, &t3, 1, 0, NULL }, { d, &t3, 1, 0, NULL } };
+            sx_step_item two[2] = { { c, &t3, 1, 0, NULL, NULL }, { d, &t3, 1, 0, NULL, NULL } };
             CHECK(sx_cuda_engine_launch(p->gpu, two, 2, &err) == 0, "launch: %s", err.msg);
             CHECK(sx_cuda_engine_logits(p->gpu, p->lc, &err) == 0, "logits: %s", err.msg);
             for (int k = 0; k < 2; k++)
@@ -447,16 +447,16 @@ static void scenario_gpu_paths(parity *p)
         int64_t before = sx_cuda_engine_free_tokens(p->gpu);
         int32_t bad = p->V;
         CHECK(sx_cuda_engine_seq_new(p->gpu, &s, &err) == 0, "seq_new");
-        sx_step_item ib = { s, &bad, 1, 0, NULL };
+        sx_step_item ib = { s, &bad, 1, 0, NULL, NULL };
         CHECK(sx_cuda_engine_step(p->gpu, &ib, 1, p->lg, &err) == SX_EINVAL, "token out of range");
-        sx_step_item dup[2] = { { s, prompt, 1, 0, NULL }, { s, prompt, 1, 0, NULL } };
+        sx_step_item dup[2] = { { s, prompt, 1, 0, NULL, NULL }, { s, prompt, 1, 0, NULL, NULL } };
         CHECK(sx_cuda_engine_step(p->gpu, dup, 2, p->lg, &err) == SX_EINVAL, "repeated sequence");
-        sx_step_item dead = { s + 1, prompt, 1, 0, NULL };
+        sx_step_item dead = { s + 1, prompt, 1, 0, NULL, NULL };
         CHECK(sx_cuda_engine_step(p->gpu, &dead, 1, p->lg, &err) == SX_EINVAL, "dead sequence");
         int64_t cap = before + 1;
         int32_t *big = calloc((size_t)cap, 4);
         if (big) {
-            sx_step_item full = { s, big, (int)cap, 0, NULL };
+            sx_step_item full = { s, big, (int)cap, 0, NULL, NULL };
             int rc = sx_cuda_engine_step(p->gpu, &full, 1, p->lg, &err);
             CHECK(rc == SX_ELIMIT, "over capacity: %d (%s)", rc, err.msg);
             free(big);

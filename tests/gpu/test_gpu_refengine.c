@@ -138,7 +138,7 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
                 x = x * 6364136223846793005ull + 1442695040888963407ull;
                 prompt[s][i] = (int32_t)((x >> 33) % 151669);
             }
-            sx_step_item it = { seq[s], prompt[s], plen[s], 0, NULL };
+            sx_step_item it = { seq[s], prompt[s], plen[s], 0, NULL, NULL };
             items[s] = it;
         }
         CHECK(sx_cuda_engine_step(e, items, NS, got, &err) == 0, "prefill: %s", err.msg);
@@ -149,7 +149,7 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
         }
         for (int t = 0; t < 5; t++) {
             for (int s = 0; s < NS; s++) {
-                sx_step_item it = { seq[s], &next[s], 1, 0, NULL };
+                sx_step_item it = { seq[s], &next[s], 1, 0, NULL, NULL };
                 items[s] = it;
             }
             CHECK(sx_cuda_engine_step(e, items, NS, got, &err) == 0, "decode: %s", err.msg);
@@ -162,7 +162,7 @@ void sx_gpu_test_refengine(int *passed, int *failed, const char *dir)
         int32_t chunk[20];
         for (int i = 0; i < 20; i++)
             chunk[i] = (int32_t)((i * 7919 + 11) % 151669);
-        sx_step_item mixed[NS] = { { seq[0], chunk, 20, 0, NULL }, { seq[1], &next[1], 1, 0, NULL } };
+        sx_step_item mixed[NS] = { { seq[0], chunk, 20, 0, NULL, NULL }, { seq[1], &next[1], 1, 0, NULL, NULL } };
         CHECK(sx_cuda_engine_step(e, mixed, NS, got, &err) == 0, "mixed: %s", err.msg);
         gpu_ref_forward(&r, &rs[0], chunk, 20, ref, bound);
         compare(ref, bound, got, V, "mixed pass, chunk");

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/sx_sample_math.h"
 #include "engine/backend.h"
@@ -111,7 +112,7 @@ static void run_seed(sx_backend *cpu, sx_cuda_engine *gpu, int V, uint64_t seed,
         /* the step's input: the prompt, then the previous draw */
         const int32_t *in = k ? &toks[PROMPT + k - 1] : toks;
         int n = k ? 1 : PROMPT;
-        sx_step_item ic = { sc, in, n, 0, NULL }, ig = { sg, in, n, 0, NULL };
+        sx_step_item ic = { sc, in, n, 0, NULL, NULL }, ig = { sg, in, n, 0, NULL, NULL };
         if (sx_backend_step(cpu, &ic, 1, lc, &err) || sx_cuda_engine_step(gpu, &ig, 1, lg, &err)) {
             CHECK(0, "sampled: step %d: %s", k, err.msg);
             goto done;
@@ -172,6 +173,213 @@ done:
         sx_cuda_engine_seq_free(gpu, sg);
 }
 
+/* Masks of about one token in eight, as a grammar's are (few allowed). */
+static void fill_mask(uint32_t *m, int words, uint64_t seed)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 7;
+    for (int w = 0; w < words; w++) {
+        uint32_t a[3];
+        for (int k = 0; k < 3; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            a[k] = (uint32_t)(x >> 32);
+        }
+        m[w] = a[0] & a[1] & a[2];
+        if (w * 32 + 32 > VALID)
+            m[w] &= w * 32 >= VALID ? 0u : (1u << (VALID - w * 32)) - 1u;
+    }
+}
+
+/* The masked step and sample through the CUDA backend (engine/backend.h,
+ * sx_step_sample): one step of BS sequences, each with its own sampler --
+ * greedy; temperature 1 under a mask; top-k, repetition penalty and
+ * no-repeat-n-gram under a mask; top-n log-probs (which the device cannot
+ * give: the backend draws that one on the host) -- and one without a
+ * request, whose logits must come back as they would without the others.
+ * Each position compares
+ *   dev   the backend's draw (the device sampler, kernels/sampler.cu);
+ *   host  the CPU sampler on the logits the same step gives the CUDA
+ *         backend without requests or masks (run again after a truncate);
+ *   cpu   the CPU sampler on the CPU backend's logits.
+ * dev = host wherever the device drew (the shared arithmetic, >= 97% as
+ * above, all of them in practice); dev = cpu for greedy unless the CPU's
+ * margin of its token over the GPU's is within 2 Delta, and for the two
+ * plain temperature-1 rows (masked; top-n) unless u lies within
+ * e^(2 Delta) - 1 of the boundary crossed (the bound of run_seed; masked
+ * tokens weigh nothing on both sides); the top-k/penalty row's differences
+ * are printed. */
+enum { BS = 5, BSTEPS = 4 };
+static void run_backend(sx_backend *cpu, sx_backend *gb, int V)
+{
+    sx_error err;
+    const int words = (V + 31) / 32;
+    int sc[BS], sg[BS], ok = 1;
+    for (int i = 0; i < BS; i++)
+        sc[i] = sg[i] = -1;
+    int32_t toks[BS][PROMPT + BSTEPS];
+    sx_sampling p[BS];
+    sx_sampler *smp[BS] = { 0 };
+    sx_step_sample req[BS];
+    sx_step_item ic[BS], ig[BS];
+    uint32_t *mask = malloc((size_t)BS * words * 4);
+    float *lc = malloc((size_t)BS * V * 4), *lg = malloc((size_t)BS * V * 4),
+          *lr = malloc((size_t)BS * V * 4), *scratch = malloc((size_t)V * 4);
+    int dev = 0, dev_equal = 0, host_drawn = 0, cpu_equal = 0, cpu_within = 0, cpu_other = 0;
+    int diff01 = 0;
+    if (!mask || !lc || !lg || !lr || !scratch) {
+        CHECK(0, "backend sampling: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < BS; i++) {
+        uint64_t x = (uint64_t)(i + 11) * 0x9E3779B97F4A7C15ull;
+        for (int k = 0; k < PROMPT; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            toks[i][k] = (int32_t)((x >> 33) % VALID);
+        }
+        sx_sampling_default(&p[i]);
+        p[i].seed = 40 + (uint64_t)i;
+    }
+    p[0].temperature = 0;
+    p[2].top_k = 50;
+    p[2].repetition_penalty = 1.2f;
+    p[2].no_repeat_ngram = 2;
+    p[3].top_n = 2;
+    for (int i = 0; i < BS; i++)
+        if (sx_sampler_new(&p[i], V, VALID, &smp[i], &err) ||
+            sx_backend_seq_new(cpu, &sc[i], &err) || sx_backend_seq_new(gb, &sg[i], &err)) {
+            CHECK(0, "backend sampling: set-up: %s", err.msg);
+            goto done;
+        }
+    for (int k = 0; k < BSTEPS && ok; k++) {
+        const int at = k ? PROMPT + k - 1 : 0, n = k ? 1 : PROMPT;
+        for (int i = 0; i < BS; i++) {
+            uint32_t *mi = i == 1 || i == 2 ? mask + (size_t)i * words : NULL;
+            if (mi)
+                fill_mask(mi, words, (uint64_t)(k * BS + i));
+            memset(&req[i], 0, sizeof req[i]);
+            req[i].sampler = smp[i];
+            ic[i] = (sx_step_item){ .seq = sc[i], .tokens = toks[i] + at, .n = n, .allow = mi };
+            ig[i] = ic[i];
+            ig[i].seq = sg[i];
+            ig[i].sample = i < BS - 1 ? &req[i] : NULL;
+        }
+        if (sx_backend_step(cpu, ic, BS, lc, &err) || sx_backend_step(gb, ig, BS, lg, &err)) {
+            CHECK(0, "backend sampling: step %d: %s", k, err.msg);
+            break;
+        }
+        for (int i = 0; i < BS; i++) {
+            /* without masks: the host sampler applies them as the device's
+             * did (and the emulator skips a costly masking kernel) */
+            ig[i].sample = NULL;
+            ig[i].allow = NULL;
+            if (sx_backend_seq_truncate(gb, sg[i], at, &err))
+                ok = 0;
+        }
+        if (!ok || sx_backend_step(gb, ig, BS, lr, &err)) {
+            CHECK(0, "backend sampling: step %d again: %s", k, err.msg);
+            break;
+        }
+        CHECK(!memcmp(lg + (size_t)(BS - 1) * V, lr + (size_t)(BS - 1) * V, (size_t)V * 4),
+              "backend sampling: step %d: the row without a request is not the logits of the "
+              "same step without requests", k);
+        for (int i = 0; i < BS - 1; i++) {
+            sx_sample hs, cs;
+            memcpy(scratch, lr + (size_t)i * V, (size_t)V * 4);
+            int rh = sx_sampler_sample(smp[i], scratch, ic[i].allow, &hs, &err);
+            memcpy(scratch, lc + (size_t)i * V, (size_t)V * 4);
+            int rcp = sx_sampler_sample(smp[i], scratch, ic[i].allow, &cs, &err);
+            if (rh || rcp || req[i].rc) {
+                CHECK(0, "backend sampling: step %d row %d: sampler failed (%s)", k, i,
+                      req[i].rc ? req[i].err.msg : err.msg);
+                ok = 0;
+                break;
+            }
+            int32_t td = req[i].out.token, th = hs.token, tc = cs.token;
+            CHECK(req[i].on_device == (i != 3), "backend sampling: row %d drawn on the %s", i,
+                  req[i].on_device ? "device" : "host");
+            if (req[i].on_device) {
+                dev++;
+                dev_equal += td == th;
+                if (td != th)
+                    printf("    step %d row %d: device %d, host sampler %d on the same "
+                           "logits\n", k, i, td, th);
+                CHECK(td != th || fabsf(req[i].out.logprob - hs.logprob) <= 1e-3f,
+                      "backend sampling: step %d row %d: log-prob %.6f on the device, %.6f on "
+                      "the host", k, i, req[i].out.logprob, hs.logprob);
+            } else {
+                host_drawn++;
+                CHECK(td == th && req[i].out.n_top == 2,
+                      "backend sampling: step %d row %d: the host-drawn request is %d (%d top), "
+                      "the host sampler's %d", k, i, td, req[i].out.n_top, th);
+            }
+            if (tc == td) {
+                cpu_equal++;
+            } else if (i != 2) {
+                diff01++;
+                double delta = 0;
+                const float *a = lc + (size_t)i * V, *g = lr + (size_t)i * V;
+                for (int t = 0; t < VALID; t++)
+                    if (isfinite(a[t]) && isfinite(g[t]) && (!ic[i].allow ||
+                                                             ic[i].allow[t >> 5] >> (t & 31) & 1))
+                        delta = fmax(delta, fabs((double)a[t] - g[t]));
+                double dist, bound;
+                if (i == 0) { /* greedy: the CPU's margin of tc over td */
+                    dist = (double)a[tc] - a[td];
+                    bound = 2 * delta;
+                } else {
+                    double u = sx_rng_uniform(p[i].seed, (uint64_t)k);
+                    dist = td > tc ? cum_at(a, td) - u : u - cum_at(a, td + 1);
+                    bound = exp(2 * delta) - 1;
+                }
+                cpu_within += dist <= bound;
+                printf("    step %d row %d: cpu %d, cuda %d: %.2e from the CPU's boundary, bound "
+                       "%.2e (Delta %.4f)\n", k, i, tc, td, dist, bound, delta);
+            } else {
+                cpu_other++;
+                printf("    step %d row %d (top-k, penalties): cpu %d, cuda %d\n", k, i, tc, td);
+            }
+        }
+        for (int i = 0; ok && i < BS; i++) {
+            /* everyone goes on with the CPU's draw (row BS-1: greedy on it) */
+            int32_t next;
+            if (i < BS - 1) {
+                memcpy(scratch, lc + (size_t)i * V, (size_t)V * 4);
+                sx_sample cs;
+                sx_sampler_sample(smp[i], scratch, ic[i].allow, &cs, NULL);
+                next = cs.token;
+                sx_sampler_accept(smp[i], next);
+            } else {
+                next = 0;
+                for (int t = 1; t < VALID; t++)
+                    next = lc[(size_t)i * V + t] > lc[(size_t)i * V + next] ? t : next;
+            }
+            toks[i][PROMPT + k] = next;
+        }
+    }
+    printf("    backend: %d device draws, %d equal to the host sampler's on the same logits; "
+           "%d host-drawn (top-n); vs the CPU backend: %d equal, %d differ within the bound, "
+           "%d differ in the top-k/penalty row\n", dev, dev_equal, host_drawn, cpu_equal,
+           cpu_within, cpu_other);
+    CHECK(ok && dev == 3 * BSTEPS && host_drawn == BSTEPS, "backend sampling: %d device draws, "
+          "%d host draws", dev, host_drawn);
+    CHECK(dev_equal * 100 >= dev * 97, "backend sampling: the device agrees with the host "
+          "sampler in only %d of %d draws", dev_equal, dev);
+    CHECK(cpu_within == diff01, "backend sampling: %d greedy or plain temperature-1 draws differ from "
+          "the CPU backend's beyond the logits' bound", diff01 - cpu_within);
+done:
+    for (int i = 0; i < BS; i++) {
+        if (sc[i] >= 0)
+            sx_backend_seq_free(cpu, sc[i]);
+        if (sg[i] >= 0)
+            sx_backend_seq_free(gb, sg[i]);
+        sx_sampler_free(smp[i]);
+    }
+    free(mask);
+    free(lc);
+    free(lg);
+    free(lr);
+    free(scratch);
+}
+
 void sx_gpu_test_sampled(int *passed, int *failed, const char *dir)
 {
     g_pass = passed;
@@ -185,6 +393,7 @@ void sx_gpu_test_sampled(int *passed, int *failed, const char *dir)
     sx_qwen3_config cfg;
     sx_backend *cpu = NULL;
     sx_cuda_engine *gpu = NULL;
+    sx_backend *gb = NULL;
     float *lc = NULL, *lg = NULL, *scratch = NULL;
     if (stat(cfg_path, &st) != 0 &&
         (sx_qwen3_shape("tiny", &cfg, &err) || sx_model_write_random(&cfg, 1234, mdir, NULL, &err))) {
@@ -215,7 +424,24 @@ void sx_gpu_test_sampled(int *passed, int *failed, const char *dir)
     }
     for (uint64_t seed = 1; seed <= 2; seed++)
         run_seed(cpu, gpu, V, seed, lc, lg, scratch);
+    /* the backend needs room for BS sequences beside the engine above */
+    sx_cuda_engine_free(gpu);
+    gpu = NULL;
+    sx_backend_close(cpu);
+    cpu = NULL;
+    o.max_seqs = BS;
+    o.kv_tokens = 2048;
+    if (sx_backend_open("cpu", m, &o, &cpu, &err) || sx_cuda_backend_open(0, m, &o, &gb, &err)) {
+        CHECK(0, "sampled: opening the backends: %s", err.msg);
+        goto done;
+    }
+    printf("the masked step and sample through the CUDA backend, tiny model:\n");
+    clock_t c0 = clock();
+    printf("    (the engine's draws above: %.1f s of CPU)\n", (double)c0 / CLOCKS_PER_SEC);
+    run_backend(cpu, gb, V);
+    printf("    (%.1f s of CPU)\n", (double)(clock() - c0) / CLOCKS_PER_SEC);
 done:
+    sx_backend_close(gb);
     sx_cuda_engine_free(gpu);
     sx_backend_close(cpu);
     free(lc);

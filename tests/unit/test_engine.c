@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "engine/cpu/engine.h"
+#include "engine/backend.h"
+#include "engine/sampler/sampler.h"
 #include "engine/cpu/cpu_kernels.h"
 #include "tests/unit/helpers/test_model.h"
 
@@ -1246,6 +1248,111 @@ static void thread_counts_give_the_same_bits(void **state)
     tm_free(t);
 }
 
+/* The masked step and sample through the CPU backend (engine/backend.h):
+ * each sample request's token and log-prob are sx_sampler_sample's on the
+ * logits the same step gives without requests; a row the mask closes
+ * entirely fails alone (rc, token -1) while the others are drawn; a
+ * request with logits_all is refused before anything runs. */
+static void backend_samples_rows(void **state)
+{
+    (void)state;
+    tmodel *t = tm_new(31);
+    enum { S = 4, STEPS = 5, P = 7 };
+    sx_engine *e = engine_for(t, SX_CPU_SCALAR, SX_W_BF16, 2, 1024, S);
+    sx_backend *b = NULL;
+    assert_int_equal(sx_engine_backend(e, 1, &b, NULL), SX_OK);
+    int32_t tok[S][P + STEPS];
+    for (int s = 0; s < S; s++)
+        rand_tokens(tok[s], P + STEPS);
+    /* greedy; temperature 1 with top-k and a repetition penalty; top-p with
+     * min-p at 0.7 and top-n log-probs; the last has no request */
+    sx_sampling p[S];
+    sx_sampler *smp[S];
+    for (int s = 0; s < S; s++) {
+        sx_sampling_default(&p[s]);
+        p[s].seed = 100 + (uint64_t)s;
+    }
+    p[0].temperature = 0;
+    p[1].top_k = 40;
+    p[1].repetition_penalty = 1.3f;
+    p[2].temperature = 0.7f;
+    p[2].top_p = 0.9f;
+    p[2].min_p = 0.05f;
+    p[2].top_n = 3;
+    for (int s = 0; s < S; s++)
+        assert_int_equal(sx_sampler_new(&p[s], VOCAB, VOCAB - 3, &smp[s], NULL), SX_OK);
+    uint32_t mask[MASK_WORDS];
+    for (int w = 0; w < MASK_WORDS; w++)
+        mask[w] = 0x5a5a5a5au ^ (uint32_t)w * 2654435761u;
+    float *lg = malloc((size_t)S * VOCAB * sizeof *lg), *ref = malloc((size_t)S * VOCAB * sizeof *ref);
+    assert_non_null(lg);
+    assert_non_null(ref);
+    int seq[S];
+    for (int s = 0; s < S; s++)
+        assert_int_equal(sx_backend_seq_new(b, &seq[s], NULL), SX_OK);
+    sx_step_sample req[S];
+    sx_step_item it[S];
+    sx_error err;
+    for (int step = 0; step < STEPS; step++) {
+        const int at = step ? P + step - 1 : 0, n = step ? 1 : P;
+        for (int s = 0; s < S; s++) {
+            memset(&req[s], 0, sizeof req[s]);
+            req[s].sampler = smp[s];
+            it[s] = (sx_step_item){ .seq = seq[s], .tokens = tok[s] + at, .n = n,
+                                    .allow = s == 1 ? mask : NULL,
+                                    .sample = s < 3 ? &req[s] : NULL };
+        }
+        assert_int_equal(sx_backend_step(b, it, S, lg, &err), SX_OK);
+        /* the same step again without requests: the logits they were drawn from */
+        for (int s = 0; s < S; s++) {
+            assert_int_equal(sx_backend_seq_truncate(b, seq[s], at, NULL), SX_OK);
+            it[s].sample = NULL;
+        }
+        assert_int_equal(sx_backend_step(b, it, S, ref, &err), SX_OK);
+        for (int s = 0; s < S; s++) {
+            if (s == 3) {
+                assert_memory_equal(lg + s * VOCAB, ref + s * VOCAB, VOCAB * sizeof *lg);
+                continue;
+            }
+            sx_sample want;
+            assert_int_equal(sx_sampler_sample(smp[s], ref + s * VOCAB, it[s].allow, &want, NULL),
+                             SX_OK);
+            assert_int_equal(req[s].rc, SX_OK);
+            assert_int_equal(req[s].on_device, 0);
+            assert_int_equal(req[s].out.token, want.token);
+            assert_true(req[s].out.logprob == want.logprob);
+            assert_int_equal(req[s].out.n_top, want.n_top);
+            assert_int_equal(sx_sampler_accept(smp[s], want.token), SX_OK);
+            tok[s][P + step] = want.token;
+        }
+    }
+    /* a mask with no token allowed: that row's error, the step goes on */
+    uint32_t none[MASK_WORDS] = { 0 };
+    int32_t one = 5;
+    memset(req, 0, sizeof req);
+    req[0].sampler = smp[0];
+    req[1].sampler = smp[1];
+    it[0] = (sx_step_item){ .seq = seq[0], .tokens = &one, .n = 1, .allow = none, .sample = &req[0] };
+    it[1] = (sx_step_item){ .seq = seq[1], .tokens = &one, .n = 1, .sample = &req[1] };
+    assert_int_equal(sx_backend_step(b, it, 2, lg, &err), SX_OK);
+    assert_int_equal(req[0].rc, SX_EINTERNAL);
+    assert_int_equal(req[0].out.token, -1);
+    assert_int_equal(req[1].rc, SX_OK);
+    assert_in_range(req[1].out.token, 0, VOCAB - 4);
+    /* a request with logits_all: refused, nothing appended */
+    int len = sx_backend_seq_len(b, seq[0]);
+    it[0] = (sx_step_item){ .seq = seq[0], .tokens = &one, .n = 1, .logits_all = 1,
+                            .sample = &req[0] };
+    assert_int_equal(sx_backend_step(b, it, 1, lg, &err), SX_EINVAL);
+    assert_int_equal(sx_backend_seq_len(b, seq[0]), len);
+    for (int s = 0; s < S; s++)
+        sx_sampler_free(smp[s]);
+    free(lg);
+    free(ref);
+    sx_backend_close(b);
+    tm_free(t);
+}
+
 int main(void)
 {
     /* the tests that loop "on every path" run these; the others are
@@ -1268,6 +1375,7 @@ int main(void)
         cmocka_unit_test(full_cache_is_elimit),
         cmocka_unit_test(bad_arguments_are_errors),
         cmocka_unit_test(thread_counts_give_the_same_bits),
+        cmocka_unit_test(backend_samples_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -531,6 +531,9 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "speculation: %lld of %lld drafted tokens accepted (%.1f%%)\n",
                 (long long)sa, (long long)sd, sd ? 100.0 * (double)sa / (double)sd : 0.0);
     }
+    if (ls.dev_samples + ls.host_samples > 0)
+        fprintf(stderr, "draws: %lld on the device, %lld on the host\n",
+                (long long)ls.dev_samples, (long long)ls.host_samples);
     if (ls.heads > 0)
         fprintf(stderr, "LM head under grammar masks: %lld of %lld panels read (%.1f%%) in %lld "
                 "steps%s\n", (long long)ls.panels_computed, (long long)ls.panels_dense,

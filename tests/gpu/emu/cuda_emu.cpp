@@ -6,7 +6,8 @@
 // recorded, not run, and replayed with the arguments of capture time) and
 // cuBLAS's column-major GEMM.
 //
-// A block runs as blockDim fibers (ucontext) on one OS thread; a fiber runs
+// A block runs as blockDim fibers (ucontext, or on x86-64 a switch of the
+// callee-saved registers, below) on one OS thread; a fiber runs
 // until it reaches a barrier or ends, then the scheduler releases barriers
 // whose participants have all arrived.  Fiber order between barriers is
 // forward, reversed or shuffled (SX_EMU_ORDER=fwd|rev|rand) so that a
@@ -14,6 +15,7 @@
 // never be released (divergent __syncthreads, a shuffle with exited lanes)
 // aborts with the kernel's name.
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +85,51 @@ static cudaError_t submit(cudaStream_t s, std::function<void()> fn)
 
 enum { F_RUN, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
 
+#if defined(__x86_64__) && !defined(SX_EMU_UCONTEXT)
+// The fiber switch: saves what the SysV ABI has a call preserve (rbx, rbp,
+// r12-r15, MXCSR and the x87 control word) on the old stack, stores its
+// stack pointer in *save_sp and resumes the stack at load_sp.  swapcontext
+// also saves and restores the signal mask, a system call on every switch,
+// which was most of the emulator's time (a barrier switches every thread
+// of the block twice).  -DSX_EMU_UCONTEXT builds the ucontext version.
+#define SX_EMU_FAST_SWITCH 1
+extern "C" void sx_emu_fswitch(void **save_sp, void *load_sp);
+asm(".text\n"
+    ".globl sx_emu_fswitch\n"
+    ".type sx_emu_fswitch, @function\n"
+    "sx_emu_fswitch:\n"
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    subq $8, %rsp\n"
+    "    stmxcsr (%rsp)\n"
+    "    fnstcw 4(%rsp)\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    ldmxcsr (%rsp)\n"
+    "    fldcw 4(%rsp)\n"
+    "    addq $8, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    ".size sx_emu_fswitch, .-sx_emu_fswitch\n");
+#else
+#define SX_EMU_FAST_SWITCH 0
+#endif
+
 struct fiber {
+#if SX_EMU_FAST_SWITCH
+    void      *sp;   // the saved stack pointer while switched out
+#else
     ucontext_t ctx;
+#endif
     int        state;
     dim3       tid;
     int        lane, warp;
@@ -93,7 +138,11 @@ struct fiber {
 #define STACK_BYTES (256u << 10)
 #define MAX_THREADS 1024
 
+#if SX_EMU_FAST_SWITCH
+static void                        *g_sched_sp;
+#else
 static ucontext_t                   g_sched;
+#endif
 static fiber                        g_fibers[MAX_THREADS];
 static char                        *g_stacks;
 static int                          g_nthreads;
@@ -127,7 +176,11 @@ static void yield(int state)
 {
     fiber *f = g_cur;
     f->state = state;
+#if SX_EMU_FAST_SWITCH
+    sx_emu_fswitch(&f->sp, g_sched_sp);
+#else
     swapcontext(&f->ctx, &g_sched);
+#endif
 }
 
 static void fiber_main(void)
@@ -222,11 +275,30 @@ static void run_block(void)
         f->lane = i % 32;
         f->warp = i / 32;
         f->state = F_RUN;
+#if SX_EMU_FAST_SWITCH
+        // the stack as sx_emu_fswitch leaves it, returning into fiber_main
+        // with the alignment of a call (rsp + 8 a multiple of 16)
+        uintptr_t top = (uintptr_t)(g_stacks + (size_t)(i + 1) * STACK_BYTES) & ~(uintptr_t)15;
+        void **sp = (void **)top;
+        *--sp = NULL;                        // fiber_main never returns
+        *--sp = (void *)fiber_main;
+        for (int r = 0; r < 6; r++)
+            *--sp = NULL;                    // rbp rbx r12-r15
+        --sp;
+        uint32_t mx;
+        uint16_t cw;
+        __asm__ volatile("stmxcsr %0" : "=m"(mx));
+        __asm__ volatile("fnstcw %0" : "=m"(cw));
+        memcpy((char *)sp, &mx, 4);
+        memcpy((char *)sp + 4, &cw, 2);
+        f->sp = sp;
+#else
         getcontext(&f->ctx);
         f->ctx.uc_stack.ss_sp = g_stacks + (size_t)i * STACK_BYTES;
         f->ctx.uc_stack.ss_size = STACK_BYTES;
         f->ctx.uc_link = NULL;
         makecontext(&f->ctx, fiber_main, 0);
+#endif
         order[i] = i;
     }
     memset(g_dyn.data(), 0xff, g_dyn.size()); // shared memory starts as garbage (NaN)
@@ -243,7 +315,11 @@ static void run_block(void)
             if (f->state != F_RUN)
                 continue;
             g_cur = f;
+#if SX_EMU_FAST_SWITCH
+            sx_emu_fswitch(&g_sched_sp, f->sp);
+#else
             swapcontext(&g_sched, &f->ctx);
+#endif
             ran = 1;
         }
         int done = 0, wait_block = 0, released = 0;
