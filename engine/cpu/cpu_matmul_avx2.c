@@ -20,7 +20,7 @@
  * across it.  tile_q4_m1 uses it so that GCC neither turns the running
  * int16 sums into addition trees over the unrolled loops (32 products
  * alive at once, spilled to the stack) nor hoists every load of a group
- * ahead of its use. */
+ * ahead of its use; slice_bf16 so that its sums stay in registers. */
 #define PIN(v) __asm__("" : "+x"(v))
 
 enum { TT = 4, KSLICE = 128, X_BUDGET = 1 << 20 };
@@ -92,38 +92,36 @@ INL void tile_bf16(const uint16_t *pan, int half, int k2, const float *xt, float
 #endif
 
 /* One KSLICE slice [s0, s1) of a whole panel (both halves in one
- * sequential pass) for tokens [u0, u0 + U) of a tile of T: 4 U running
- * sums, one per row vector and token, each lane's FMAs those of tile_bf16
- * in the same order from zero, the slice's sum added to y as store8 adds
- * it.  The odd elements are unpacked by two shifts rather than a mask to
- * keep a register free. */
-INL void slice_bf16(const uint16_t *pan, int s0, int s1, const float *xt, const int T,
-                    const int u0, const int U, float *y, long ldy, int nrows, int add, const int pf)
+ * sequential pass) for a tile of T <= 3 tokens: 4 T running sums, one per
+ * row vector and token, each lane's FMAs those of tile_bf16 in the same
+ * order from zero, the slice's sum added to y as store8 adds it.  The odd
+ * elements are unpacked by two shifts rather than a mask to keep a
+ * register free. */
+INL void slice_bf16(const uint16_t *pan, int s0, int s1, const float *xt, const int T, float *y,
+                    long ldy, int nrows, int add)
 {
     __m256 a[3][4];
 #pragma GCC unroll 4
-    for (int u = 0; u < U; u++)
+    for (int u = 0; u < T; u++)
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
             a[u][q] = _mm256_setzero_ps();
     for (int kp = s0; kp < s1; kp++) {
         const uint16_t *pk = pan + (size_t)kp * 64;
-        const float *xk = xt + (size_t)kp * 2 * T + 2 * u0;
+        const float *xk = xt + (size_t)kp * 2 * T;
 #if SX_BF16_AVX2_PF
-        if (pf) {
-            _mm_prefetch((const char *)pk + SX_BF16_AVX2_PF, _MM_HINT_T0);
-            _mm_prefetch((const char *)pk + SX_BF16_AVX2_PF + 64, _MM_HINT_T0);
-        }
+        _mm_prefetch((const char *)pk + SX_BF16_AVX2_PF, _MM_HINT_T0);
+        _mm_prefetch((const char *)pk + SX_BF16_AVX2_PF + 64, _MM_HINT_T0);
 #endif
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(pk + 16 * q));
             __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
             __m256 o = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(v, 16), 16));
-            if (U == 3)   /* broadcast again per vector: 12 sums leave no room to keep 6 */
+            if (T == 3)   /* broadcast again per vector: 12 sums leave no room to keep 6 */
                 __asm__("" : "+r"(xk));
 #pragma GCC unroll 3
-            for (int u = 0; u < U; u++) {
+            for (int u = 0; u < T; u++) {
                 a[u][q] = _mm256_fmadd_ps(e, _mm256_set1_ps(xk[2 * u]), a[u][q]);
                 a[u][q] = _mm256_fmadd_ps(o, _mm256_set1_ps(xk[2 * u + 1]), a[u][q]);
                 PIN(a[u][q]);
@@ -131,10 +129,10 @@ INL void slice_bf16(const uint16_t *pan, int s0, int s1, const float *xt, const 
         }
     }
 #pragma GCC unroll 3
-    for (int u = 0; u < U; u++)
+    for (int u = 0; u < T; u++)
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
-            store8(y + (u0 + u) * ldy + 8 * q, a[u][q], nrows - 8 * q, add);
+            store8(y + u * ldy + 8 * q, a[u][q], nrows - 8 * q, add);
 }
 
 /* tile_bf16 for a tile of T <= 3 tokens alone in its chunk (decode, small
@@ -148,7 +146,7 @@ INL void tile_bf16_pass(const uint16_t *pan, int k2, const float *xt, float *y, 
 {
     for (int s0 = 0; s0 < k2; s0 += KSLICE) {
         int s1 = k2 - s0 < KSLICE ? k2 : s0 + KSLICE, add = s0 ? 1 : accumulate;
-        slice_bf16(pan, s0, s1, xt, T, 0, T, y, ldy, nrows, add, 1);
+        slice_bf16(pan, s0, s1, xt, T, y, ldy, nrows, add);
     }
 }
 
