@@ -16,6 +16,13 @@
 #define TGT __attribute__((target("avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline)) TGT
 
+/* Pins v to a register at this point: the compiler may not move work
+ * across it.  tile_q4_m1 uses it so that GCC neither turns the running
+ * int16 sums into addition trees over the unrolled loops (32 products
+ * alive at once, spilled to the stack) nor hoists every load of a group
+ * ahead of its use; slice_bf16 so that its sums stay in registers. */
+#define PIN(v) __asm__("" : "+x"(v))
+
 enum { TT = 4, KSLICE = 128, X_BUDGET = 1 << 20 };
 
 static int token_chunk(int n_tok, int k)
@@ -78,6 +85,71 @@ INL void tile_bf16(const uint16_t *pan, int half, int k2, const float *xt, float
     }
 }
 
+/* decode's software prefetch distance in bytes (0: none) for bf16 panels,
+ * which one token streams at 128 bytes per k pair */
+#ifndef SX_BF16_AVX2_PF
+#define SX_BF16_AVX2_PF 1024
+#endif
+
+/* One KSLICE slice [s0, s1) of a whole panel (both halves in one
+ * sequential pass) for a tile of T <= 3 tokens: 4 T running sums, one per
+ * row vector and token, each lane's FMAs those of tile_bf16 in the same
+ * order from zero, the slice's sum added to y as store8 adds it.  The odd
+ * elements are unpacked by two shifts rather than a mask to keep a
+ * register free. */
+INL void slice_bf16(const uint16_t *pan, int s0, int s1, const float *xt, const int T, float *y,
+                    long ldy, int nrows, int add)
+{
+    __m256 a[3][4];
+#pragma GCC unroll 4
+    for (int u = 0; u < T; u++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            a[u][q] = _mm256_setzero_ps();
+    for (int kp = s0; kp < s1; kp++) {
+        const uint16_t *pk = pan + (size_t)kp * 64;
+        const float *xk = xt + (size_t)kp * 2 * T;
+#if SX_BF16_AVX2_PF
+        _mm_prefetch((const char *)pk + SX_BF16_AVX2_PF, _MM_HINT_T0);
+        _mm_prefetch((const char *)pk + SX_BF16_AVX2_PF + 64, _MM_HINT_T0);
+#endif
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(pk + 16 * q));
+            __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+            __m256 o = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(v, 16), 16));
+            if (T == 3)   /* broadcast again per vector: 12 sums leave no room to keep 6 */
+                __asm__("" : "+r"(xk));
+#pragma GCC unroll 3
+            for (int u = 0; u < T; u++) {
+                a[u][q] = _mm256_fmadd_ps(e, _mm256_set1_ps(xk[2 * u]), a[u][q]);
+                a[u][q] = _mm256_fmadd_ps(o, _mm256_set1_ps(xk[2 * u + 1]), a[u][q]);
+                PIN(a[u][q]);
+            }
+        }
+    }
+#pragma GCC unroll 3
+    for (int u = 0; u < T; u++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            store8(y + u * ldy + 8 * q, a[u][q], nrows - 8 * q, add);
+}
+
+/* tile_bf16 for a tile of T <= 3 tokens alone in its chunk (decode, small
+ * batches) and a whole panel: per slice one sequential pass over both
+ * halves with 4 T independent sums, the next lines prefetched, instead of
+ * two strided passes with 2 T sums each (T = 1: 2 chains of dependent
+ * FMAs, the panel read as every other line).  The same slices and per-lane
+ * order as tile_bf16, so the same bits whatever the batch. */
+INL void tile_bf16_pass(const uint16_t *pan, int k2, const float *xt, float *y, long ldy,
+                        int nrows, const int T, int accumulate)
+{
+    for (int s0 = 0; s0 < k2; s0 += KSLICE) {
+        int s1 = k2 - s0 < KSLICE ? k2 : s0 + KSLICE, add = s0 ? 1 : accumulate;
+        slice_bf16(pan, s0, s1, xt, T, y, ldy, nrows, add);
+    }
+}
+
 #define BF16_CASE(N) case N: tile_bf16(pan, h, k2, xt, y, ldy, nrows, N, add); break
 
 TGT static void tile_bf16_any(const uint16_t *pan, int k2, const float *xt, float *y, long ldy,
@@ -105,6 +177,18 @@ TGT static void mm_bf16(const uint16_t *wp, int k, const float *xp, int n_tok, f
         for (int p0 = r0; p0 < r1; p0 += SX_PANEL) {
             const uint16_t *pan = wp + (size_t)(p0 / SX_PANEL) * pstride;
             int nrows = r1 - p0 < SX_PANEL ? r1 - p0 : SX_PANEL;
+            /* a chunk of one tile of up to 3 tokens (decode, small batches)
+             * walks the whole panel in one pass */
+            if (c1 - c0 < TT) {
+                const float *xt = xp + (size_t)c0 * 2 * k2;
+                float *yt = y + c0 * ldy + p0;
+                switch (c1 - c0) {
+                case 1: tile_bf16_pass(pan, k2, xt, yt, ldy, nrows, 1, accumulate); break;
+                case 2: tile_bf16_pass(pan, k2, xt, yt, ldy, nrows, 2, accumulate); break;
+                default: tile_bf16_pass(pan, k2, xt, yt, ldy, nrows, 3, accumulate); break;
+                }
+                continue;
+            }
             for (int s0 = 0; s0 < k2; s0 += ks) {
                 int ns = k2 - s0 < ks ? k2 - s0 : ks;
                 for (int t0 = c0; t0 < c1; t0 += TT) {
@@ -261,13 +345,6 @@ INL void tile_q4(const uint8_t *pan, int kp, const int8_t *xq, const float *sx,
         for (int q = 0; q < NQ; q++)
             store8(y + t * ldy + 8 * (q0 + q), f[t * NQ + q], nrows - 8 * (q0 + q), add);
 }
-
-/* Pins v to a register at this point: the compiler may not move work
- * across it.  tile_q4_m1 uses it so that GCC neither turns the running
- * int16 sums into addition trees over the unrolled loops (32 products
- * alive at once, spilled to the stack) nor hoists every load of a group
- * ahead of its use. */
-#define PIN(v) __asm__("" : "+x"(v))
 
 /* decode's software prefetch distance in bytes (0: none), ~3.5 groups of
  * 576 bytes ahead: on an AMD EPYC (Zen 3) the hardware prefetcher alone

@@ -344,13 +344,16 @@ static void check_mm_q4(const sx_cpu_kernels *kr)
             }
 }
 
-/* q4 (q8 set: SX_Q8_QUADS int8) batch invariance at the kernel: each
+enum { ALONE_Q4, ALONE_Q8, ALONE_BF16 };
+
+/* q4, q8 (SX_Q8_QUADS int8) or bf16 batch invariance at the kernel: each
  * token of a batch alone (the decode-only kernel and the in-place
  * activation reads) gives bit for bit
  * what it gets inside the batch (the tile kernels and the gathered
  * activations), rows split across calls, with and without accumulate. */
-static void check_mm_alone(const sx_cpu_kernels *kr, int q8)
+static void check_mm_alone(const sx_cpu_kernels *kr, int kind)
 {
+    int q8 = kind == ALONE_Q8, bf16 = kind == ALONE_BF16;
     static const int kq[] = { 1, 33, 64, 1000, 1057, 3072 };
     static const int rq[] = { 37, 96 };
     static const int tq[] = { 5, 13 };
@@ -361,8 +364,9 @@ static void check_mm_alone(const sx_cpu_kernels *kr, int q8)
                     int K = kq[ki], R = rq[ri], T = tq[ti], split = R > SX_PANEL ? SX_PANEL : R;
                     long ldy = R + 1;
                     uint16_t *w = malloc((size_t)R * K * sizeof *w);
-                    uint8_t *wp = malloc(q8 ? sx_pack_q8_size(R, K, kr->q8_layout)
-                                            : sx_pack_q4_size(R, K));
+                    uint8_t *wp = malloc(q8     ? sx_pack_q8_size(R, K, kr->q8_layout)
+                                         : bf16 ? sx_pack_bf16_size(R, K) * sizeof(uint16_t)
+                                                : sx_pack_q4_size(R, K));
                     float *sc = malloc((size_t)sx_pad_rows(R) * sizeof *sc);
                     float *x = malloc((size_t)T * K * sizeof *x);
                     float *xp = malloc(sx_xpack_size(T, K) * sizeof *xp);
@@ -376,6 +380,8 @@ static void check_mm_alone(const sx_cpu_kernels *kr, int q8)
                         w[i] = sx_f32_to_bf16((float)urand());
                     if (q8)
                         sx_pack_q8(w, R, K, 0, R, kr->q8_layout, (int8_t *)wp, sc);
+                    else if (bf16)
+                        sx_pack_bf16(w, R, K, 0, R, (uint16_t *)wp);
                     else
                         sx_pack_q4(w, R, K, 0, R, wp);
                     fill(x, (size_t)T * K, 3.0);
@@ -392,8 +398,9 @@ static void check_mm_alone(const sx_cpu_kernels *kr, int q8)
                     assert_non_null(yb);
                     memcpy(yb, y, (size_t)T * ldy * sizeof *y);
 #define MM(X, N, Y, A, B)                                                                  \
-    (q8 ? kr->mm_q8((const int8_t *)wp, sc, K, X, N, Y, ldy, A, B, acc)                    \
-        : kr->mm_q4(wp, K, X, N, Y, ldy, A, B, acc))
+    (q8     ? kr->mm_q8((const int8_t *)wp, sc, K, X, N, Y, ldy, A, B, acc)                \
+     : bf16 ? kr->mm_bf16((const uint16_t *)wp, K, X, N, Y, ldy, A, B, acc)                \
+            : kr->mm_q4(wp, K, X, N, Y, ldy, A, B, acc))
                     MM(xp, T, yb, 0, split);
                     MM(xp, T, yb, split, R);
                     for (int t = 0; t < T; t++) {
@@ -403,7 +410,7 @@ static void check_mm_alone(const sx_cpu_kernels *kr, int q8)
                         MM(x1, 1, y1, split, R);
                         if (memcmp(y1, yb + t * ldy, (size_t)ldy * sizeof *y1) != 0)
                             fail_msg("%s %s K=%d R=%d acc=%d: token %d of %d alone differs",
-                                     kr->name, q8 ? "q8" : "q4", K, R, acc, t, T);
+                                     kr->name, q8 ? "q8" : bf16 ? "bf16" : "q4", K, R, acc, t, T);
                     }
 #undef MM
                     free(w); free(wp); free(sc); free(x); free(xp); free(x1); free(y); free(y1);
@@ -426,9 +433,11 @@ static void run_path(int path)
     check_mm(kr, 0);
     check_mm(kr, 1);
     check_mm_q4(kr);
-    check_mm_alone(kr, 0);
+    check_mm_alone(kr, ALONE_Q4);
     if (kr->q8_layout == SX_Q8_QUADS)   /* the byte kernels; PAIRS widens to f32 */
-        check_mm_alone(kr, 1);
+        check_mm_alone(kr, ALONE_Q8);
+    if (path == SX_CPU_AVX2)   /* its one-token bf16 kernel walks whole panels */
+        check_mm_alone(kr, ALONE_BF16);
     check_vec(kr);
 }
 
