@@ -777,6 +777,57 @@ static int exp_finite(const gr_frame *f)
     return (long long)f->hi + e <= 308; /* value < 10^(hi + e) */
 }
 
+/* The digits read so far (A, any point, an exponent still to come) lead
+ * to the decimal +-M * 10^E: A's digits begin M's, padded with zeros
+ * (every mantissa of at most 18 digits is then reachable, the exponent
+ * placing the point). */
+static int dec_reachable(const gr_frame *f, int neg, uint64_t M)
+{
+    if (f->flags & (F_INEXACT | F_NBIG))
+        return 0;
+    if (f->phase == N_START)
+        return 1;
+    if (neg != ((f->flags & F_NEG) || f->phase == N_SIGN))
+        return 0;
+    uint64_t A = f->phase == N_SIGN ? 0 : (uint64_t)f->val;
+    if (A == 0)
+        return 1; /* "0.", "0.00": any digits follow */
+    int dA = gr_num_digits((int64_t)A), dM = gr_num_digits((int64_t)M);
+    for (; dM > dA; dM--)
+        M /= 10;
+    for (; dA > dM; dA--) {
+        if (A % 10)
+            return 0;
+        A /= 10;
+    }
+    return A == M;
+}
+
+/* Some value at a bound or just past it (one more digit, 5) is valid and
+ * reachable from f, for a real that takes an exponent. */
+static int bound_reach(const gr_node *n, const gr_frame *f)
+{
+    for (int k = 0; k < 2; k++) {
+        if (!(k ? n->u.num.has_max : n->u.num.has_min))
+            continue;
+        double b = k ? n->u.num.max : n->u.num.min;
+        int64_t m;
+        int e;
+        if (gr_decimal(b, &m, &e) || m <= 0)
+            continue;
+        int neg = b < 0;
+        uint64_t c[3] = {(uint64_t)m, (uint64_t)m * 10 + 5, (uint64_t)m * 10 - 5};
+        long long ce[3] = {e, (long long)e - 1, (long long)e - 1};
+        for (int i = 0; i < 3; i++) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s%llue%lld", neg ? "-" : "", (unsigned long long)c[i], ce[i]);
+            if (dec_reachable(f, neg, c[i]) && value_ok(n, c[i], strtod(buf, NULL)))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Can the number on f still be completed into a valid value?  `ending`
  * asks instead whether the number may end right here.  Completions have
  * at most `cap` significant digits; only reals that are not hashed take an
@@ -922,7 +973,10 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
                 return 1;
         }
     }
-    return 0;
+    /* interval_room's tolerance (relative 1e-9) misses bounds closer than
+     * that (1.2345678901234e22 to 1.2345678901235e22): the values at and
+     * just past each bound, when the digits so far lead to them */
+    return exp && bound_reach(n, f);
 }
 
 /* Some x in [xa, xb] puts +-m * 10^x inside the bounds.  The value is
