@@ -76,6 +76,10 @@ typedef struct sx_beam_params {
     const sx_grammar *grammar;        /* NULL = unconstrained */
     const sx_tokenizer *tok;          /* with a grammar: steers the budget (below); may be NULL */
     int              prefill_chunk;   /* prompt tokens per forward pass (0 = 512) */
+    /* The request's deadline (CLOCK_MONOTONIC ms; 0 = none), as
+     * sx_gen_params.deadline_ms: every beam's grammar masks stop there and
+     * the search fails with SX_ELIMIT, "deadline" in its message. */
+    double           deadline_ms;
 } sx_beam_params;
 
 enum { SX_BEAM_STOP = 1, SX_BEAM_LENGTH = 2 };

@@ -132,7 +132,11 @@ static int hyp_push(hyp *list, int *n, int cap, const beam *parent, int32_t tok,
 static int expand(run *r, int b, const float *row, sx_error *err)
 {
     beam *x = &r->run[b];
-    if (x->m && sx_matcher_fill_mask(x->m, r->mask))
+    int mrc = x->m ? sx_matcher_fill_mask(x->m, r->mask) : SX_OK;
+    if (mrc == SX_ELIMIT)
+        return sx_err_set(err, SX_ELIMIT,
+                          "beam search: the deadline passed while the grammar filled a mask");
+    if (mrc)
         return sx_err_set(err, SX_EINTERNAL, "beam search: the grammar's mask failed");
     float mx = -INFINITY;
     for (int t = 0; t < r->V; t++)
@@ -229,6 +233,8 @@ static int replay(const sx_beam_params *p, const beam *parent, int32_t tok, sx_m
                   sx_error *err)
 {
     int rc = sx_matcher_new(p->grammar, out, err);
+    if (!rc && p->deadline_ms > 0)
+        sx_matcher_set_bounds(*out, p->deadline_ms, NULL);
     for (int i = 0; !rc && i < parent->n; i++)
         rc = sx_matcher_accept(*out, parent->ids[i], err);
     if (!rc)
@@ -310,8 +316,12 @@ static int prefill(run *r, const int32_t *prompt, int n_prompt, sx_error *err)
         if ((rc = sx_backend_step(r->e, &it, 1, r->logits, err)))
             return rc;
     }
-    if (r->p->grammar)
-        return sx_matcher_new(r->p->grammar, &r->run[0].m, err);
+    if (r->p->grammar) {
+        if ((rc = sx_matcher_new(r->p->grammar, &r->run[0].m, err)))
+            return rc;
+        if (r->p->deadline_ms > 0)
+            sx_matcher_set_bounds(r->run[0].m, r->p->deadline_ms, NULL);
+    }
     return SX_OK;
 }
 

@@ -68,7 +68,10 @@ typedef enum sx_gr_esc {
     /* every spelling JSON allows (for checking a document someone wrote):
      * \u, upper- or lowercase, for any character, surrogate pairs for
      * those beyond the BMP, \/ -- in keys, literals and patterned strings
-     * alike, each decoded before it is matched. */
+     * alike, each decoded before it is matched.  Numbers too: an
+     * integer may then be written as any number whose value is one
+     * (1e2, 1.5e1, 100e-2, 0.0e5), as JSON Schema counts it; canonical
+     * integers take no exponent and no fraction digit but zeros. */
     SX_ESC_ANY = 1,
 } sx_gr_esc;
 

@@ -787,11 +787,17 @@ static void admit_beams(sx_rpc_server *s, rpc_job *j)
     sx_beam_params p = {.num_beams = j->req.num_beams, .num_return = j->req.n,
                         .length_penalty = j->req.length_penalty,
                         .early_stopping = j->req.early_stopping, .max_tokens = j->req.max_tokens,
-                        .grammar = j->comp ? j->comp->grammar : NULL};
+                        .grammar = j->comp ? j->comp->grammar : NULL,
+                        .deadline_ms = j->deadline}; /* a mask stops there */
     sx_beam_result r;
     int rc = s->be->ops->beam(s->be->b, j->prompt.v, (int)j->prompt.n, &p, &r, &err);
     if (rc) {
-        rpc_fail(j, rc == SX_ELIMIT ? SX_RPC_OVERLOADED : SX_RPC_INTERNAL, err.msg, NULL, NULL);
+        /* a mask stopped at the request's deadline is a timeout; other
+         * limits (KV memory) are overload */
+        int code = rc != SX_ELIMIT            ? SX_RPC_INTERNAL
+                   : strstr(err.msg, "deadline") ? SX_RPC_TIMEOUT
+                                                 : SX_RPC_OVERLOADED;
+        rpc_fail(j, code, err.msg, NULL, NULL);
         return;
     }
     if (r.n == 0 || !(j->beam_scores = calloc((size_t)r.n, sizeof *j->beam_scores))) {

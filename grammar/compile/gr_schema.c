@@ -424,6 +424,9 @@ static int number_node(gc_ctx *c, const json_t *s, int integer, const json_t *ex
     }
     if (integer && c->draft4)
         n->u.num.no_frac = 1;
+    /* a document someone wrote may spell an integer as any number whose
+     * value is one (1e2, 1.5e1); generation keeps the plain spellings */
+    n->u.num.int_exp = n->u.num.integer && !n->u.num.no_frac && c->opts.escapes == SX_ESC_ANY;
     if (n->u.num.scale && (rc = scaled_bounds(c, n)))
         return rc;
     /* `not` of listed numbers: their hashes, checked when a number ends */

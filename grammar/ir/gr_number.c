@@ -502,6 +502,260 @@ static int big_ok(const gr_node *n, const gr_frame *f, int ending)
     return 1; /* more integer digits can reach any remainder */
 }
 
+/* ---- integers in any spelling (SX_ESC_ANY) -----------------------------------
+ *
+ * JSON Schema's integers are the numbers whose value is an integer, however
+ * written: 1e2, 1.0, 10E+1, 1.5e1, 0e5, -2.50e2, 100e-2.  A node with
+ * int_exp (an integer node compiled for SX_ESC_ANY, without a hash, under
+ * bounds below big_from in magnitude) reads such a number as its mantissa's
+ * digits W (val: significant digits, at most 18), the fraction digits
+ * already in W (cf, in lo) and the exponent E; the value is W * 10^(E - cf).
+ * Fraction zeros wait in pos until a non-zero digit takes them into W, so
+ * "1.000" of any length stays W = 1.  The value is an integer exactly when
+ * E - cf >= -tz(W) (tz: trailing zeros), decided from the digits, and a
+ * finite double (as reals: 10^308 and up is refused but for the sliver a
+ * parser reads as finite).  So every value needs only s = E - cf in
+ * [-18, 309]: an exponent of GR_EXP_DIGITS digits reaches all of it while
+ * cf <= GR_XINT_FRAC, which bounds the fraction digits a mantissa may carry
+ * before its last non-zero one (zeros after it are free).  Completions are
+ * decided in constant work: before the exponent, the integers reachable are
+ * y * 10^j for y a stripped extension of the digits (at most 18 of them)
+ * and j >= 0 -- ranges of y against bounds and multipleOf per j, and for an
+ * unbounded side one j (64) that dominates every other; after it, the
+ * reachable exponents are at most GR_EXP_DIGITS + 1 ranges per sign, a
+ * bounded side needs s <= 19, an unbounded one only the greatest s (the
+ * value and its divisibility only grow with s). */
+#define GR_XINT_FRAC 100000000LL
+
+static int xint(const gr_node *n, const gr_frame *f)
+{
+    return n->u.num.int_exp && !gr_num_hashed(n, f) && !big_bounds(n);
+}
+
+static __int128 p10_128(int k)
+{
+    __int128 p = 1;
+    while (k-- > 0)
+        p *= 10;
+    return p;
+}
+
+/* The magnitudes |X| >= 1 the bounds allow on one side: [A, B], B = -1
+ * for no limit; 0 when there are none. */
+static int xint_side(const gr_node *n, int neg, __int128 *A, __int128 *B)
+{
+    int lim = neg ? n->u.num.has_min : n->u.num.has_max;
+    if (!neg) {
+        *A = n->u.num.imin > 1 ? n->u.num.imin : 1;
+        *B = n->u.num.imax;
+    } else {
+        *A = n->u.num.imax < -1 ? -(__int128)n->u.num.imax : 1;
+        *B = -(__int128)n->u.num.imin;
+    }
+    if (!lim) {
+        *B = -1;
+        return 1;
+    }
+    return *B >= *A;
+}
+
+/* m / gcd(m, 10^j): what y must be a multiple of for y * 10^j to be one of
+ * m (1 without a multipleOf). */
+static int64_t xint_mdiv(int64_t m, long long j)
+{
+    if (m <= 0)
+        return 1;
+    for (; j > 0 && m % 10 == 0; j--)
+        m /= 10;
+    for (long long k = j; k > 0 && m % 2 == 0; k--)
+        m /= 2;
+    for (long long k = j; k > 0 && m % 5 == 0; k--)
+        m /= 5;
+    return m;
+}
+
+/* Some y in [a, b] is a multiple of m (>= 1) and, nz, not of 10: of two
+ * consecutive multiples of an m that is not one of 10, one is not. */
+static int xint_mult_in(__int128 a, __int128 b, int64_t m, int nz)
+{
+    if (a < 1)
+        a = 1;
+    if (a > b)
+        return 0;
+    __int128 q = (a + m - 1) / m * m;
+    if (q > b)
+        return 0;
+    return !nz || q % 10 != 0 || (m % 10 != 0 && q + m <= b);
+}
+
+/* The value v * 10^s (v >= 1, s >= 0) on the sign's side is in bounds and
+ * a multiple. */
+static int xint_value_ok(const gr_node *n, int neg, uint64_t v, long long s)
+{
+    __int128 A, B;
+    if (!xint_side(n, neg, &A, &B))
+        return 0;
+    if (gr_num_digits((int64_t)v) + s <= 36) {
+        __int128 X = (__int128)v * p10_128((int)s);
+        if (X < A || (B >= 0 && X > B))
+            return 0;
+    } else if (B >= 0) {
+        return 0; /* past every int64 bound */
+    }
+    int64_t m = n->u.num.multiple;
+    if (m <= 0)
+        return 1;
+    __int128 r = v % (uint64_t)m, b = 10 % m;
+    for (long long e = s; e > 0; e >>= 1) { /* v * 10^s mod m */
+        if (e & 1)
+            r = r * b % m;
+        b = b * b % m;
+    }
+    return r == 0;
+}
+
+static int tz_of(uint64_t v)
+{
+    int t = 0;
+    for (; v && v % 10 == 0; v /= 10)
+        t++;
+    return t;
+}
+
+/* v * 10^s with d + s = 309 digits: finite as a parser reads it. */
+static int xint_finite309(uint64_t v, long long s)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%llue%lld", (unsigned long long)v, s);
+    return isfinite(strtod(buf, NULL));
+}
+
+/* Some s in [sa, sb] makes v * 10^s (v >= 1) a valid integer. */
+static int xint_shift_ok(const gr_node *n, int neg, uint64_t v, long long sa, long long sb)
+{
+    int tz = tz_of(v), d = gr_num_digits((int64_t)v);
+    for (long long s = sa < -tz ? -tz : sa; s <= sb && s < 0; s++) {
+        uint64_t w = v;
+        for (long long k = s; k < 0; k++)
+            w /= 10;
+        if (xint_value_ok(n, neg, w, 0))
+            return 1;
+    }
+    long long top = 309 - d;
+    if (sb < top)
+        top = sb;
+    else if (!xint_finite309(v, top))
+        top--;
+    long long lo = sa < 0 ? 0 : sa;
+    if (lo > top)
+        return 0;
+    __int128 A, B;
+    if (!xint_side(n, neg, &A, &B))
+        return 0;
+    if (B < 0) /* unbounded: the value and its divisibility grow with s */
+        return xint_value_ok(n, neg, v, top);
+    for (long long s = lo; s <= top && s <= 19; s++)
+        if (xint_value_ok(n, neg, v, s))
+            return 1;
+    return 0;
+}
+
+/* Ending here: the value is a valid integer (N_INT, N_ZERO and a fraction
+ * of zeros end as plain integers, below). */
+static int xint_end_exp(const gr_node *n, const gr_frame *f)
+{
+    if (f->val == 0)
+        return int_range_ok(n, 0, 0);
+    long long s = ((f->flags & F_ENEG) ? -(long long)f->kst : (long long)f->kst) - (long long)f->lo;
+    return xint_shift_ok(n, (f->flags & F_NEG) != 0, (uint64_t)f->val, s, s);
+}
+
+/* After the exponent mark: some exponent the digits so far grow into
+ * (exp_ok's ranges) gives a valid integer. */
+static int xint_exp_ok(const gr_node *n, const gr_frame *f)
+{
+    if (f->val == 0)
+        return int_range_ok(n, 0, 0);
+    int neg = (f->flags & F_NEG) != 0;
+    int sgn_lo = (f->flags & F_ENEG) ? -1 : 1, sgn_hi = sgn_lo;
+    if (f->phase == N_E) {
+        sgn_lo = -1;
+        sgn_hi = 1;
+    }
+    int have = f->phase == N_EXP ? (int)f->count : 0;
+    long long cf = (long long)f->lo;
+    for (int sg = sgn_lo; sg <= sgn_hi; sg += 2) {
+        long long p = 1;
+        for (int more = 0; have + more <= GR_EXP_DIGITS; more++, p *= 10) {
+            if (have == 0 && more < GR_EXP_DIGITS)
+                continue; /* no digit yet: the widest range holds the others */
+            long long e_lo = (long long)f->kst * p, e_hi = e_lo + p - 1;
+            long long sa = sg > 0 ? e_lo - cf : -e_hi - cf;
+            long long sb = sg > 0 ? e_hi - cf : -e_lo - cf;
+            if (xint_shift_ok(n, neg, (uint64_t)f->val, sa, sb))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Before the exponent (N_START to N_FRAC): some completion with an
+ * exponent is a valid integer.  The mantissas reachable are v itself and
+ * the extensions of W0 = v * 10^pending by k >= 1 more digits (18 in all);
+ * their values y * 10^j, y stripped of trailing zeros. */
+static int xint_pre_ok(const gr_node *n, const gr_frame *f)
+{
+    int ph = f->phase;
+    uint64_t v = ph <= N_SIGN ? 0 : (uint64_t)f->val;
+    if (v == 0 && int_range_ok(n, 0, 0))
+        return 1; /* 0, 0e5, 0.00 */
+    long long z = (ph == N_DOT || ph == N_FRAC) ? (long long)f->pos : 0;
+    long long cf = (ph == N_DOT || ph == N_FRAC) ? (long long)f->lo : 0;
+    /* ranges [r0[i], r1[i]] of y, not multiples of 10 */
+    __int128 r0[19], r1[19];
+    int nr = 0;
+    uint64_t ys = 0; /* v stripped */
+    if (v == 0) {
+        if (z + 1 + cf <= GR_XINT_FRAC) {
+            r0[nr] = 1;
+            r1[nr++] = p10_128(18) - 1;
+        }
+    } else {
+        ys = v;
+        while (ys % 10 == 0)
+            ys /= 10;
+        int dw = gr_num_digits((int64_t)v) + (int)(z > 18 ? 18 : z);
+        for (int k = 1; dw + k <= 18 && cf + z + k <= GR_XINT_FRAC; k++) {
+            __int128 w0 = (__int128)v * p10_128((int)z) * p10_128(k);
+            r0[nr] = w0;
+            r1[nr++] = w0 + p10_128(k) - 1;
+        }
+    }
+    int negfix = (f->flags & F_NEG) || ph == N_SIGN;
+    int s0 = ph == N_START ? 0 : negfix, s1 = ph == N_START ? 1 : negfix;
+    for (int neg = s0; neg <= s1; neg++) {
+        __int128 A, B;
+        if (!xint_side(n, neg, &A, &B))
+            continue;
+        int j0 = B < 0 ? 64 : 0, j1 = B < 0 ? 64 : 18;
+        for (int j = j0; j <= j1; j++) {
+            __int128 pj = j <= 36 ? p10_128(j) : 0;
+            __int128 lo = pj ? (A + pj - 1) / pj : 1, hi = B < 0 ? p10_128(18) : B / pj;
+            if (lo > hi)
+                break; /* j only grows the values */
+            int64_t mj = xint_mdiv(n->u.num.multiple, j);
+            if (ys && (__int128)ys >= lo && (__int128)ys <= hi && (__int128)ys % mj == 0)
+                return 1;
+            for (int i = 0; i < nr; i++) {
+                __int128 a = r0[i] > lo ? r0[i] : lo, b = r1[i] < hi ? r1[i] : hi;
+                if (xint_mult_in(a, b, mj, 1))
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* The text read so far, with the exponent read so far, is a finite double.
  * Exact for mantissas held in val; for longer ones (F_INEXACT: the first
  * 18 significant digits; F_NBIG: none) the integer digits (hi) bound the
@@ -523,6 +777,57 @@ static int exp_finite(const gr_frame *f)
     return (long long)f->hi + e <= 308; /* value < 10^(hi + e) */
 }
 
+/* The digits read so far (A, any point, an exponent still to come) lead
+ * to the decimal +-M * 10^E: A's digits begin M's, padded with zeros
+ * (every mantissa of at most 18 digits is then reachable, the exponent
+ * placing the point). */
+static int dec_reachable(const gr_frame *f, int neg, uint64_t M)
+{
+    if (f->flags & (F_INEXACT | F_NBIG))
+        return 0;
+    if (f->phase == N_START)
+        return 1;
+    if (neg != ((f->flags & F_NEG) || f->phase == N_SIGN))
+        return 0;
+    uint64_t A = f->phase == N_SIGN ? 0 : (uint64_t)f->val;
+    if (A == 0)
+        return 1; /* "0.", "0.00": any digits follow */
+    int dA = gr_num_digits((int64_t)A), dM = gr_num_digits((int64_t)M);
+    for (; dM > dA; dM--)
+        M /= 10;
+    for (; dA > dM; dA--) {
+        if (A % 10)
+            return 0;
+        A /= 10;
+    }
+    return A == M;
+}
+
+/* Some value at a bound or just past it (one more digit, 5) is valid and
+ * reachable from f, for a real that takes an exponent. */
+static int bound_reach(const gr_node *n, const gr_frame *f)
+{
+    for (int k = 0; k < 2; k++) {
+        if (!(k ? n->u.num.has_max : n->u.num.has_min))
+            continue;
+        double b = k ? n->u.num.max : n->u.num.min;
+        int64_t m;
+        int e;
+        if (gr_decimal(b, &m, &e) || m <= 0)
+            continue;
+        int neg = b < 0;
+        uint64_t c[3] = {(uint64_t)m, (uint64_t)m * 10 + 5, (uint64_t)m * 10 - 5};
+        long long ce[3] = {e, (long long)e - 1, (long long)e - 1};
+        for (int i = 0; i < 3; i++) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s%llue%lld", neg ? "-" : "", (unsigned long long)c[i], ce[i]);
+            if (dec_reachable(f, neg, c[i]) && value_ok(n, c[i], strtod(buf, NULL)))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Can the number on f still be completed into a valid value?  `ending`
  * asks instead whether the number may end right here.  Completions have
  * at most `cap` significant digits; only reals that are not hashed take an
@@ -531,6 +836,17 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
 {
     int neg = (f->flags & F_NEG) != 0;
     int cap = gr_num_hashed(n, f) ? GR_HASH_DIGITS : 18;
+    if (!(f->flags & F_NBIG) && xint(n, f)) {
+        if (f->phase >= N_E)
+            return ending ? f->phase == N_EXP && xint_end_exp(n, f) : xint_exp_ok(n, f);
+        if ((f->phase == N_DOT || f->phase == N_FRAC) && f->lo)
+            return !ending && xint_pre_ok(n, f); /* a fraction that is not zeros */
+        if (!ending && f->phase != N_INT)
+            return xint_pre_ok(n, f);
+        if (!ending && xint_pre_ok(n, f))
+            return 1;
+        /* else the plain spellings (more digits, big ones included) below */
+    }
     if (f->phase >= N_E && !n->u.num.has_min && !n->u.num.has_max) {
         /* an unbounded real's exponent (big mantissas included) keeps the
          * value finite: more digits of a negative exponent only shrink it,
@@ -657,7 +973,10 @@ int gr_num_ok(const gr_node *n, const gr_frame *f, int ending)
                 return 1;
         }
     }
-    return 0;
+    /* interval_room's tolerance (relative 1e-9) misses bounds closer than
+     * that (1.2345678901234e22 to 1.2345678901235e22): the values at and
+     * just past each bound, when the digits so far lead to them */
+    return exp && bound_reach(n, f);
 }
 
 /* Some x in [xa, xb] puts +-m * 10^x inside the bounds.  The value is
@@ -738,8 +1057,9 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
     int bounded = n->u.num.has_min || n->u.num.has_max || n->u.num.integer || hashed;
     /* integers and hashed values are read digit by digit; bounded reals
      * take an exponent too (exp_ok) */
-    int no_exp = n->u.num.integer || hashed;
     int big = (f->flags & F_NBIG) != 0;
+    int xi = !big && xint(n, f); /* an integer in any spelling */
+    int no_exp = (n->u.num.integer || hashed) && !xi;
     if (big && (n->u.num.has_min || n->u.num.has_max))
         no_exp = 1; /* an exponent could bring it back within the bounds */
     switch (ph) {
@@ -758,7 +1078,7 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         if (digit && ph == N_INT)
             next = N_INT;
         else if (c == '.' && !n->u.num.no_frac &&
-                 !(n->u.num.integer && (big || f->val > 9007199254740992LL)) &&
+                 !(n->u.num.integer && (big || (!xi && f->val > 9007199254740992LL))) &&
                  !(bounded && !big &&
                    f->val >= (hashed ? 100000000000000LL : 100000000000000000LL)))
             next = N_DOT; /* past 2^53 a parser reads "N.0" as a rounded double */
@@ -767,7 +1087,7 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         break;
     case N_DOT:
     case N_FRAC:
-        if (digit && !(n->u.num.integer && c != '0'))
+        if (digit && (xi || !(n->u.num.integer && c != '0')))
             next = N_FRAC;
         else if ((c == 'e' || c == 'E') && ph == N_FRAC && !no_exp)
             next = N_E;
@@ -799,6 +1119,22 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
         if (++nf->count > GR_EXP_DIGITS)
             return 0;
         nf->kst = nf->kst * 10 + (c - '0');
+    } else if (digit && next == N_FRAC && xi) {
+        /* zeros wait in pos; a non-zero digit takes them into val (18
+         * significant digits, GR_XINT_FRAC fraction digits) */
+        nf->count++;
+        if (c == '0') {
+            if (nf->pos < UINT32_MAX)
+                nf->pos++;
+        } else {
+            long long z = nf->pos;
+            if ((long long)nf->lo + z + 1 > GR_XINT_FRAC ||
+                (nf->val && gr_num_digits(nf->val) + z + 1 > 18))
+                return 0;
+            nf->val = (int64_t)((__int128)nf->val * p10_128((int)(nf->val ? z + 1 : 0)) + (c - '0'));
+            nf->lo += (uint32_t)(z + 1);
+            nf->pos = 0;
+        }
     } else if (digit && !(next == N_FRAC && n->u.num.integer)) {
         if (next == N_INT && nf->hi < UINT32_MAX)
             nf->hi++; /* integer digits: the magnitude of long mantissas */
@@ -828,9 +1164,13 @@ int gr_num_step(const gr_node *n, const gr_frame *f, int c, gr_frame *nf)
             return 0;
     } else if (next == N_E) {
         /* from here count holds exponent digits, lo the fraction digits */
-        nf->lo = (uint32_t)(ph == N_FRAC ? f->count : 0);
+        nf->lo = (uint32_t)(ph == N_FRAC ? (xi ? f->lo : f->count) : 0);
         nf->count = 0;
         nf->kst = 0;
+        nf->pos = 0;
+    } else if (next == N_DOT && xi) {
+        nf->lo = 0; /* fraction digits in val */
+        nf->pos = 0;
     }
     return gr_num_ok(n, nf, 0);
 }

@@ -55,6 +55,49 @@ static int num_in_bounds(const gr_node *n, double x)
     return 1;
 }
 
+/* The grammar takes text as a whole number of node n (a witness must be a
+ * value the matcher accepts, not only one inside the bounds as doubles see
+ * them). */
+static int num_text_ok(const gr_node *n, const char *text)
+{
+    gr_frame f, nf;
+    memset(&f, 0, sizeof f);
+    f.phase = N_START;
+    for (const char *p = text; *p; p++) {
+        if (!gr_num_step(n, &f, (unsigned char)*p, &nf))
+            return 0;
+        f = nf;
+    }
+    return (f.phase == N_ZERO || f.phase == N_INT || f.phase == N_FRAC || f.phase == N_EXP) &&
+           gr_num_ok(n, &f, 1);
+}
+
+/* A bound's own digits, plain (no exponent), and the texts just past it
+ * on either side: where the bounds are close together far from 1
+ * (1.2345678901234e22 to 1.2345678901235e22) the rounded candidates below
+ * miss, and the grammar reads plain digits exactly. */
+static int bound_witness(const gr_node *n, double b, char *out, size_t cap)
+{
+    int64_t m;
+    int e;
+    if (gr_decimal(b, &m, &e) || m <= 0 || e < 0 || (size_t)e + 48 > cap)
+        return 0;
+    const char *sg = b < 0 ? "-" : "";
+    for (int k = 0; k < 3; k++) {
+        /* k 0: the bound; 1: just above |b|; 2: just below */
+        int64_t mm = k == 2 ? m - 1 : m;
+        if (k == 2 && mm <= 0)
+            continue;
+        int l = snprintf(out, cap, "%s%lld", sg, (long long)mm);
+        memset(out + l, k == 2 ? '9' : '0', (size_t)e);
+        l += e;
+        snprintf(out + l, cap - (size_t)l, "%s", k ? ".5" : "");
+        if (num_text_ok(n, out))
+            return 1;
+    }
+    return 0;
+}
+
 static void number_witness(const gr_node *n, char *out, size_t cap)
 {
     if (n->u.num.n_excl) {
@@ -139,7 +182,7 @@ static void number_witness(const gr_node *n, char *out, size_t cap)
         for (int prec = 0; prec <= 17; prec++) {
             snprintf(out, cap, big ? "%.*e" : "%.*f", prec, x);
             double y = strtod(out, NULL);
-            if (num_in_bounds(n, y) && isfinite(y)) {
+            if (num_in_bounds(n, y) && isfinite(y) && (!big || num_text_ok(n, out))) {
                 /* "-0" would need care for bounds at zero; plain 0 is fine */
                 if (!strcmp(out, "-0"))
                     snprintf(out, cap, "0");
@@ -147,6 +190,9 @@ static void number_witness(const gr_node *n, char *out, size_t cap)
             }
         }
     }
+    if ((n->u.num.has_min && bound_witness(n, n->u.num.min, out, cap)) ||
+        (n->u.num.has_max && bound_witness(n, n->u.num.max, out, cap)))
+        return;
     snprintf(out, cap, "0");
 }
 

@@ -180,6 +180,9 @@ typedef struct gr_node {
         struct {
             int integer;       /* only integral values */
             int no_frac;       /* integers written without ".0" (draft-04) */
+            int int_exp;       /* integers in any spelling of their value (1e2,
+                                  1.5e1, 100e-2: SX_ESC_ANY, gr_number.c
+                                  "integers in any spelling") */
             int has_min, has_max, excl_min, excl_max;
             double min, max;
             int64_t imin, imax; /* integer bounds (integer nodes) */
@@ -565,7 +568,8 @@ struct gr_frame {
     uint32_t lo, hi;/* literal range (LITSET, object keys); a number: lo the
                        fraction digits before an exponent, hi the integer
                        digits (saturating) */
-    uint32_t pos;   /* bytes matched into the literals */
+    uint32_t pos;   /* bytes matched into the literals; an integer in any
+                       spelling: fraction zeros not yet in val */
     uint16_t ord;   /* object, property-order mode: the position after the
                        last listed key written; GR_ORD_UNLISTED after any
                        other key */

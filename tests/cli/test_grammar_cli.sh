@@ -79,6 +79,20 @@ printf '%s' '{"type":"integer"}' >"$T/int.json"
 printf '%s' '123456789012345678901234567890' >"$T/big.json"
 check "check: a 30-digit integer passes matcher and validator" \
     "$S" check "${tok[@]}" --schema "$T/int.json" "$T/big.json"
+# an integer is any number whose value is one: check takes every spelling
+# (escapes any), generation's canonical layout the plain ones only
+for v in 1e2 1.5e1 10E+1 -2.50e2 0e5 100e-2; do
+    printf '%s' "$v" >"$T/ispell.json"
+    check "check: integer spelled $v passes matcher and validator" \
+        "$S" check "${tok[@]}" --schema "$T/int.json" "$T/ispell.json"
+done
+printf '%s' '1.25e1' >"$T/ispell_bad.json"
+"$S" check "${tok[@]}" --schema "$T/int.json" "$T/ispell_bad.json" >"$T/out" 2>&1
+check "check: 1.25e1 (12.5) is refused by both" \
+    sh -c "[ $? -eq 1 ] && grep -q 'matcher:   rejects' '$T/out' && grep -q 'validator: rejects' '$T/out'"
+printf '%s' '1e2' >"$T/ispell.json"
+"$S" check "${tok[@]}" --escapes canonical --schema "$T/int.json" "$T/ispell.json" >/dev/null 2>&1
+check "check --escapes canonical: an integer's exponent refused (exit 1)" [ $? -eq 1 ]
 printf '%s' '{"type":"number","multipleOf":0.01}' >"$T/cents.json"
 printf '%s' '12345678901234567890.01' >"$T/cents_ok.json"
 check "check: a long decimal multiple of 0.01 passes both" \

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/beam.h"
@@ -355,6 +356,34 @@ static void shares_the_prompt(void **state)
     sx_beam_result_free(&r);
 }
 
+/* The request's mask deadline (sx_beam_params.deadline_ms) holds for every
+ * beam's matcher: passed before the search, it fails with SX_ELIMIT naming
+ * the deadline; without one the same search runs. */
+static void mask_deadline(void **state)
+{
+    (void)state;
+    const char *schema = "{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}";
+    sx_grammar *gr = NULL;
+    sx_error err;
+    assert_int_equal(sx_gr_compile_schema(VOC, schema, strlen(schema), NULL, &gr, &err), 0);
+    int32_t prompt[4] = {785, 1156, 315, 264};
+    int32_t eos[2] = {sx_tok_find(TOK, "<|im_end|>", 10), sx_tok_find(TOK, "<|endoftext|>", 13)};
+    sx_beam_params p = {.num_beams = 2, .num_return = 2, .length_penalty = 1.0f,
+                        .early_stopping = SX_BEAM_EARLY_TRUE, .max_tokens = 4,
+                        .eos = eos, .n_eos = 2, .grammar = gr};
+    sx_beam_result r;
+    assert_int_equal(sx_beam_run(ENG, prompt, 4, &p, &r, &err), 0);
+    sx_beam_result_free(&r);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    p.deadline_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 - 1;
+    int64_t free0 = sx_backend_free_tokens(ENG);
+    assert_int_equal(sx_beam_run(ENG, prompt, 4, &p, &r, &err), SX_ELIMIT);
+    assert_non_null(strstr(err.msg, "deadline"));
+    assert_int_equal(sx_backend_free_tokens(ENG), free0); /* its sequences are freed */
+    sx_gr_free(gr);
+}
+
 static void refuses_bad_params(void **state)
 {
     (void)state;
@@ -385,6 +414,7 @@ int main(void)
         cmocka_unit_test(tight_budgets),
         cmocka_unit_test(shares_the_prompt),
         cmocka_unit_test(refuses_bad_params),
+        cmocka_unit_test(mask_deadline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

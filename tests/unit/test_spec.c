@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -32,6 +33,8 @@ typedef struct result {
     sx_bytes text;
     sx_ids ids;
     int done, finish;
+    int code;      /* the error's code and message when finish is SX_FINISH_ERROR */
+    char msg[256];
 } result;
 
 static void on_event(const sx_gen_event *ev, void *ctx)
@@ -46,8 +49,10 @@ static void on_event(const sx_gen_event *ev, void *ctx)
     }
     r->done = 1;
     r->finish = ev->finish;
-    if (ev->finish == SX_FINISH_ERROR)
-        print_error("generation error: %s\n", ev->error.msg);
+    if (ev->finish == SX_FINISH_ERROR) {
+        r->code = ev->error.code;
+        snprintf(r->msg, sizeof r->msg, "%s", ev->error.msg);
+    }
 }
 
 static void result_free(result *r)
@@ -343,6 +348,52 @@ static void batched_with_plain(void **state)
     json_decref(schema);
 }
 
+/* The request's mask deadline holds while drafting too: passed before the
+ * first step, each speculative mode finishes with SX_ELIMIT naming the
+ * deadline and no token, beside a request without one that runs. */
+static void mask_deadline(void **state)
+{
+    (void)state;
+    json_t *schema;
+    sx_grammar *gr = compile(SCHEMAS[1], &schema);
+    sx_ids p = {0};
+    encode_prompt(PROMPTS[0], &p);
+    for (int spec = SX_SPEC_NGRAM; spec <= SX_SPEC_DRAFT; spec++) {
+        sx_gen *g;
+        assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+        assert_int_equal(sx_gen_set_draft(g, SAME, NULL), 0);
+        result r[2];
+        memset(r, 0, sizeof r);
+        for (int i = 0; i < 2; i++) {
+            sx_gen_params gp;
+            memset(&gp, 0, sizeof gp);
+            sx_sampling_default(&gp.sampling);
+            gp.grammar = gr;
+            gp.max_tokens = 12;
+            gp.speculate = spec;
+            gp.draft_k = 4;
+            if (i) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                gp.deadline_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 - 1;
+            }
+            assert_int_equal(sx_gen_add(g, p.v, (int)p.n, &gp, &r[i], NULL, NULL), 0);
+        }
+        run_all(g);
+        assert_int_not_equal(r[0].finish, SX_FINISH_ERROR);
+        assert_int_equal(r[1].finish, SX_FINISH_ERROR);
+        assert_int_equal(r[1].code, SX_ELIMIT);
+        assert_non_null(strstr(r[1].msg, "deadline"));
+        assert_int_equal(r[1].ids.n, 0);
+        result_free(&r[0]);
+        result_free(&r[1]);
+        sx_gen_free(g);
+    }
+    sx_ids_free(&p);
+    sx_gr_free(gr);
+    json_decref(schema);
+}
+
 /* Bad params are refused with a message. */
 static void params_are_checked(void **state)
 {
@@ -379,6 +430,7 @@ int main(void)
         cmocka_unit_test(greedy_is_identical),
         cmocka_unit_test(sampling_is_identical),
         cmocka_unit_test(batched_with_plain),
+        cmocka_unit_test(mask_deadline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
