@@ -104,6 +104,9 @@ struct sx_gen {
     pthread_cond_t      cv_work, cv_done;
     gen_seq           **mask_jobs;
     int                 n_jobs, next_job, jobs_done, generation, stop;
+    /* STRUX_GEN_TRACE (a dev aid, gen_step.c): the posted masks' summed
+     * fill time and when the last one ended, ms; under mu */
+    double              mask_busy_ms, mask_end_ms;
 };
 
 double gen_now_ms(void);
@@ -121,7 +124,7 @@ void   gen_reap(sx_gen *g);
 /* The prefix cache (gen_prefix.c).  admit: a new engine sequence for s,
  * forked from a cached prefix when there is one (then s->n_fed and
  * s->n_cached are set, else s->cache_at); 0 or an engine error.  store:
- * called once s has prefilled s->cache_at tokens.  evict: drops the
+ * called once s has prefilled at least s->cache_at tokens.  evict: drops the
  * least recently used prefix, 0 when none is left. */
 int    gen_prefix_admit(sx_gen *g, gen_seq *s);
 void   gen_prefix_store(sx_gen *g, gen_seq *s);

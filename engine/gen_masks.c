@@ -32,8 +32,12 @@ static void *worker(void *arg)
         while (g->next_job < g->n_jobs) {
             gen_seq *s = g->mask_jobs[g->next_job++];
             pthread_mutex_unlock(&g->mu);
+            double t0 = gen_now_ms();
             fill_one(s);
+            double t1 = gen_now_ms();
             pthread_mutex_lock(&g->mu);
+            g->mask_busy_ms += t1 - t0;
+            g->mask_end_ms = t1;
             if (++g->jobs_done == g->n_jobs)
                 pthread_cond_broadcast(&g->cv_done);
         }
@@ -79,6 +83,8 @@ void gen_masks_post(sx_gen *g, gen_seq **jobs, int n)
     g->n_jobs = n;
     g->next_job = 0;
     g->jobs_done = 0;
+    g->mask_busy_ms = 0;
+    g->mask_end_ms = 0;
     g->generation++;
     if (n > 0)
         pthread_cond_broadcast(&g->cv_work);

@@ -5,8 +5,11 @@
  * token that would break it is rolled back and the document is closed with
  * its shortest completion instead, so a tight max_tokens still ends in
  * valid output. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "common/sx_utf8.h"
 #include "engine/gen_internal.h"
 #include "engine/gen_spec_internal.h"
@@ -330,9 +333,60 @@ static int masks_ready(void *g, int wait)
     return 1;
 }
 
+/* STRUX_GEN_TRACE=FILE (a dev aid for finding where a server's time goes):
+ * one line per step appended to FILE -- when it began, its phases (before
+ * the pass, the pass, waiting for masks, sampling), the rows it ran, the
+ * masks' fill time and the LM-head panels read. */
+static FILE *trace_file;
+static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
+
+static void trace_open(void)
+{
+    const char *p = getenv("STRUX_GEN_TRACE");
+    if (p && *p && (trace_file = fopen(p, "a")))
+        fprintf(trace_file, "# t0_ms pre_ms fwd_ms maskwait_ms post_ms dec_rows dec_tokens "
+                            "pf_rows pf_tokens masks mask_busy_ms mask_end_ms panels_dense "
+                            "panels_read cpu_ms\n");
+}
+
+typedef struct step_trace {
+    double t0, t_fwd, t_fwd1, t_mw, cpu0;
+    int dec_rows, dec_tok, pf_rows, pf_tok, masks;
+    sx_engine_lm_stats lm;
+} step_trace;
+
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void trace_step(sx_gen *g, const step_trace *t)
+{
+    sx_engine_lm_stats lm;
+    sx_backend_lm_stats_get(g->e, &lm);
+    double t1 = gen_now_ms();
+    fprintf(trace_file, "%.3f %.3f %.3f %.3f %.3f %d %d %d %d %d %.3f %.3f %lld %lld %.3f\n", t->t0,
+            t->t_fwd - t->t0, t->t_fwd1 - t->t_fwd, t->t_mw - t->t_fwd1, t1 - t->t_mw,
+            t->dec_rows, t->dec_tok, t->pf_rows, t->pf_tok, t->masks, g->mask_busy_ms,
+            g->mask_end_ms > 0 ? g->mask_end_ms - t->t_fwd : 0.0,
+            (long long)(lm.panels_dense - t->lm.panels_dense),
+            (long long)(lm.panels_computed - t->lm.panels_computed), cpu_ms() - t->cpu0);
+    fflush(trace_file);
+}
+
 int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
 {
     int rc, n_running = 0, n = 0, n_jobs = 0;
+    step_trace tr;
+    pthread_once(&trace_once, trace_open);
+    if (trace_file) {
+        memset(&tr, 0, sizeof tr);
+        tr.t0 = gen_now_ms();
+        tr.cpu0 = cpu_ms();
+        sx_backend_lm_stats_get(g->e, &tr.lm);
+    }
     for (gen_seq *s = g->head; s; s = s->next) {
         if (s->cancelled && s->state != GS_DONE)
             gen_finish(g, s, SX_FINISH_CANCELLED, NULL);
@@ -349,8 +403,6 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
             int chunk = s->n_prompt - s->n_fed;
             if (chunk > g->o.prefill_chunk)
                 chunk = g->o.prefill_chunk;
-            if (s->cache_at > s->n_fed && chunk > s->cache_at - s->n_fed)
-                chunk = s->cache_at - s->n_fed; /* stop at the prefix to cache */
             g->items[n] = (sx_step_item){s->kv, s->prompt + s->n_fed, chunk, 0, NULL, NULL};
         } else if (s->state == GS_DECODE) {
             g->items[n] = (sx_step_item){s->kv, s->feed, s->n_feed, 0, NULL, NULL};
@@ -398,10 +450,23 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         free(mj);
         return sx_err_set(err, rc, "out of memory");
     }
+    if (trace_file) {
+        for (int i = 0; i < n; i++) {
+            int pf = g->item_seq[i]->state == GS_PREFILL;
+            *(pf ? &tr.pf_rows : &tr.dec_rows) += 1;
+            *(pf ? &tr.pf_tok : &tr.dec_tok) += g->items[i].n;
+        }
+        tr.masks = n_jobs;
+        tr.t_fwd = gen_now_ms();
+    }
     gen_masks_post(g, mj, n_jobs);
     sx_error serr;
     rc = sx_backend_step_masked(g->e, g->items, n, g->logits, masks_ready, g, &serr);
+    if (trace_file)
+        tr.t_fwd1 = gen_now_ms();
     gen_masks_wait(g);
+    if (trace_file)
+        tr.t_mw = gen_now_ms();
     free(mj);
     if (rc) {
         for (int i = 0; i < n; i++)
@@ -421,7 +486,10 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
         }
         if (s->state == GS_PREFILL) {
             s->n_fed += g->items[i].n;
-            if (s->cache_at && s->n_fed == s->cache_at)
+            /* the chunk need not stop at the prefix to cache: the engine
+             * forks any prefix of a sequence, and an extra pass for the
+             * rest of a chunk costs about a decode step's weight reads */
+            if (s->cache_at && s->n_fed >= s->cache_at)
                 gen_prefix_store(g, s);
             if (s->n_fed < s->n_prompt)
                 continue;
@@ -438,5 +506,7 @@ int sx_gen_step(sx_gen *g, int *n_live, sx_error *err)
     *n_live = 0;
     for (gen_seq *s = g->head; s; s = s->next)
         (*n_live)++;
+    if (trace_file)
+        trace_step(g, &tr);
     return SX_OK;
 }

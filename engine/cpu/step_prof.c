@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-enum { KINDS = 2 };   /* passes of one row, of more */
+/* passes of one row, of 2..32 (decode-sized: several sequences, forced
+ * tokens), of more (a prompt's chunk in them) */
+enum { KINDS = 3, FEW_ROWS = 32 };
 
 typedef struct stage_acc {
     long   calls;
@@ -76,7 +78,7 @@ void sx_step_prof_free(sx_step_prof *pr)
 void sx_step_prof_pass(sx_step_prof *pr, int rows, int end)
 {
     if (!end) {
-        pr->kind = rows > 1;
+        pr->kind = rows <= 1 ? 0 : rows <= FEW_ROWS ? 1 : 2;
         pr->pass_t0 = now();
         return;
     }
@@ -126,7 +128,7 @@ void sx_step_prof_print(const sx_step_prof *pr, FILE *f)
         double np = (double)pr->passes[k], tw = 0, tb = 0, tc = 0;
         long calls = 0;
         fprintf(f, "step profile, %s passes: %ld, %.1f us per pass, %d threads (per pass, us)\n",
-                k ? "multi-row" : "one-row", pr->passes[k], 1e6 * pr->pass_wall[k] / np, pr->n);
+                k == 0 ? "one-row" : k == 1 ? "2-32-row" : "33+-row", pr->passes[k], 1e6 * pr->pass_wall[k] / np, pr->n);
         fprintf(f, "  %-11s %7s %9s %9s %9s %9s %9s %9s\n", "stage", "calls", "wall", "slowest",
                 "thread0", "overhead", "max_lag", "cpu_max");
         for (int i = 0; i < SX_ST_COUNT; i++) {

@@ -5,7 +5,8 @@
  * return) and inside every thread (its call of the stage function), so the
  * table splits a stage's wall time into the slowest thread's work and the
  * rest: hand-off, join and imbalance.  Passes of one row (single-sequence
- * decode) and of more rows are kept apart.  Internal to engine/cpu/.
+ * decode), of 2..32 rows (batched decode, forced tokens) and of more (with
+ * a prompt's chunk) are kept apart.  Internal to engine/cpu/.
  *
  * Ownership: sx_step_prof_new returns a table the engine frees with
  * sx_step_prof_free. */

@@ -464,6 +464,74 @@ static void prefix_cache_is_invisible(void **state)
         sx_ids_free(&p[i]);
 }
 
+/* A named prefix (the system turn) no longer cuts a prefill chunk in two:
+ * a prompt within one chunk is prefilled in one pass -- its first token
+ * comes out of the first step -- and a chunk that runs past the prefix
+ * still leaves exactly the prefix in the cache (kept at its end by a fork
+ * of the longer sequence), which the next request forks and answers from
+ * exactly as without the cache. */
+static void prefix_inside_a_chunk(void **state)
+{
+    (void)state;
+    sx_ids p[2] = {{0}};
+    encode_prompt("A document to extract from, with a few words.", &p[0]);
+    encode_prompt("Another document entirely.", &p[1]);
+    int32_t im_end = sx_tok_find(TOK, "<|im_end|>", 10);
+    int P = 0;
+    while (P < (int)p[0].n && p[0].v[P] != im_end)
+        P++;
+    P++; /* through the system turn's end-of-turn token */
+    assert_true(P + 3 < (int)p[0].n && P + 3 < (int)p[1].n);
+    sx_gen_params gp;
+    memset(&gp, 0, sizeof gp);
+    sx_sampling_default(&gp.sampling);
+    gp.max_tokens = 10;
+    result ref[2], got[2];
+    memset(ref, 0, sizeof ref);
+    memset(got, 0, sizeof got);
+    sx_gen *g;
+    for (int i = 0; i < 2; i++) { /* references: no cache */
+        assert_int_equal(sx_gen_new(ENG, TOK, NULL, on_event, NULL, &g, NULL), 0);
+        assert_int_equal(sx_gen_add(g, p[i].v, (int)p[i].n, &gp, &ref[i], NULL, NULL), 0);
+        run_all(g);
+        sx_gen_free(g);
+    }
+    gp.prefix_len = P;
+    /* the whole prompt fits a chunk: one pass, then the first token */
+    sx_gen_opts big = {.prefill_chunk = 512, .max_batch = 4, .mask_threads = 1};
+    assert_int_equal(sx_gen_new(ENG, TOK, &big, on_event, NULL, &g, NULL), 0);
+    assert_int_equal(sx_gen_add(g, p[0].v, (int)p[0].n, &gp, &got[0], NULL, NULL), 0);
+    int live;
+    assert_int_equal(sx_gen_step(g, &live, NULL), 0);
+    assert_int_equal(got[0].ids.n, 1);
+    run_all(g);
+    assert_int_equal(got[0].ids.n, ref[0].ids.n);
+    assert_memory_equal(got[0].ids.v, ref[0].ids.v, ref[0].ids.n * sizeof *ref[0].ids.v);
+    sx_gen_free(g);
+    result_free(&got[0]);
+    /* a chunk that ends 3 tokens past the prefix, then the request goes
+     * (its whole prompt is never kept): the prefix alone is cached */
+    sx_gen_opts small = {.prefill_chunk = P + 3, .max_batch = 4, .mask_threads = 1};
+    assert_int_equal(sx_gen_new(ENG, TOK, &small, on_event, NULL, &g, NULL), 0);
+    int h;
+    assert_int_equal(sx_gen_add(g, p[0].v, (int)p[0].n, &gp, &got[0], &h, NULL), 0);
+    assert_int_equal(sx_gen_step(g, &live, NULL), 0);
+    sx_gen_cancel(g, h);
+    run_all(g);
+    assert_int_equal(got[0].finish, SX_FINISH_CANCELLED);
+    assert_int_equal(sx_gen_add(g, p[1].v, (int)p[1].n, &gp, &got[1], NULL, NULL), 0);
+    run_all(g);
+    assert_int_equal(got[1].n_cached, P);
+    assert_int_equal(got[1].ids.n, ref[1].ids.n);
+    assert_memory_equal(got[1].ids.v, ref[1].ids.v, ref[1].ids.n * sizeof *ref[1].ids.v);
+    sx_gen_free(g);
+    for (int i = 0; i < 2; i++) {
+        result_free(&got[i]);
+        result_free(&ref[i]);
+        sx_ids_free(&p[i]);
+    }
+}
+
 /* Runs `n` choices of one request on a fresh sx_gen: choice i samples with
  * seed + i; choices 1.. fork choice 0's KV (fork_of).  Returns the tokens
  * the engine ran. */
@@ -961,6 +1029,7 @@ int main(void)
         cmocka_unit_test(tight_budget_inside_characters),
         cmocka_unit_test(batching_is_invisible),
         cmocka_unit_test(prefix_cache_is_invisible),
+        cmocka_unit_test(prefix_inside_a_chunk),
         cmocka_unit_test(forked_choices),
         cmocka_unit_test(budget_and_cancel),
         cmocka_unit_test(mask_deadline),
