@@ -61,7 +61,7 @@ json_t *tool_read_schema(const char *cmd, const char *path)
     sx_numtab t = {0};
     json_error_t je;
     if (sx_file_read(path, &text, &len, &err)) {
-        fprintf(stderr, "strux %s: %s\n", cmd, err.msg);
+        fprintf(stderr, "strux %s: --schema: %s\n", cmd, err.msg);
     } else if (!(schema = sx_numjson_loadb(text, len, 0, &t, &je))) {
         fprintf(stderr, "strux %s: %s: line %d column %d: %s\n", cmd, path, je.line, je.column,
                 je.text);

@@ -23,7 +23,8 @@ int tool_is_random_model(const char *dir);
  * schema (sx_rpc_load_schema_json): numbers of any length are read, and
  * one whose digits a double cannot hold exactly is refused with its JSON
  * Pointer -- never cut, never "too big integer".  NULL after printing
- * "strux CMD: PATH: ..."; the caller owns the tree. */
+ * "strux CMD: PATH: ..." (a file it cannot read: "strux CMD: --schema:
+ * ..."); the caller owns the tree. */
 json_t *tool_read_schema(const char *cmd, const char *path);
 
 /* Monotonic clock in microseconds. */
